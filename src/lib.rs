@@ -1,1 +1,18 @@
-pub fn placeholder() {}
+//! An Azure Table storage–compatible server.
+//!
+//! Layout (dependencies point downwards only):
+//! - [`model`]: domain types (names, EDM values, entities, write operations, limits).
+//! - [`protocol`]: wire ⇄ typed values (URIs, headers, JSON, errors, continuation tokens);
+//!   pure functions, never touches the store.
+//! - [`store`]: ordered storage of tables and entities behind the [`store::Store`] trait.
+//! - [`query`]: runs a query against the store: plan, evaluate, page.
+//! - [`server`]: the axum front end, deliberately thin; nothing depends on it.
+//! - [`config`]: command line and environment.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod model;
+pub mod protocol;
+pub mod query;
+pub mod server;
+pub mod store;

@@ -1,0 +1,81 @@
+//! Entities: the two keys, the server-owned Timestamp (from which the ETag derives) and the
+//! custom properties in the order the client sent them.
+
+use super::edm::{EdmDateTime, EdmValue};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Property {
+    pub name: String,
+    pub value: EdmValue,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntityKey {
+    pub partition_key: String,
+    pub row_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entity {
+    pub partition_key: String,
+    pub row_key: String,
+    pub timestamp: EdmDateTime,
+    pub properties: Vec<Property>,
+}
+
+impl Entity {
+    pub fn etag(&self) -> String {
+        etag_for(self.timestamp)
+    }
+
+    /// A custom property by name (system properties are the struct's own fields).
+    pub fn property(&self, name: &str) -> Option<&EdmValue> {
+        self.properties
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| &p.value)
+    }
+}
+
+/// The weak ETag Azure derives from a Timestamp: `W/"datetime'2021-02-12T08%3A28%3A27.47468Z'"`.
+/// The datetime text is the Timestamp's text with `:` percent-encoded; the Python SDK rebuilds
+/// ETags the same way, so the two must agree exactly.
+pub fn etag_for(timestamp: EdmDateTime) -> String {
+    let mut text = String::with_capacity(28);
+    timestamp.write_to(&mut text);
+    let mut etag = String::with_capacity(48);
+    etag.push_str("W/\"datetime'");
+    etag.push_str(&text.replace(':', "%3A"));
+    etag.push_str("'\"");
+    etag
+}
+
+/// Parses an ETag of the `W/"datetime'…'"` form back to its Timestamp; `:` may be sent
+/// percent-encoded or not. `None` for anything else (the service answers 400 InvalidInput).
+pub fn parse_etag(etag: &str) -> Option<EdmDateTime> {
+    let inner = etag
+        .trim()
+        .strip_prefix("W/\"datetime'")?
+        .strip_suffix("'\"")?;
+    let decoded = inner.replace("%3A", ":").replace("%3a", ":");
+    EdmDateTime::parse(&decoded).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_round_trips_through_timestamp_text() {
+        let ts = EdmDateTime::parse("2021-02-12T08:28:27.47468Z").unwrap();
+        let etag = etag_for(ts);
+        assert_eq!(etag, "W/\"datetime'2021-02-12T08%3A28%3A27.47468Z'\"");
+        assert_eq!(parse_etag(&etag), Some(ts));
+        assert_eq!(
+            parse_etag("W/\"datetime'2021-02-12T08:28:27.47468Z'\""),
+            Some(ts)
+        );
+        assert_eq!(parse_etag("\"0x8D\""), None);
+        assert_eq!(parse_etag("W/\"datetime'garbage'\""), None);
+    }
+}

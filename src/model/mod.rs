@@ -1,0 +1,13 @@
+//! Domain types of the Table service: names, EDM values, entities, ETags and write operations.
+//! Depends on nothing else in the crate.
+
+pub mod edm;
+pub mod entity;
+pub mod limits;
+pub mod names;
+pub mod write;
+
+pub use edm::{EdmDateTime, EdmType, EdmValue};
+pub use entity::{Entity, EntityKey, Property};
+pub use names::{TableName, TableNameError};
+pub use write::{IfMatch, WriteKind, WriteOp};

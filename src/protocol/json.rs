@@ -1,0 +1,759 @@
+//! JSON payloads (spec §4): decoding entity request bodies into typed properties with every
+//! validation the service applies, and encoding entities and tables at the three metadata
+//! levels, written straight into one output buffer.
+
+use std::fmt;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::error::{ApiError, ErrorCode};
+use super::headers::Metadata;
+use super::uri::entity_path;
+use crate::model::edm::{format_guid, parse_guid, utf16_len, DateTimeError};
+use crate::model::limits::{
+    check_entity, EntityLimitError, MAX_BINARY_BYTES, MAX_KEY_UTF16, MAX_PROPERTY_NAME,
+    MAX_STRING_UTF16,
+};
+use crate::model::{EdmDateTime, EdmType, EdmValue, Entity, Property};
+
+/// A JSON object's members in document order, duplicates kept (so they can be refused).
+struct Members(Vec<(String, Value)>);
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Members, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+                    members.push((k, v));
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+fn invalid(message: &'static str) -> ApiError {
+    ApiError::with_message(ErrorCode::InvalidInput, message)
+}
+
+fn parse_members(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError> {
+    let members: Members = serde_json::from_slice(body).map_err(|_| {
+        ApiError::with_message(
+            ErrorCode::InvalidInput,
+            "The request body is not a valid JSON object.",
+        )
+    })?;
+    let mut names: Vec<&str> = members.0.iter().map(|(k, _)| k.as_str()).collect();
+    names.sort_unstable();
+    if names.windows(2).any(|w| w[0] == w[1]) {
+        return Err(ApiError::new(ErrorCode::DuplicatePropertiesSpecified));
+    }
+    Ok(members.0)
+}
+
+/// An entity body as decoded: keys if present, custom properties in body order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntityBody {
+    pub partition_key: Option<String>,
+    pub row_key: Option<String>,
+    pub properties: Vec<Property>,
+}
+
+/// Decodes and validates an entity request body (spec §4.2, §5).
+pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
+    let members = parse_members(body)?;
+    let annotation = |name: &str| -> Option<&Value> {
+        members.iter().find_map(|(k, v)| {
+            k.strip_suffix("@odata.type")
+                .filter(|base| *base == name)
+                .map(|_| v)
+        })
+    };
+    let mut out = EntityBody {
+        partition_key: None,
+        row_key: None,
+        properties: Vec::with_capacity(members.len()),
+    };
+    for (name, value) in &members {
+        if name.starts_with("odata.") || name.ends_with("@odata.type") {
+            continue;
+        }
+        let declared = match annotation(name) {
+            Some(Value::String(t)) => Some(EdmType::parse(t).ok_or_else(|| {
+                ApiError::with_message(
+                    ErrorCode::InvalidInput,
+                    format!("The type '{t}' of property '{name}' is not supported."),
+                )
+            })?),
+            Some(_) => return Err(invalid("An @odata.type annotation must be a string.")),
+            None => None,
+        };
+        if name == "PartitionKey" || name == "RowKey" {
+            let key = match (value, declared) {
+                (Value::Null, _) => continue,
+                (Value::String(s), None | Some(EdmType::String)) => s.clone(),
+                _ => return Err(invalid("PartitionKey and RowKey must be strings.")),
+            };
+            validate_key(&key)?;
+            if name == "PartitionKey" {
+                out.partition_key = Some(key);
+            } else {
+                out.row_key = Some(key);
+            }
+            continue;
+        }
+        if name == "Timestamp" {
+            // Server-owned; clients echo it back and it is ignored.
+            continue;
+        }
+        validate_property_name(name)?;
+        if value.is_null() {
+            continue;
+        }
+        let value = decode_value(name, value, declared)?;
+        out.properties.push(Property {
+            name: name.clone(),
+            value,
+        });
+    }
+    Ok(out)
+}
+
+/// Checks the whole-entity limits of a decoded body (property count, total size).
+pub fn check_entity_limits(
+    partition_key: &str,
+    row_key: &str,
+    properties: &[Property],
+) -> Result<(), ApiError> {
+    check_entity(partition_key, row_key, properties).map_err(entity_limit_error)
+}
+
+pub fn entity_limit_error(e: EntityLimitError) -> ApiError {
+    ApiError::new(match e {
+        EntityLimitError::TooManyProperties => ErrorCode::TooManyProperties,
+        EntityLimitError::EntityTooLarge => ErrorCode::EntityTooLarge,
+    })
+}
+
+/// Key values: ≤ 1024 UTF-16 units and none of `/ \ # ?` or control characters (spec §5.3).
+pub fn validate_key(key: &str) -> Result<(), ApiError> {
+    if utf16_len(key) > MAX_KEY_UTF16 {
+        return Err(ApiError::new(ErrorCode::KeyValueTooLarge));
+    }
+    let forbidden = |c: char| {
+        matches!(c, '/' | '\\' | '#' | '?')
+            || ('\u{0}'..='\u{1F}').contains(&c)
+            || ('\u{7F}'..='\u{9F}').contains(&c)
+    };
+    if key.chars().any(forbidden) {
+        return Err(ApiError::with_message(
+            ErrorCode::InvalidInput,
+            "The key value contains a character that is not allowed (/, \\, #, ? or a control character).",
+        ));
+    }
+    Ok(())
+}
+
+/// Property names: ≤ 255 characters, a letter or `_` first, then letters, digits or `_`
+/// (C# identifier rules, Unicode classes) [emu; spec §5.2].
+pub fn validate_property_name(name: &str) -> Result<(), ApiError> {
+    if name.chars().count() > MAX_PROPERTY_NAME {
+        return Err(ApiError::new(ErrorCode::PropertyNameTooLong));
+    }
+    let mut chars = name.chars();
+    let valid = match chars.next() {
+        Some(first) => {
+            (first.is_alphabetic() || first == '_')
+                && chars.all(|c| c.is_alphanumeric() || c == '_')
+        }
+        None => false,
+    };
+    if !valid {
+        return Err(ApiError::new(ErrorCode::PropertyNameInvalid));
+    }
+    Ok(())
+}
+
+fn type_mismatch(name: &str, ty: EdmType) -> ApiError {
+    ApiError::with_message(
+        ErrorCode::InvalidInput,
+        format!(
+            "The value of property '{name}' is not a valid {}.",
+            ty.name()
+        ),
+    )
+}
+
+fn decode_value(
+    name: &str,
+    value: &Value,
+    declared: Option<EdmType>,
+) -> Result<EdmValue, ApiError> {
+    let ty = match declared {
+        Some(t) => t,
+        None => match value {
+            Value::String(_) => EdmType::String,
+            Value::Bool(_) => EdmType::Boolean,
+            Value::Number(n) => {
+                if n.is_f64() {
+                    EdmType::Double
+                } else {
+                    match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
+                        Some(_) => EdmType::Int32,
+                        // Unannotated integers outside Int32 are stored as Double [emu, §4.2].
+                        None => EdmType::Double,
+                    }
+                }
+            }
+            _ => {
+                return Err(ApiError::with_message(
+                    ErrorCode::InvalidInput,
+                    format!("The value of property '{name}' must be a string, number or boolean."),
+                ))
+            }
+        },
+    };
+    let bad = || type_mismatch(name, ty);
+    let v = match ty {
+        EdmType::String => {
+            let s = value.as_str().ok_or_else(bad)?;
+            if utf16_len(s) > MAX_STRING_UTF16 {
+                return Err(ApiError::new(ErrorCode::PropertyValueTooLarge));
+            }
+            EdmValue::String(s.to_string())
+        }
+        EdmType::Boolean => EdmValue::Boolean(value.as_bool().ok_or_else(bad)?),
+        EdmType::Int32 => {
+            let n = match value {
+                Value::Number(n) => n.as_i64().ok_or_else(bad)?,
+                Value::String(s) => s.parse::<i64>().map_err(|_| bad())?,
+                _ => return Err(bad()),
+            };
+            EdmValue::Int32(i32::try_from(n).map_err(|_| bad())?)
+        }
+        EdmType::Int64 => match value {
+            Value::String(s) => EdmValue::Int64(s.parse::<i64>().map_err(|_| bad())?),
+            Value::Number(n) => EdmValue::Int64(n.as_i64().ok_or_else(bad)?),
+            _ => return Err(bad()),
+        },
+        EdmType::Double => match value {
+            Value::Number(n) => EdmValue::Double(n.as_f64().ok_or_else(bad)?),
+            Value::String(s) => EdmValue::Double(match s.as_str() {
+                "NaN" => f64::NAN,
+                "Infinity" | "INF" => f64::INFINITY,
+                "-Infinity" | "-INF" => f64::NEG_INFINITY,
+                other => other
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|d| d.is_finite())
+                    .ok_or_else(bad)?,
+            }),
+            _ => return Err(bad()),
+        },
+        EdmType::DateTime => {
+            let s = value.as_str().ok_or_else(bad)?;
+            EdmValue::DateTime(EdmDateTime::parse(s).map_err(|e| match e {
+                DateTimeError::Syntax => bad(),
+                DateTimeError::OutOfRange => ApiError::new(ErrorCode::OutOfRangeInput),
+            })?)
+        }
+        EdmType::Guid => EdmValue::Guid(value.as_str().and_then(parse_guid).ok_or_else(bad)?),
+        EdmType::Binary => {
+            let s = value.as_str().ok_or_else(bad)?;
+            let bytes = BASE64.decode(s).map_err(|_| bad())?;
+            if bytes.len() > MAX_BINARY_BYTES {
+                return Err(ApiError::new(ErrorCode::PropertyValueTooLarge));
+            }
+            EdmValue::Binary(bytes)
+        }
+    };
+    Ok(v)
+}
+
+/// Decodes a Create Table body: `{"TableName":"…"}`.
+pub fn decode_table_name(body: &[u8]) -> Result<String, ApiError> {
+    let members = parse_members(body)?;
+    match members.iter().find(|(k, _)| k == "TableName") {
+        Some((_, Value::String(s))) => Ok(s.clone()),
+        Some(_) => Err(invalid("TableName must be a string.")),
+        None => Err(ApiError::new(ErrorCode::PropertiesNeedValue)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Encoding
+
+/// What entity encoding needs to know beyond the entity.
+#[derive(Debug, Clone, Copy)]
+pub struct EntityContext<'a> {
+    pub metadata: Metadata,
+    /// `{base}`: the account URL as the client addressed it, without a trailing slash.
+    pub base_url: &'a str,
+    pub account: &'a str,
+    /// The table name as created.
+    pub table: &'a str,
+    /// The `$select` list, parsed; `None` for all properties.
+    pub select: Option<&'a [String]>,
+    /// The `$select` text as sent, appended to `odata.metadata`.
+    pub select_raw: Option<&'a str>,
+}
+
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    // serde_json's string writer does the escaping; writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+fn push_member(out: &mut Vec<u8>, first: &mut bool, name: &str) {
+    if !*first {
+        out.push(b',');
+    }
+    *first = false;
+    push_str(out, name);
+    out.push(b':');
+}
+
+fn metadata_url(ctx: &EntityContext, element: bool) -> String {
+    let mut url = format!("{}/$metadata#{}", ctx.base_url, ctx.table);
+    if element {
+        url.push_str("/@Element");
+    }
+    if let Some(raw) = ctx.select_raw {
+        url.push_str("&$select=");
+        url.push_str(raw);
+    }
+    url
+}
+
+fn is_selected(ctx: &EntityContext, name: &str) -> bool {
+    match ctx.select {
+        None => true,
+        Some(list) => list.iter().any(|s| s == name),
+    }
+}
+
+/// Writes one entity object. `element` adds the single-entity `odata.metadata` member.
+pub fn write_entity(out: &mut Vec<u8>, entity: &Entity, ctx: &EntityContext, element: bool) {
+    let mut first = true;
+    out.push(b'{');
+    let full = ctx.metadata == Metadata::Full;
+    if element && ctx.metadata != Metadata::None {
+        push_member(out, &mut first, "odata.metadata");
+        push_str(out, &metadata_url(ctx, true));
+    }
+    let path = if full {
+        entity_path(ctx.table, &entity.partition_key, &entity.row_key)
+    } else {
+        String::new()
+    };
+    if full {
+        push_member(out, &mut first, "odata.type");
+        push_str(out, &format!("{}.{}", ctx.account, ctx.table));
+        push_member(out, &mut first, "odata.id");
+        push_str(out, &format!("{}/{}", ctx.base_url, path));
+    }
+    if ctx.metadata != Metadata::None {
+        push_member(out, &mut first, "odata.etag");
+        push_str(out, &entity.etag());
+    }
+    if full {
+        push_member(out, &mut first, "odata.editLink");
+        push_str(out, &path);
+    }
+    if is_selected(ctx, "PartitionKey") {
+        push_member(out, &mut first, "PartitionKey");
+        push_str(out, &entity.partition_key);
+    }
+    if is_selected(ctx, "RowKey") {
+        push_member(out, &mut first, "RowKey");
+        push_str(out, &entity.row_key);
+    }
+    if is_selected(ctx, "Timestamp") {
+        if full {
+            push_member(out, &mut first, "Timestamp@odata.type");
+            push_str(out, "Edm.DateTime");
+        }
+        push_member(out, &mut first, "Timestamp");
+        push_str(out, &entity.timestamp.to_string());
+    }
+    for p in &entity.properties {
+        if is_selected(ctx, &p.name) {
+            write_property(out, &mut first, &p.name, &p.value, ctx.metadata);
+        }
+    }
+    if let Some(list) = ctx.select {
+        // Selected properties the entity lacks come back as null [emu, spec §6.5].
+        for name in list {
+            let system = matches!(name.as_str(), "PartitionKey" | "RowKey" | "Timestamp");
+            if !system && entity.property(name).is_none() {
+                push_member(out, &mut first, name);
+                out.extend_from_slice(b"null");
+            }
+        }
+    }
+    out.push(b'}');
+}
+
+fn write_property(
+    out: &mut Vec<u8>,
+    first: &mut bool,
+    name: &str,
+    value: &EdmValue,
+    metadata: Metadata,
+) {
+    let annotate = |out: &mut Vec<u8>, first: &mut bool, ty: &str| {
+        if metadata != Metadata::None {
+            push_member(out, first, &format!("{name}@odata.type"));
+            push_str(out, ty);
+        }
+    };
+    match value {
+        EdmValue::String(s) => {
+            push_member(out, first, name);
+            push_str(out, s);
+        }
+        EdmValue::Boolean(b) => {
+            push_member(out, first, name);
+            out.extend_from_slice(if *b { b"true" } else { b"false" });
+        }
+        EdmValue::Int32(i) => {
+            push_member(out, first, name);
+            out.extend_from_slice(i.to_string().as_bytes());
+        }
+        EdmValue::Int64(i) => {
+            annotate(out, first, "Edm.Int64");
+            push_member(out, first, name);
+            push_str(out, &i.to_string());
+        }
+        EdmValue::Double(d) => {
+            if d.is_finite() {
+                push_member(out, first, name);
+                // serde_json writes the shortest round-trip form, integral values as `5.0`.
+                let _ = serde_json::to_writer(&mut *out, d);
+            } else {
+                annotate(out, first, "Edm.Double");
+                push_member(out, first, name);
+                push_str(
+                    out,
+                    if d.is_nan() {
+                        "NaN"
+                    } else if *d > 0.0 {
+                        "Infinity"
+                    } else {
+                        "-Infinity"
+                    },
+                );
+            }
+        }
+        EdmValue::DateTime(t) => {
+            annotate(out, first, "Edm.DateTime");
+            push_member(out, first, name);
+            push_str(out, &t.to_string());
+        }
+        EdmValue::Guid(g) => {
+            annotate(out, first, "Edm.Guid");
+            push_member(out, first, name);
+            push_str(out, &format_guid(g));
+        }
+        EdmValue::Binary(b) => {
+            annotate(out, first, "Edm.Binary");
+            push_member(out, first, name);
+            push_str(out, &BASE64.encode(b));
+        }
+    }
+}
+
+/// A single-entity response body (Get Entity, Insert Entity).
+pub fn encode_entity(entity: &Entity, ctx: &EntityContext) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    write_entity(&mut out, entity, ctx, true);
+    out
+}
+
+/// A query response body: `{"odata.metadata":…,"value":[…]}`.
+pub fn encode_entity_page(entities: &[Entity], ctx: &EntityContext) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + entities.len() * 256);
+    out.push(b'{');
+    if ctx.metadata != Metadata::None {
+        push_str(&mut out, "odata.metadata");
+        out.push(b':');
+        push_str(&mut out, &metadata_url(ctx, false));
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"value\":[");
+    for (i, e) in entities.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_entity(&mut out, e, ctx, false);
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+fn write_table(
+    out: &mut Vec<u8>,
+    name: &str,
+    metadata: Metadata,
+    base_url: &str,
+    account: &str,
+    element: bool,
+) {
+    let mut first = true;
+    out.push(b'{');
+    if element && metadata != Metadata::None {
+        push_member(out, &mut first, "odata.metadata");
+        push_str(out, &format!("{base_url}/$metadata#Tables/@Element"));
+    }
+    if metadata == Metadata::Full {
+        push_member(out, &mut first, "odata.type");
+        push_str(out, &format!("{account}.Tables"));
+        push_member(out, &mut first, "odata.id");
+        push_str(out, &format!("{base_url}/Tables('{name}')"));
+        push_member(out, &mut first, "odata.editLink");
+        push_str(out, &format!("Tables('{name}')"));
+    }
+    push_member(out, &mut first, "TableName");
+    push_str(out, name);
+    out.push(b'}');
+}
+
+/// Create Table response body.
+pub fn encode_table(name: &str, metadata: Metadata, base_url: &str, account: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    write_table(&mut out, name, metadata, base_url, account, true);
+    out
+}
+
+/// Query Tables response body.
+pub fn encode_table_page<'a>(
+    names: impl Iterator<Item = &'a str>,
+    metadata: Metadata,
+    base_url: &str,
+    account: &str,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.push(b'{');
+    if metadata != Metadata::None {
+        push_str(&mut out, "odata.metadata");
+        out.push(b':');
+        push_str(&mut out, &format!("{base_url}/$metadata#Tables"));
+        out.push(b',');
+    }
+    out.extend_from_slice(b"\"value\":[");
+    for (i, name) in names.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_table(&mut out, name, metadata, base_url, account, false);
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+/// Parses `$select` (comma-separated, spaces tolerated). `None` means all properties: absent,
+/// empty, blank or `*`.
+pub fn parse_select(raw: Option<&str>) -> Option<Vec<String>> {
+    let raw = raw?.trim();
+    if raw.is_empty() || raw == "*" {
+        return None;
+    }
+    Some(
+        raw.split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(s: &str) -> Result<EntityBody, ApiError> {
+        decode_entity(s.as_bytes())
+    }
+
+    #[test]
+    fn decodes_all_eight_types() {
+        let body = r#"{"PartitionKey":"mypartitionkey","RowKey":"myrowkey",
+ "DateTimeProperty@odata.type":"Edm.DateTime","DateTimeProperty":"2013-08-02T17:37:43.9004348Z",
+ "BoolProperty":false,
+ "BinaryProperty@odata.type":"Edm.Binary","BinaryProperty":"AQIDBA==",
+ "DoubleProperty":1234.1234,
+ "GuidProperty@odata.type":"Edm.Guid","GuidProperty":"4185404a-5818-48c3-b9be-f217df0dba6f",
+ "Int32Property":1234,
+ "Int64Property@odata.type":"Edm.Int64","Int64Property":"123456789012",
+ "StringProperty":"test"}"#;
+        let e = decode(body).unwrap();
+        assert_eq!(e.partition_key.as_deref(), Some("mypartitionkey"));
+        assert_eq!(e.row_key.as_deref(), Some("myrowkey"));
+        let types: Vec<EdmType> = e.properties.iter().map(|p| p.value.edm_type()).collect();
+        assert_eq!(
+            types,
+            vec![
+                EdmType::DateTime,
+                EdmType::Boolean,
+                EdmType::Binary,
+                EdmType::Double,
+                EdmType::Guid,
+                EdmType::Int32,
+                EdmType::Int64,
+                EdmType::String
+            ]
+        );
+        assert_eq!(e.properties[6].value, EdmValue::Int64(123456789012));
+        assert_eq!(e.properties[2].value, EdmValue::Binary(vec![1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn annotations_after_value_and_special_doubles() {
+        let e = decode(r#"{"a":"NaN","a@odata.type":"Edm.Double","b":5,"b@odata.type":"Edm.Double","c":"1.23456789012346e+24","c@odata.type":"Edm.Double"}"#).unwrap();
+        assert!(matches!(e.properties[0].value, EdmValue::Double(d) if d.is_nan()));
+        assert_eq!(e.properties[1].value, EdmValue::Double(5.0));
+        assert_eq!(e.properties[2].value, EdmValue::Double(1.23456789012346e24));
+    }
+
+    #[test]
+    fn nulls_control_members_and_timestamp_are_dropped() {
+        let e = decode(r#"{"PartitionKey":"a","RowKey":"b","odata.etag":"x","Timestamp":"2020-01-01T00:00:00Z","n":null}"#).unwrap();
+        assert!(e.properties.is_empty());
+    }
+
+    #[test]
+    fn rejections() {
+        let code = |s: &str| decode(s).unwrap_err().code;
+        assert_eq!(
+            code(r#"{"a":1,"a":2}"#),
+            ErrorCode::DuplicatePropertiesSpecified
+        );
+        assert_eq!(code("[1]"), ErrorCode::InvalidInput);
+        assert_eq!(code("{"), ErrorCode::InvalidInput);
+        assert_eq!(code(r#"{"a":[1]}"#), ErrorCode::InvalidInput);
+        assert_eq!(code(r#"{"a":{"b":1}}"#), ErrorCode::InvalidInput);
+        assert_eq!(
+            code(r#"{"a":"x","a@odata.type":"Edm.Int64"}"#),
+            ErrorCode::InvalidInput
+        );
+        assert_eq!(
+            code(r#"{"a":1,"a@odata.type":"Edm.Single"}"#),
+            ErrorCode::InvalidInput
+        );
+        assert_eq!(
+            code(r#"{"a":3000000000,"a@odata.type":"Edm.Int32"}"#),
+            ErrorCode::InvalidInput
+        );
+        assert_eq!(
+            code(r#"{"a":"1600-01-01T00:00:00Z","a@odata.type":"Edm.DateTime"}"#),
+            ErrorCode::OutOfRangeInput
+        );
+        assert_eq!(code(r#"{"1a":1}"#), ErrorCode::PropertyNameInvalid);
+        assert_eq!(code(r#"{"a-b":1}"#), ErrorCode::PropertyNameInvalid);
+        assert_eq!(
+            code(&format!(r#"{{"{}":1}}"#, "a".repeat(256))),
+            ErrorCode::PropertyNameTooLong
+        );
+        assert_eq!(
+            code(&format!(r#"{{"s":"{}"}}"#, "a".repeat(32 * 1024 + 1))),
+            ErrorCode::PropertyValueTooLarge
+        );
+        assert_eq!(code(r#"{"PartitionKey":1}"#), ErrorCode::InvalidInput);
+        assert_eq!(code(r#"{"PartitionKey":"a/b"}"#), ErrorCode::InvalidInput);
+        assert_eq!(
+            code(&format!(r#"{{"RowKey":"{}"}}"#, "k".repeat(1025))),
+            ErrorCode::KeyValueTooLarge
+        );
+        assert!(decode(&format!(r#"{{"s":"{}"}}"#, "a".repeat(32 * 1024))).is_ok());
+        assert!(decode(r#"{"啊齄丂狛狜":1,"_x":2}"#).is_ok());
+    }
+
+    #[test]
+    fn unannotated_large_integer_is_double() {
+        let e = decode(r#"{"a":3000000000,"b":-7}"#).unwrap();
+        assert_eq!(e.properties[0].value, EdmValue::Double(3e9));
+        assert_eq!(e.properties[1].value, EdmValue::Int32(-7));
+    }
+
+    fn sample() -> Entity {
+        Entity {
+            partition_key: "pk".into(),
+            row_key: "rk".into(),
+            timestamp: EdmDateTime::parse("2013-08-22T01:12:06.2608595Z").unwrap(),
+            properties: vec![
+                Property {
+                    name: "Age".into(),
+                    value: EdmValue::Int32(23),
+                },
+                Property {
+                    name: "Big".into(),
+                    value: EdmValue::Int64(255),
+                },
+                Property {
+                    name: "D".into(),
+                    value: EdmValue::Double(5.0),
+                },
+                Property {
+                    name: "N".into(),
+                    value: EdmValue::Double(f64::NEG_INFINITY),
+                },
+            ],
+        }
+    }
+
+    fn ctx(metadata: Metadata) -> EntityContext<'static> {
+        EntityContext {
+            metadata,
+            base_url: "http://h/acct",
+            account: "acct",
+            table: "mytable",
+            select: None,
+            select_raw: None,
+        }
+    }
+
+    #[test]
+    fn encodes_three_metadata_levels() {
+        let e = sample();
+        let full = String::from_utf8(encode_entity(&e, &ctx(Metadata::Full))).unwrap();
+        assert_eq!(
+            full,
+            r#"{"odata.metadata":"http://h/acct/$metadata#mytable/@Element","odata.type":"acct.mytable","odata.id":"http://h/acct/mytable(PartitionKey='pk',RowKey='rk')","odata.etag":"W/\"datetime'2013-08-22T01%3A12%3A06.2608595Z'\"","odata.editLink":"mytable(PartitionKey='pk',RowKey='rk')","PartitionKey":"pk","RowKey":"rk","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2013-08-22T01:12:06.2608595Z","Age":23,"Big@odata.type":"Edm.Int64","Big":"255","D":5.0,"N@odata.type":"Edm.Double","N":"-Infinity"}"#
+        );
+        let minimal = String::from_utf8(encode_entity(&e, &ctx(Metadata::Minimal))).unwrap();
+        assert_eq!(
+            minimal,
+            r#"{"odata.metadata":"http://h/acct/$metadata#mytable/@Element","odata.etag":"W/\"datetime'2013-08-22T01%3A12%3A06.2608595Z'\"","PartitionKey":"pk","RowKey":"rk","Timestamp":"2013-08-22T01:12:06.2608595Z","Age":23,"Big@odata.type":"Edm.Int64","Big":"255","D":5.0,"N@odata.type":"Edm.Double","N":"-Infinity"}"#
+        );
+        let none = String::from_utf8(encode_entity_page(&[e], &ctx(Metadata::None))).unwrap();
+        assert_eq!(
+            none,
+            r#"{"value":[{"PartitionKey":"pk","RowKey":"rk","Timestamp":"2013-08-22T01:12:06.2608595Z","Age":23,"Big":"255","D":5.0,"N":"-Infinity"}]}"#
+        );
+    }
+
+    #[test]
+    fn select_projection() {
+        let e = sample();
+        let list = parse_select(Some("Age, Missing")).unwrap();
+        let mut c = ctx(Metadata::Minimal);
+        c.select = Some(&list);
+        c.select_raw = Some("Age, Missing");
+        let s = String::from_utf8(encode_entity_page(&[e], &c)).unwrap();
+        assert_eq!(
+            s,
+            r#"{"odata.metadata":"http://h/acct/$metadata#mytable&$select=Age, Missing","value":[{"odata.etag":"W/\"datetime'2013-08-22T01%3A12%3A06.2608595Z'\"","Age":23,"Missing":null}]}"#
+        );
+        assert_eq!(parse_select(Some(" ")), None);
+        assert_eq!(parse_select(Some("*")), None);
+    }
+}

@@ -1,0 +1,421 @@
+//! (method, resource, query, headers) → the REST operation, one variant per operation.
+//! Shared by top-level requests and `$batch` sub-requests.
+
+use super::error::{ApiError, ErrorCode};
+use super::uri::{QueryParams, Resource};
+use crate::model::entity::parse_etag;
+use crate::model::IfMatch;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityRef {
+    pub table: String,
+    pub partition_key: String,
+    pub row_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Operation {
+    GetServiceProperties,
+    SetServiceProperties,
+    GetServiceStats,
+    QueryTables,
+    GetTable { table: String },
+    CreateTable,
+    DeleteTable { table: String },
+    GetTableAcl { table: String },
+    SetTableAcl { table: String },
+    QueryEntities { table: String },
+    GetEntity(EntityRef),
+    InsertEntity { table: String },
+    UpdateEntity(EntityRef, IfMatch),
+    MergeEntity(EntityRef, IfMatch),
+    DeleteEntity(EntityRef, IfMatch),
+    InsertOrReplaceEntity(EntityRef),
+    InsertOrMergeEntity(EntityRef),
+    Batch,
+}
+
+impl Operation {
+    /// The table an operation addresses, if any.
+    pub fn table(&self) -> Option<&str> {
+        match self {
+            Operation::GetTable { table }
+            | Operation::DeleteTable { table }
+            | Operation::GetTableAcl { table }
+            | Operation::SetTableAcl { table }
+            | Operation::QueryEntities { table }
+            | Operation::InsertEntity { table } => Some(table),
+            Operation::GetEntity(e)
+            | Operation::UpdateEntity(e, _)
+            | Operation::MergeEntity(e, _)
+            | Operation::DeleteEntity(e, _)
+            | Operation::InsertOrReplaceEntity(e)
+            | Operation::InsertOrMergeEntity(e) => Some(&e.table),
+            _ => None,
+        }
+    }
+
+    /// Whether the operation changes anything (refused on the read-only secondary endpoint).
+    pub fn is_write(&self) -> bool {
+        !matches!(
+            self,
+            Operation::GetServiceProperties
+                | Operation::GetServiceStats
+                | Operation::QueryTables
+                | Operation::GetTable { .. }
+                | Operation::GetTableAcl { .. }
+                | Operation::QueryEntities { .. }
+                | Operation::GetEntity(_)
+        )
+    }
+}
+
+/// The request headers operation parsing looks at.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OperationHeaders<'a> {
+    pub x_http_method: &'a [&'a str],
+    pub if_match: Option<&'a str>,
+    pub if_none_match: Option<&'a str>,
+}
+
+fn method_not_allowed() -> ApiError {
+    ApiError::new(ErrorCode::MethodNotAllowed)
+}
+
+fn parse_if_match(value: &str) -> Result<IfMatch, ApiError> {
+    let v = value.trim();
+    if v == "*" {
+        return Ok(IfMatch::Any);
+    }
+    parse_etag(v).map(IfMatch::ETag).ok_or_else(|| {
+        ApiError::with_message(
+            ErrorCode::InvalidInput,
+            format!("The etag value '{v}' specified in one of the request headers is not valid. Please make sure only one etag value is specified and is valid."),
+        )
+    })
+}
+
+pub fn parse_operation(
+    method: &str,
+    resource: Resource,
+    query: &QueryParams,
+    headers: OperationHeaders<'_>,
+) -> Result<Operation, ApiError> {
+    let method = match headers.x_http_method {
+        [] => method.to_ascii_uppercase(),
+        [tunnelled] => {
+            if !method.eq_ignore_ascii_case("POST") {
+                return Err(ApiError::new(ErrorCode::XMethodNotUsingPost));
+            }
+            let t = tunnelled.trim().to_ascii_uppercase();
+            if !matches!(t.as_str(), "MERGE" | "PUT" | "DELETE" | "PATCH") {
+                return Err(ApiError::new(ErrorCode::XMethodIncorrectValue));
+            }
+            // Tunnelling applies to entity URLs only; POST /{table} is always an insert.
+            if matches!(resource, Resource::Entity { .. }) {
+                t
+            } else {
+                "POST".to_string()
+            }
+        }
+        _ => return Err(ApiError::new(ErrorCode::XMethodIncorrectCount)),
+    };
+    if !matches!(
+        method.as_str(),
+        "GET" | "HEAD" | "PUT" | "POST" | "DELETE" | "MERGE" | "PATCH" | "OPTIONS"
+    ) {
+        return Err(ApiError::new(ErrorCode::UnsupportedHttpVerb));
+    }
+    let comp = query.get_ignore_case("comp");
+    let restype = query.get_ignore_case("restype");
+    Ok(match resource {
+        Resource::Service => match (method.as_str(), restype, comp) {
+            ("GET", Some("service"), Some("properties")) => Operation::GetServiceProperties,
+            ("PUT", Some("service"), Some("properties")) => Operation::SetServiceProperties,
+            ("GET", Some("service"), Some("stats")) => Operation::GetServiceStats,
+            (_, Some("service"), Some("properties" | "stats")) => return Err(method_not_allowed()),
+            (_, Some(_), None) => {
+                return Err(ApiError::new(ErrorCode::MissingRequiredQueryParameter))
+            }
+            (_, Some(_), Some(_)) | (_, None, Some(_)) => {
+                return Err(ApiError::new(ErrorCode::InvalidQueryParameterValue))
+            }
+            (_, None, None) => return Err(ApiError::new(ErrorCode::InvalidUri)),
+        },
+        Resource::Tables => match method.as_str() {
+            "GET" => Operation::QueryTables,
+            "POST" => Operation::CreateTable,
+            _ => return Err(method_not_allowed()),
+        },
+        Resource::Table(table) => match method.as_str() {
+            "GET" => Operation::GetTable { table },
+            "DELETE" => Operation::DeleteTable { table },
+            _ => return Err(method_not_allowed()),
+        },
+        Resource::EntitySet(table) => match (method.as_str(), comp) {
+            ("GET" | "HEAD", Some(c)) if c.eq_ignore_ascii_case("acl") => {
+                Operation::GetTableAcl { table }
+            }
+            ("PUT", Some(c)) if c.eq_ignore_ascii_case("acl") => Operation::SetTableAcl { table },
+            ("POST", _) => Operation::InsertEntity { table },
+            ("GET", None) => Operation::QueryEntities { table },
+            _ => return Err(method_not_allowed()),
+        },
+        Resource::EntityQuery(table) => match method.as_str() {
+            "GET" => Operation::QueryEntities { table },
+            _ => return Err(method_not_allowed()),
+        },
+        Resource::Entity {
+            table,
+            partition_key,
+            row_key,
+        } => {
+            let entity = EntityRef {
+                table,
+                partition_key,
+                row_key,
+            };
+            let writes = matches!(method.as_str(), "PUT" | "MERGE" | "PATCH" | "DELETE");
+            if writes && headers.if_none_match.is_some() {
+                return Err(ApiError::with_message(
+                    ErrorCode::InvalidInput,
+                    format!(
+                        "If-None-Match HTTP header cannot be specified for {method} operations."
+                    ),
+                ));
+            }
+            let if_match = headers.if_match.map(parse_if_match).transpose()?;
+            match (method.as_str(), if_match) {
+                ("GET", _) => Operation::GetEntity(entity),
+                ("PUT", Some(m)) => Operation::UpdateEntity(entity, m),
+                ("PUT", None) => Operation::InsertOrReplaceEntity(entity),
+                ("MERGE" | "PATCH", Some(m)) => Operation::MergeEntity(entity, m),
+                ("MERGE" | "PATCH", None) => Operation::InsertOrMergeEntity(entity),
+                ("DELETE", Some(m)) => Operation::DeleteEntity(entity, m),
+                ("DELETE", None) => return Err(ApiError::with_message(
+                    ErrorCode::MissingRequiredHeader,
+                    "An HTTP header that's mandatory for this request is not specified. (If-Match)",
+                )),
+                _ => return Err(method_not_allowed()),
+            }
+        }
+        Resource::Batch => match method.as_str() {
+            "POST" => Operation::Batch,
+            _ => return Err(method_not_allowed()),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::uri::parse_resource;
+
+    fn op(
+        method: &str,
+        path: &str,
+        query: &str,
+        h: OperationHeaders,
+    ) -> Result<Operation, ErrorCode> {
+        let q = QueryParams::parse(Some(query)).unwrap();
+        parse_operation(method, parse_resource(path).unwrap(), &q, h).map_err(|e| e.code)
+    }
+
+    fn e(t: &str) -> EntityRef {
+        EntityRef {
+            table: t.into(),
+            partition_key: "a".into(),
+            row_key: "b".into(),
+        }
+    }
+
+    #[test]
+    fn routing_table() {
+        let none = OperationHeaders::default();
+        let star = OperationHeaders {
+            if_match: Some("*"),
+            ..Default::default()
+        };
+        let ent = "/t(PartitionKey='a',RowKey='b')";
+        type Case<'a> = (
+            &'a str,
+            &'a str,
+            &'a str,
+            OperationHeaders<'a>,
+            Result<Operation, ErrorCode>,
+        );
+        let cases: Vec<Case> = vec![
+            ("GET", "/Tables", "", none, Ok(Operation::QueryTables)),
+            ("POST", "/Tables", "", none, Ok(Operation::CreateTable)),
+            ("PUT", "/Tables", "", none, Err(ErrorCode::MethodNotAllowed)),
+            (
+                "DELETE",
+                "/Tables('t')",
+                "",
+                none,
+                Ok(Operation::DeleteTable { table: "t".into() }),
+            ),
+            (
+                "POST",
+                "/t",
+                "",
+                none,
+                Ok(Operation::InsertEntity { table: "t".into() }),
+            ),
+            (
+                "GET",
+                "/t()",
+                "",
+                none,
+                Ok(Operation::QueryEntities { table: "t".into() }),
+            ),
+            (
+                "GET",
+                "/t",
+                "",
+                none,
+                Ok(Operation::QueryEntities { table: "t".into() }),
+            ),
+            (
+                "GET",
+                "/t",
+                "comp=acl",
+                none,
+                Ok(Operation::GetTableAcl { table: "t".into() }),
+            ),
+            (
+                "PUT",
+                "/t",
+                "comp=acl",
+                none,
+                Ok(Operation::SetTableAcl { table: "t".into() }),
+            ),
+            ("GET", ent, "", none, Ok(Operation::GetEntity(e("t")))),
+            (
+                "PUT",
+                ent,
+                "",
+                none,
+                Ok(Operation::InsertOrReplaceEntity(e("t"))),
+            ),
+            (
+                "PUT",
+                ent,
+                "",
+                star,
+                Ok(Operation::UpdateEntity(e("t"), IfMatch::Any)),
+            ),
+            (
+                "MERGE",
+                ent,
+                "",
+                none,
+                Ok(Operation::InsertOrMergeEntity(e("t"))),
+            ),
+            (
+                "PATCH",
+                ent,
+                "",
+                star,
+                Ok(Operation::MergeEntity(e("t"), IfMatch::Any)),
+            ),
+            (
+                "DELETE",
+                ent,
+                "",
+                star,
+                Ok(Operation::DeleteEntity(e("t"), IfMatch::Any)),
+            ),
+            (
+                "DELETE",
+                ent,
+                "",
+                none,
+                Err(ErrorCode::MissingRequiredHeader),
+            ),
+            (
+                "POST",
+                ent,
+                "",
+                OperationHeaders {
+                    x_http_method: &["MERGE"],
+                    ..star
+                },
+                Ok(Operation::MergeEntity(e("t"), IfMatch::Any)),
+            ),
+            (
+                "PUT",
+                ent,
+                "",
+                OperationHeaders {
+                    x_http_method: &["MERGE"],
+                    ..star
+                },
+                Err(ErrorCode::XMethodNotUsingPost),
+            ),
+            (
+                "POST",
+                ent,
+                "",
+                OperationHeaders {
+                    x_http_method: &["GET"],
+                    ..star
+                },
+                Err(ErrorCode::XMethodIncorrectValue),
+            ),
+            (
+                "POST",
+                ent,
+                "",
+                OperationHeaders {
+                    x_http_method: &["MERGE", "PUT"],
+                    ..star
+                },
+                Err(ErrorCode::XMethodIncorrectCount),
+            ),
+            (
+                "PUT",
+                ent,
+                "",
+                OperationHeaders {
+                    if_match: Some("bogus"),
+                    ..none
+                },
+                Err(ErrorCode::InvalidInput),
+            ),
+            (
+                "DELETE",
+                ent,
+                "",
+                OperationHeaders {
+                    if_none_match: Some("*"),
+                    ..star
+                },
+                Err(ErrorCode::InvalidInput),
+            ),
+            ("POST", "/$batch", "", none, Ok(Operation::Batch)),
+            (
+                "GET",
+                "/",
+                "restype=service&comp=properties",
+                none,
+                Ok(Operation::GetServiceProperties),
+            ),
+            ("GET", "/", "", none, Err(ErrorCode::InvalidUri)),
+            (
+                "FOO",
+                "/Tables",
+                "",
+                none,
+                Err(ErrorCode::UnsupportedHttpVerb),
+            ),
+        ];
+        for (method, path, query, headers, expected) in cases {
+            assert_eq!(
+                op(method, path, query, headers),
+                expected,
+                "{method} {path}?{query}"
+            );
+        }
+    }
+}

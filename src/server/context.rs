@@ -1,0 +1,155 @@
+//! Per-request context (request id, version, account, base URL, negotiated formats) and the
+//! response builders that add Azure's standard headers to every answer.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+
+use crate::model::EdmDateTime;
+use crate::protocol::error::ErrorFormat;
+use crate::protocol::headers::{self, DEFAULT_VERSION};
+use crate::protocol::ApiError;
+
+pub struct RequestContext {
+    pub request_id: String,
+    /// The request's `x-ms-version`, echoed back.
+    pub version: String,
+    pub client_request_id: Option<HeaderValue>,
+    pub error_format: ErrorFormat,
+    /// Account as addressed (may end in `-secondary`).
+    pub account: String,
+    /// `{base}`: scheme, host and (path style) account, no trailing slash.
+    pub base_url: String,
+}
+
+impl RequestContext {
+    pub fn new(headers: &HeaderMap) -> RequestContext {
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let client_request_id = headers
+            .get(headers::X_MS_CLIENT_REQUEST_ID)
+            .filter(|v| v.len() <= 1024 && v.to_str().is_ok())
+            .cloned();
+        RequestContext {
+            request_id: uuid::Uuid::new_v4().to_string(),
+            version: header(headers::X_MS_VERSION)
+                .unwrap_or(DEFAULT_VERSION)
+                .to_string(),
+            client_request_id,
+            error_format: headers::error_format(header("accept")),
+            account: String::new(),
+            base_url: String::new(),
+        }
+    }
+
+    /// The account whose data is addressed (`-secondary` reads the primary's data).
+    pub fn data_account(&self) -> &str {
+        self.account
+            .strip_suffix("-secondary")
+            .unwrap_or(&self.account)
+    }
+
+    fn standard_headers(&self, h: &mut HeaderMap) {
+        if let Ok(v) = HeaderValue::from_str(&self.request_id) {
+            h.insert(headers::X_MS_REQUEST_ID, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&self.version) {
+            h.insert(headers::X_MS_VERSION, v);
+        }
+        if let Some(v) = &self.client_request_id {
+            h.insert(headers::X_MS_CLIENT_REQUEST_ID, v.clone());
+        }
+        if let Ok(v) = HeaderValue::from_str(&EdmDateTime::now().to_rfc1123()) {
+            h.insert("date", v);
+        }
+        h.insert(
+            "server",
+            HeaderValue::from_static("Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0"),
+        );
+    }
+
+    /// A response with the standard headers plus the OData ones (`Cache-Control`,
+    /// `X-Content-Type-Options`).
+    pub fn odata_response(&self, status: StatusCode) -> ResponseParts {
+        let mut parts = ResponseParts {
+            status,
+            headers: HeaderMap::new(),
+            body: Vec::new(),
+        };
+        self.standard_headers(&mut parts.headers);
+        parts
+            .headers
+            .insert("cache-control", HeaderValue::from_static("no-cache"));
+        parts.headers.insert(
+            "x-content-type-options",
+            HeaderValue::from_static("nosniff"),
+        );
+        parts
+    }
+
+    /// A response with only the standard headers (ACL, service properties).
+    pub fn plain_response(&self, status: StatusCode) -> ResponseParts {
+        let mut parts = ResponseParts {
+            status,
+            headers: HeaderMap::new(),
+            body: Vec::new(),
+        };
+        self.standard_headers(&mut parts.headers);
+        parts
+    }
+
+    /// Azure's error response. OData bodies also carry `x-ms-error-code` here (the issue
+    /// asks for it on every error; SDKs read the body first, so it is harmless).
+    pub fn error_response(&self, error: &ApiError, format: ErrorFormat) -> Response {
+        if error.status().is_server_error() {
+            tracing::error!(request_id = %self.request_id, code = error.code.as_str(), message = %error.message, "request failed");
+        }
+        let mut parts = match format {
+            ErrorFormat::StorageXml => self.plain_response(error.status()),
+            _ => self.odata_response(error.status()),
+        };
+        let time = EdmDateTime::now().to_fixed7();
+        let message = error.full_message(&self.request_id, &time);
+        let (content_type, body) = error.render_body(format, &message);
+        parts.header("content-type", content_type);
+        parts.header(headers::X_MS_ERROR_CODE, error.code.as_str());
+        parts.body = body;
+        parts.into_response()
+    }
+
+    /// Error response in the format negotiated for OData operations.
+    pub fn error(&self, error: &ApiError) -> Response {
+        self.error_response(error, self.error_format)
+    }
+}
+
+/// A response being built.
+pub struct ResponseParts {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl ResponseParts {
+    /// Adds a header; values that are not valid header text are skipped (they cannot occur
+    /// for the values the server writes, which are ASCII or percent-encoded).
+    pub fn header(&mut self, name: &'static str, value: &str) -> &mut Self {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            self.headers.insert(HeaderName::from_static(name), v);
+        }
+        self
+    }
+
+    pub fn body(&mut self, content_type: &'static str, body: Vec<u8>) -> &mut Self {
+        self.headers
+            .insert("content-type", HeaderValue::from_static(content_type));
+        self.body = body;
+        self
+    }
+
+    pub fn into_response(self) -> Response {
+        let mut response = Response::new(Body::from(self.body));
+        *response.status_mut() = self.status;
+        *response.headers_mut() = self.headers;
+        response
+    }
+}

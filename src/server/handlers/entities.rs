@@ -1,0 +1,268 @@
+//! Entity operations: Query Entities, Get Entity, Insert, and the writes (Update, Merge,
+//! Delete, Insert Or Replace, Insert Or Merge), which share one path into `Store::commit`.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::{metadata, parse_top, store_error};
+use crate::model::entity::etag_for;
+use crate::model::{Entity, EntityKey, IfMatch, WriteKind, WriteOp};
+use crate::protocol::continuation::{decode_token, encode_token};
+use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
+use crate::protocol::json::{self, EntityContext};
+use crate::protocol::operation::{EntityRef, Operation};
+use crate::protocol::uri::entity_path;
+use crate::protocol::{ApiError, ErrorCode};
+use crate::query::{execute_page, PageLimits};
+use crate::server::dispatch::Call;
+use crate::server::AppState;
+use crate::store::{KeyRange, Store, TableInfo};
+
+fn table_info(store: &dyn Store, account: &str, table: &str) -> Result<TableInfo, ApiError> {
+    store
+        .get_table(account, table)
+        .map_err(store_error)?
+        .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))
+}
+
+fn entity_context<'a>(
+    call: &'a Call,
+    metadata: crate::protocol::headers::Metadata,
+    table: &'a str,
+    select: Option<&'a [String]>,
+) -> EntityContext<'a> {
+    EntityContext {
+        metadata,
+        base_url: &call.ctx.base_url,
+        account: &call.ctx.account,
+        table,
+        select,
+        select_raw: call.query.get("$select"),
+    }
+}
+
+/// Resume position from `NextPartitionKey`/`NextRowKey` (tokens this server issued; a raw
+/// key is accepted too).
+fn resume_position(call: &Call) -> Option<(String, String)> {
+    let decode = |name: &str| {
+        call.query
+            .get(name)
+            .map(|t| decode_token(t).unwrap_or_else(|| t.to_string()))
+    };
+    let pk = decode("NextPartitionKey")?;
+    Some((pk, decode("NextRowKey").unwrap_or_default()))
+}
+
+pub async fn query_entities(
+    state: &AppState,
+    call: &Call,
+    table: String,
+) -> Result<Response, ApiError> {
+    let metadata = metadata(call)?;
+    if call.query.get("$filter").is_some() {
+        return Err(ApiError::with_message(
+            ErrorCode::NotImplemented,
+            "$filter on Query Entities is not implemented yet.",
+        ));
+    }
+    let limits = PageLimits {
+        top: parse_top(&call.query)?,
+        ..PageLimits::default()
+    };
+    let resume = resume_position(call);
+    let account = call.ctx.data_account().to_string();
+    let (info, page) = state
+        .blocking(move |store| {
+            let info = table_info(store, &account, &table)?;
+            let page = execute_page(
+                store,
+                info.id,
+                &[KeyRange::all()],
+                &|_| true,
+                resume.as_ref().map(|(p, r)| (p.as_str(), r.as_str())),
+                limits,
+            )
+            .map_err(store_error)?;
+            Ok((info, page))
+        })
+        .await?;
+    let select = json::parse_select(call.query.get("$select"));
+    let ctx = entity_context(call, metadata, &info.name, select.as_deref());
+    let mut r = call.ctx.odata_response(StatusCode::OK);
+    if let Some((pk, rk)) = &page.next {
+        r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &encode_token(pk))
+            .header(headers::CONTINUATION_NEXT_ROW_KEY, &encode_token(rk));
+    }
+    r.body(
+        metadata.content_type(),
+        json::encode_entity_page(&page.entities, &ctx),
+    );
+    Ok(r.into_response())
+}
+
+pub async fn get_entity(
+    state: &AppState,
+    call: &Call,
+    entity: EntityRef,
+) -> Result<Response, ApiError> {
+    let metadata = metadata(call)?;
+    let account = call.ctx.data_account().to_string();
+    let (info, found) = state
+        .blocking(move |store| {
+            let info = table_info(store, &account, &entity.table)?;
+            let found = store
+                .get_entity(info.id, &entity.partition_key, &entity.row_key)
+                .map_err(store_error)?
+                .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
+            Ok((info, found))
+        })
+        .await?;
+    let select = json::parse_select(call.query.get("$select"));
+    let ctx = entity_context(call, metadata, &info.name, select.as_deref());
+    let mut r = call.ctx.odata_response(StatusCode::OK);
+    r.header("etag", &found.etag());
+    r.body(metadata.content_type(), json::encode_entity(&found, &ctx));
+    Ok(r.into_response())
+}
+
+pub async fn insert_entity(
+    state: &AppState,
+    call: &Call,
+    table: String,
+) -> Result<Response, ApiError> {
+    let metadata = metadata(call)?;
+    check_json_content_type(call.header("content-type"))?;
+    let body = json::decode_entity(&call.body)?;
+    let (Some(partition_key), Some(row_key)) = (body.partition_key, body.row_key) else {
+        return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
+    };
+    json::check_entity_limits(&partition_key, &row_key, &body.properties)?;
+    let op = WriteOp {
+        kind: WriteKind::Insert,
+        key: EntityKey {
+            partition_key,
+            row_key,
+        },
+        properties: body.properties,
+        if_match: IfMatch::Any,
+    };
+    let account = call.ctx.data_account().to_string();
+    let (info, op, timestamp) = state
+        .blocking(move |store| {
+            let info = table_info(store, &account, &table)?;
+            let stamps = store
+                .commit(info.id, std::slice::from_ref(&op))
+                .map_err(|e| store_error(e.error))?;
+            Ok((info, op, stamps[0]))
+        })
+        .await?;
+    let location = format!(
+        "{}/{}",
+        call.ctx.base_url,
+        entity_path(&info.name, &op.key.partition_key, &op.key.row_key)
+    );
+    let etag = etag_for(timestamp);
+    let preference = ReturnPreference::parse(call.header(headers::PREFER));
+    if preference == Some(ReturnPreference::NoContent) {
+        let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
+        r.header("etag", &etag)
+            .header("location", &location)
+            .header(headers::DATA_SERVICE_ID, &location)
+            .header(headers::PREFERENCE_APPLIED, "return-no-content");
+        return Ok(r.into_response());
+    }
+    let entity = Entity {
+        partition_key: op.key.partition_key,
+        row_key: op.key.row_key,
+        timestamp,
+        properties: op.properties,
+    };
+    let ctx = entity_context(call, metadata, &info.name, None);
+    let mut r = call.ctx.odata_response(StatusCode::CREATED);
+    r.header("etag", &etag).header("location", &location);
+    if preference == Some(ReturnPreference::Content) {
+        r.header(headers::PREFERENCE_APPLIED, "return-content");
+    }
+    r.body(metadata.content_type(), json::encode_entity(&entity, &ctx));
+    Ok(r.into_response())
+}
+
+/// Builds the store operation for an entity write from the URL, headers and body.
+pub fn write_op(
+    operation: Operation,
+    body: &[u8],
+    content_type: Option<&str>,
+) -> Result<(String, WriteOp), ApiError> {
+    let (entity, kind, if_match) = match operation {
+        Operation::UpdateEntity(e, m) => (e, WriteKind::Update, m),
+        Operation::MergeEntity(e, m) => (e, WriteKind::Merge, m),
+        Operation::DeleteEntity(e, m) => (e, WriteKind::Delete, m),
+        Operation::InsertOrReplaceEntity(e) => (e, WriteKind::InsertOrReplace, IfMatch::Any),
+        Operation::InsertOrMergeEntity(e) => (e, WriteKind::InsertOrMerge, IfMatch::Any),
+        _ => return Err(ApiError::new(ErrorCode::MethodNotAllowed)),
+    };
+    json::validate_key(&entity.partition_key)?;
+    json::validate_key(&entity.row_key)?;
+    let properties = if kind == WriteKind::Delete {
+        Vec::new()
+    } else {
+        check_json_content_type(content_type)?;
+        // Some legacy clients send MERGE without a body: an empty property set.
+        let decoded = if body.iter().all(u8::is_ascii_whitespace) {
+            json::EntityBody {
+                partition_key: None,
+                row_key: None,
+                properties: Vec::new(),
+            }
+        } else {
+            json::decode_entity(body)?
+        };
+        let mismatched = |k: &Option<String>, url: &str| k.as_deref().is_some_and(|k| k != url);
+        if mismatched(&decoded.partition_key, &entity.partition_key)
+            || mismatched(&decoded.row_key, &entity.row_key)
+        {
+            return Err(ApiError::with_message(
+                ErrorCode::InvalidInput,
+                "The keys in the request body do not match the keys in the request URI.",
+            ));
+        }
+        json::check_entity_limits(&entity.partition_key, &entity.row_key, &decoded.properties)?;
+        decoded.properties
+    };
+    Ok((
+        entity.table,
+        WriteOp {
+            kind,
+            key: EntityKey {
+                partition_key: entity.partition_key,
+                row_key: entity.row_key,
+            },
+            properties,
+            if_match,
+        },
+    ))
+}
+
+pub async fn write_entity(
+    state: &AppState,
+    call: &Call,
+    operation: Operation,
+) -> Result<Response, ApiError> {
+    let (table, op) = write_op(operation, &call.body, call.header("content-type"))?;
+    let is_delete = op.kind == WriteKind::Delete;
+    let account = call.ctx.data_account().to_string();
+    let timestamp = state
+        .blocking(move |store| {
+            let info = table_info(store, &account, &table)?;
+            let stamps = store
+                .commit(info.id, std::slice::from_ref(&op))
+                .map_err(|e| store_error(e.error))?;
+            Ok(stamps[0])
+        })
+        .await?;
+    let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
+    if !is_delete {
+        r.header("etag", &etag_for(timestamp));
+    }
+    Ok(r.into_response())
+}

@@ -1,0 +1,53 @@
+//! One handler per operation; each stays short: decode, one store call, encode.
+
+pub mod entities;
+pub mod service;
+pub mod tables;
+
+use crate::protocol::{ApiError, ErrorCode};
+use crate::store::StoreError;
+
+/// Maps store failures to Azure errors. `missing_table` differs by operation (Delete Table
+/// answers ResourceNotFound, entity operations TableNotFound).
+pub fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::TableNotFound => ApiError::new(ErrorCode::TableNotFound),
+        StoreError::TableAlreadyExists => ApiError::new(ErrorCode::TableAlreadyExists),
+        StoreError::EntityNotFound => ApiError::new(ErrorCode::ResourceNotFound),
+        StoreError::EntityAlreadyExists => ApiError::new(ErrorCode::EntityAlreadyExists),
+        StoreError::PreconditionFailed => ApiError::new(ErrorCode::UpdateConditionNotSatisfied),
+        StoreError::EntityLimit(l) => crate::protocol::json::entity_limit_error(l),
+        StoreError::Io(msg) => {
+            tracing::error!(error = %msg, "store I/O failure");
+            ApiError::new(ErrorCode::ServerBusy)
+        }
+        StoreError::Corrupt(msg) => {
+            tracing::error!(error = %msg, "stored data could not be decoded");
+            ApiError::new(ErrorCode::InternalError)
+        }
+    }
+}
+
+use crate::model::limits::MAX_PAGE_SIZE;
+use crate::protocol::headers::{negotiate_metadata, Metadata};
+use crate::protocol::uri::QueryParams;
+use crate::server::dispatch::Call;
+
+/// `$top`: 1..=1000 entities (or tables) per page; absent means 1000.
+pub fn parse_top(query: &QueryParams) -> Result<usize, ApiError> {
+    match query.get("$top") {
+        None => Ok(MAX_PAGE_SIZE),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) => Ok(n),
+            _ => Err(ApiError::with_message(
+                ErrorCode::InvalidQueryParameterValue,
+                format!("Value for one of the query parameters specified in the request URI is invalid. ($top={v})"),
+            )),
+        },
+    }
+}
+
+/// Response metadata level from `Accept` and `$format`.
+pub fn metadata(call: &Call) -> Result<Metadata, ApiError> {
+    negotiate_metadata(call.header("accept"), call.query.get("$format"))
+}

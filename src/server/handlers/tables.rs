@@ -1,0 +1,131 @@
+//! Query Tables, Get Table, Create Table, Delete Table.
+
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::{metadata, parse_top, store_error};
+use crate::model::{TableName, TableNameError};
+use crate::protocol::continuation::{decode_token, encode_token};
+use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
+use crate::protocol::{json, ApiError, ErrorCode};
+use crate::server::dispatch::Call;
+use crate::server::AppState;
+use crate::store::StoreError;
+
+pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, ApiError> {
+    let metadata = metadata(call)?;
+    if call.query.get("$filter").is_some() {
+        return Err(ApiError::with_message(
+            ErrorCode::NotImplemented,
+            "$filter on Query Tables is not implemented yet.",
+        ));
+    }
+    let top = parse_top(&call.query)?;
+    let start = call
+        .query
+        .get("NextTableName")
+        .map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
+    let account = call.ctx.data_account().to_string();
+    let (names, next) = state
+        .blocking(move |store| {
+            let mut names = Vec::new();
+            let mut next = None;
+            for table in store
+                .list_tables(&account, start.as_deref())
+                .map_err(store_error)?
+            {
+                let table = table.map_err(store_error)?;
+                if names.len() == top {
+                    next = Some(table.name.to_ascii_lowercase());
+                    break;
+                }
+                names.push(table.name);
+            }
+            Ok((names, next))
+        })
+        .await?;
+    let mut r = call.ctx.odata_response(StatusCode::OK);
+    if let Some(next) = next {
+        r.header(headers::CONTINUATION_NEXT_TABLE_NAME, &encode_token(&next));
+    }
+    let body = json::encode_table_page(
+        names.iter().map(String::as_str),
+        metadata,
+        &call.ctx.base_url,
+        &call.ctx.account,
+    );
+    r.body(metadata.content_type(), body);
+    Ok(r.into_response())
+}
+
+pub async fn get_table(state: &AppState, call: &Call, table: String) -> Result<Response, ApiError> {
+    let metadata = metadata(call)?;
+    let account = call.ctx.data_account().to_string();
+    let info = state
+        .blocking(move |store| store.get_table(&account, &table).map_err(store_error))
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))?;
+    let mut r = call.ctx.odata_response(StatusCode::OK);
+    r.body(
+        metadata.content_type(),
+        json::encode_table(&info.name, metadata, &call.ctx.base_url, &call.ctx.account),
+    );
+    Ok(r.into_response())
+}
+
+pub async fn create_table(state: &AppState, call: &Call) -> Result<Response, ApiError> {
+    let metadata = metadata(call)?;
+    check_json_content_type(call.header("content-type"))?;
+    let requested = json::decode_table_name(&call.body)?;
+    let name = TableName::parse(&requested).map_err(|e| match e {
+        TableNameError::Length => ApiError::with_message(
+            ErrorCode::OutOfRangeInput,
+            "The specified resource name length is not within the permissible limits.",
+        ),
+        TableNameError::Characters => ApiError::new(ErrorCode::InvalidResourceName),
+    })?;
+    let account = call.ctx.data_account().to_string();
+    let info = state
+        .blocking(move |store| store.create_table(&account, &name).map_err(store_error))
+        .await?;
+    let location = format!("{}/Tables('{}')", call.ctx.base_url, info.name);
+    let preference = ReturnPreference::parse(call.header(headers::PREFER));
+    if preference == Some(ReturnPreference::NoContent) {
+        let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
+        r.header("location", &location)
+            .header(headers::DATA_SERVICE_ID, &location)
+            .header(headers::PREFERENCE_APPLIED, "return-no-content");
+        return Ok(r.into_response());
+    }
+    let mut r = call.ctx.odata_response(StatusCode::CREATED);
+    r.header("location", &location);
+    if preference == Some(ReturnPreference::Content) {
+        r.header(headers::PREFERENCE_APPLIED, "return-content");
+    }
+    r.body(
+        metadata.content_type(),
+        json::encode_table(&info.name, metadata, &call.ctx.base_url, &call.ctx.account),
+    );
+    Ok(r.into_response())
+}
+
+pub async fn delete_table(
+    state: &AppState,
+    call: &Call,
+    table: String,
+) -> Result<Response, ApiError> {
+    let account = call.ctx.data_account().to_string();
+    state
+        .blocking(move |store| {
+            store.delete_table(&account, &table).map_err(|e| match e {
+                // Azure answers a missing table here with ResourceNotFound [rec: Py].
+                StoreError::TableNotFound => ApiError::new(ErrorCode::ResourceNotFound),
+                other => store_error(other),
+            })
+        })
+        .await?;
+    Ok(call
+        .ctx
+        .odata_response(StatusCode::NO_CONTENT)
+        .into_response())
+}

@@ -1,0 +1,143 @@
+//! The axum front end, deliberately thin: one catch-all route parses the request into an
+//! [`Operation`](crate::protocol::operation::Operation), a handler per operation calls the
+//! store through [`AppState::blocking`], and every error becomes Azure's error response.
+
+pub mod context;
+pub mod dispatch;
+pub mod handlers;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use tokio::net::TcpListener;
+
+use crate::config::{connection_string, Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use crate::protocol::{ApiError, ErrorCode};
+use crate::store::memory::MemoryKv;
+use crate::store::sled_kv::{SledKv, SledOptions};
+use crate::store::{KvStore, Store, StoreError};
+
+/// Shared by every request.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub config: Arc<Config>,
+}
+
+impl AppState {
+    /// Runs store work on the blocking pool (the store is synchronous).
+    pub async fn blocking<T, F>(&self, work: F) -> Result<T, ApiError>
+    where
+        F: FnOnce(&dyn Store) -> Result<T, ApiError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let store = Arc::clone(&self.store);
+        tokio::task::spawn_blocking(move || work(&*store))
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "store task failed");
+                ApiError::new(ErrorCode::InternalError)
+            })?
+    }
+}
+
+/// Opens the store the configuration asks for.
+pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+    if config.in_memory {
+        return Ok(KvStore::open(MemoryKv::new(), config.durability())?);
+    }
+    std::fs::create_dir_all(&config.location).map_err(|e| StoreError::Io(e.to_string()))?;
+    let options = SledOptions {
+        cache_capacity: config.cache_mb * 1024 * 1024,
+        ..SledOptions::default()
+    };
+    let kv = SledKv::open(&config.location, &options)?;
+    Ok(KvStore::open(kv, config.durability())?)
+}
+
+pub fn app(state: AppState) -> Router {
+    Router::new().fallback(dispatch::dispatch).with_state(state)
+}
+
+/// Serves until `shutdown` completes, then flushes the store.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let store = Arc::clone(&state.store);
+    axum::serve(
+        listener,
+        app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
+    tokio::task::spawn_blocking(move || store.flush())
+        .await
+        .map_err(std::io::Error::other)?
+        .map_err(|e| std::io::Error::other(format!("{e:?}")))
+}
+
+/// A server running in this process (tests and embedding).
+pub struct RunningServer {
+    pub addr: SocketAddr,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl RunningServer {
+    /// Starts a server for `config` on its host and port (port 0 picks a free one).
+    pub async fn start(config: Config) -> std::io::Result<RunningServer> {
+        let store = open_store(&config).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
+        let addr = listener.local_addr()?;
+        let state = AppState {
+            store,
+            config: Arc::new(config),
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(serve(listener, state, async move {
+            let _ = rx.await;
+        }));
+        Ok(RunningServer {
+            addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// `http://127.0.0.1:<port>/devstoreaccount1`
+    pub fn account_url(&self) -> String {
+        format!("{}/{DEV_ACCOUNT}", self.endpoint())
+    }
+
+    pub fn connection_string(&self) -> String {
+        connection_string(&self.endpoint(), DEV_ACCOUNT, DEV_ACCOUNT_KEY)
+    }
+
+    /// Stops accepting requests, finishes those in flight and flushes the store.
+    pub async fn stop(mut self) -> std::io::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.map_err(std::io::Error::other)?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}

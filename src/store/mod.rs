@@ -1,0 +1,563 @@
+//! Ordered storage of tables and entities; knows nothing about OData or HTTP.
+//!
+//! [`Store`] is the small synchronous interface the rest of the server uses (handlers call it
+//! through `spawn_blocking`). [`KvStore`] implements it once, over any ordered key-value
+//! backend ([`Kv`]): sled on disk (`sled_kv.rs`) or a BTreeMap in memory (`memory.rs`).
+//! Preconditions (If-Match, insert-must-not-exist) are checked inside [`Store::commit`] under a
+//! per-partition lock and applied as one atomic backend batch, so conditional writes never race
+//! and a batch is all-or-nothing. The store stamps Timestamps from a process-wide monotonic
+//! clock, so every write gets a distinct Timestamp and hence a distinct ETag.
+
+pub mod codec;
+pub mod key;
+pub mod memory;
+pub mod sled_kv;
+
+use std::ops::Bound;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::model::limits::{check_entity, EntityLimitError};
+use crate::model::{EdmDateTime, Entity, IfMatch, Property, TableName, WriteKind, WriteOp};
+use codec::TableRecord;
+pub use key::{KeyBound, KeyRange};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    TableNotFound,
+    TableAlreadyExists,
+    EntityNotFound,
+    EntityAlreadyExists,
+    /// If-Match named an ETag that is not the entity's current one.
+    PreconditionFailed,
+    /// A merge would make the entity exceed a whole-entity limit.
+    EntityLimit(EntityLimitError),
+    /// The backend failed (disk full, I/O error); the message is for logs only.
+    Io(String),
+    /// Stored bytes could not be decoded.
+    Corrupt(String),
+}
+
+/// Failure of one operation of a [`Store::commit`]; nothing of the commit was applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitError {
+    pub index: usize,
+    pub error: StoreError,
+}
+
+/// A table as the store knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableInfo {
+    pub id: u64,
+    /// Name with the casing used at creation.
+    pub name: String,
+    /// Stored access policies (opaque bytes owned by the auth layer).
+    pub acl: Vec<u8>,
+}
+
+pub type EntityIter<'a> = Box<dyn Iterator<Item = Result<Entity, StoreError>> + Send + 'a>;
+pub type TableIter<'a> = Box<dyn Iterator<Item = Result<TableInfo, StoreError>> + Send + 'a>;
+
+pub trait Store: Send + Sync + 'static {
+    fn create_table(&self, account: &str, name: &TableName) -> Result<TableInfo, StoreError>;
+    /// Removes the table and (eventually, in the background) its entities.
+    fn delete_table(&self, account: &str, name: &str) -> Result<(), StoreError>;
+    /// Looks a table up by name, case-insensitively.
+    fn get_table(&self, account: &str, name: &str) -> Result<Option<TableInfo>, StoreError>;
+    /// Tables of an account ordered by lower-cased name, from `start_folded` (inclusive).
+    fn list_tables(
+        &self,
+        account: &str,
+        start_folded: Option<&str>,
+    ) -> Result<TableIter<'_>, StoreError>;
+    fn set_table_acl(&self, account: &str, name: &str, acl: Vec<u8>) -> Result<(), StoreError>;
+    fn get_entity(
+        &self,
+        table_id: u64,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<Entity>, StoreError>;
+    /// Entities of `range` in key order, read lazily.
+    fn scan(&self, table_id: u64, range: &KeyRange) -> EntityIter<'_>;
+    /// Applies all operations atomically (all share one PartitionKey when more than one), or
+    /// none. Returns the new Timestamp of each operation (`Delete`'s is unused). Durable on
+    /// return when the store is in durable mode.
+    fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError>;
+    /// Forces everything written so far to stable storage.
+    fn flush(&self) -> Result<(), StoreError>;
+}
+
+/// The ordered key-value backend under [`KvStore`]. Two keyspaces: table metadata and entities.
+pub trait Kv: Send + Sync + 'static {
+    type Bytes: AsRef<[u8]> + Send;
+    type Iter<'a>: Iterator<Item = Result<(Self::Bytes, Self::Bytes), StoreError>> + Send + 'a
+    where
+        Self: 'a;
+
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Self::Bytes>, StoreError>;
+    fn range(&self, space: Space, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self::Iter<'_>;
+    /// Applies all puts (`Some`) and removes (`None`) atomically.
+    fn apply(&self, space: Space, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>)
+        -> Result<(), StoreError>;
+    fn flush(&self) -> Result<(), StoreError>;
+    /// Whether [`Kv::flush`] does any work (false for memory).
+    fn is_persistent(&self) -> bool;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    Tables,
+    Entities,
+}
+
+/// When an acknowledged write reaches stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Every commit is flushed before it returns; concurrent commits share one flush.
+    #[default]
+    Durable,
+    /// The backend flushes in the background (sled: every 500 ms); a crash may lose the
+    /// last moments of writes. Graceful shutdown still flushes.
+    Relaxed,
+}
+
+const LOCK_STRIPES: usize = 1024;
+/// Metadata keys outside every account's key range (account encodings never start with 0xFF).
+const NEXT_TABLE_ID_KEY: &[u8] = b"\xFF\xFFnext-table-id";
+const DELETED_TABLE_PREFIX: &[u8] = b"\xFF\xFEdeleted-table/";
+
+/// The single [`Store`] implementation, generic over the backend.
+pub struct KvStore<B: Kv> {
+    kv: Arc<B>,
+    durability: Durability,
+    /// Serialises table creation/deletion and id allocation.
+    table_lock: Mutex<()>,
+    next_table_id: AtomicU64,
+    /// Per-partition locks (striped) held while a commit checks preconditions and applies.
+    partition_locks: Vec<Mutex<()>>,
+    last_timestamp: AtomicI64,
+    group_commit: GroupCommit,
+}
+
+impl<B: Kv> KvStore<B> {
+    pub fn open(kv: B, durability: Durability) -> Result<Arc<KvStore<B>>, StoreError> {
+        let kv = Arc::new(kv);
+        let next = match kv.get(Space::Tables, NEXT_TABLE_ID_KEY)? {
+            Some(b) => u64::from_le_bytes(
+                b.as_ref()
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt("table id counter".into()))?,
+            ),
+            None => 1,
+        };
+        let store = Arc::new(KvStore {
+            kv,
+            durability,
+            table_lock: Mutex::new(()),
+            next_table_id: AtomicU64::new(next),
+            partition_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            last_timestamp: AtomicI64::new(0),
+            group_commit: GroupCommit::default(),
+        });
+        // Finish purging tables whose deletion was interrupted.
+        let pending: Vec<u64> = store
+            .kv
+            .range(
+                Space::Tables,
+                Bound::Included(DELETED_TABLE_PREFIX.to_vec()),
+                Bound::Unbounded,
+            )
+            .filter_map(Result::ok)
+            .filter_map(|(k, _)| {
+                let k = k.as_ref();
+                k.strip_prefix(DELETED_TABLE_PREFIX)
+                    .and_then(|id| id.try_into().ok())
+                    .map(u64::from_be_bytes)
+            })
+            .collect();
+        for id in pending {
+            store.spawn_purge(id);
+        }
+        Ok(store)
+    }
+
+    /// A Timestamp later than every one handed out before (by this process).
+    fn next_timestamp(&self) -> EdmDateTime {
+        let now = EdmDateTime::now().0;
+        let mut last = self.last_timestamp.load(Ordering::Relaxed);
+        loop {
+            let next = now.max(last + 1);
+            match self.last_timestamp.compare_exchange_weak(
+                last,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return EdmDateTime(next),
+                Err(current) => last = current,
+            }
+        }
+    }
+
+    fn partition_lock(&self, table_id: u64, partition_key: &str) -> &Mutex<()> {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        table_id.hash(&mut h);
+        partition_key.hash(&mut h);
+        &self.partition_locks[(h.finish() as usize) % LOCK_STRIPES]
+    }
+
+    fn make_durable(&self) -> Result<(), StoreError> {
+        if self.durability == Durability::Durable && self.kv.is_persistent() {
+            self.group_commit.sync(|| self.kv.flush())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn read_table(&self, account: &str, folded: &str) -> Result<Option<TableRecord>, StoreError> {
+        match self
+            .kv
+            .get(Space::Tables, &key::table_meta_key(account, folded))?
+        {
+            Some(bytes) => codec::decode_table(bytes.as_ref())
+                .map(Some)
+                .ok_or_else(|| StoreError::Corrupt(format!("table record of {folded}"))),
+            None => Ok(None),
+        }
+    }
+
+    /// Removes every entity of a deleted table, in chunks, then forgets the table id.
+    fn purge_table(kv: &B, table_id: u64) -> Result<(), StoreError> {
+        let (start, end) = KeyRange::all().to_bytes(table_id);
+        loop {
+            let chunk: Vec<(Vec<u8>, Option<Vec<u8>>)> = kv
+                .range(Space::Entities, start.clone(), end.clone())
+                .take(1000)
+                .map(|r| r.map(|(k, _)| (k.as_ref().to_vec(), None)))
+                .collect::<Result<_, _>>()?;
+            if chunk.is_empty() {
+                break;
+            }
+            kv.apply(Space::Entities, chunk)?;
+        }
+        let mut marker = DELETED_TABLE_PREFIX.to_vec();
+        marker.extend_from_slice(&table_id.to_be_bytes());
+        kv.apply(Space::Tables, vec![(marker, None)])
+    }
+
+    fn spawn_purge(&self, table_id: u64) {
+        let kv = Arc::clone(&self.kv);
+        let spawned = std::thread::Builder::new()
+            .name(format!("purge-table-{table_id}"))
+            .spawn(move || {
+                if let Err(e) = Self::purge_table(&kv, table_id) {
+                    tracing::warn!(table_id, error = ?e, "purging a deleted table failed; will retry at next start");
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "could not start table purge thread");
+        }
+    }
+
+    /// Computes the new stored bytes for one operation given the current ones.
+    fn apply_op(
+        &self,
+        op: &WriteOp,
+        current: Option<&[u8]>,
+    ) -> Result<(Option<Vec<u8>>, EdmDateTime), StoreError> {
+        let current_ts = match current {
+            Some(b) => Some(
+                codec::decode_entity_timestamp(b)
+                    .ok_or_else(|| StoreError::Corrupt("entity timestamp".into()))?,
+            ),
+            None => None,
+        };
+        let check_if_match = || match (current_ts, op.if_match) {
+            (None, _) => Err(StoreError::EntityNotFound),
+            (Some(_), IfMatch::Any) => Ok(()),
+            (Some(ts), IfMatch::ETag(want)) if ts == want => Ok(()),
+            (Some(_), IfMatch::ETag(_)) => Err(StoreError::PreconditionFailed),
+        };
+        let replace = |ts: EdmDateTime| Some(codec::encode_entity(ts, &op.properties));
+        let merge = |ts: EdmDateTime| -> Result<Option<Vec<u8>>, StoreError> {
+            let mut props: Vec<Property> = match current {
+                Some(b) => {
+                    codec::decode_entity(b)
+                        .ok_or_else(|| StoreError::Corrupt("entity".into()))?
+                        .1
+                }
+                None => Vec::new(),
+            };
+            for p in &op.properties {
+                match props.iter_mut().find(|q| q.name == p.name) {
+                    Some(q) => q.value = p.value.clone(),
+                    None => props.push(p.clone()),
+                }
+            }
+            check_entity(&op.key.partition_key, &op.key.row_key, &props)
+                .map_err(StoreError::EntityLimit)?;
+            Ok(Some(codec::encode_entity(ts, &props)))
+        };
+        let ts = self.next_timestamp();
+        let value = match op.kind {
+            WriteKind::Insert => {
+                if current.is_some() {
+                    return Err(StoreError::EntityAlreadyExists);
+                }
+                replace(ts)
+            }
+            WriteKind::InsertOrReplace => replace(ts),
+            WriteKind::InsertOrMerge => merge(ts)?,
+            WriteKind::Update => {
+                check_if_match()?;
+                replace(ts)
+            }
+            WriteKind::Merge => {
+                check_if_match()?;
+                merge(ts)?
+            }
+            WriteKind::Delete => {
+                check_if_match()?;
+                None
+            }
+        };
+        Ok((value, ts))
+    }
+}
+
+impl<B: Kv> Store for KvStore<B> {
+    fn create_table(&self, account: &str, name: &TableName) -> Result<TableInfo, StoreError> {
+        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let folded = name.folded();
+        if self.read_table(account, &folded)?.is_some() {
+            return Err(StoreError::TableAlreadyExists);
+        }
+        let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
+        let record = TableRecord {
+            id,
+            name: name.as_str().to_string(),
+            acl: Vec::new(),
+        };
+        self.kv.apply(
+            Space::Tables,
+            vec![
+                (
+                    NEXT_TABLE_ID_KEY.to_vec(),
+                    Some((id + 1).to_le_bytes().to_vec()),
+                ),
+                (
+                    key::table_meta_key(account, &folded),
+                    Some(codec::encode_table(&record)),
+                ),
+            ],
+        )?;
+        self.make_durable()?;
+        Ok(TableInfo {
+            id,
+            name: record.name,
+            acl: record.acl,
+        })
+    }
+
+    fn delete_table(&self, account: &str, name: &str) -> Result<(), StoreError> {
+        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let folded = name.to_ascii_lowercase();
+        let record = self
+            .read_table(account, &folded)?
+            .ok_or(StoreError::TableNotFound)?;
+        let mut marker = DELETED_TABLE_PREFIX.to_vec();
+        marker.extend_from_slice(&record.id.to_be_bytes());
+        self.kv.apply(
+            Space::Tables,
+            vec![
+                (key::table_meta_key(account, &folded), None),
+                (marker, Some(Vec::new())),
+            ],
+        )?;
+        self.make_durable()?;
+        self.spawn_purge(record.id);
+        Ok(())
+    }
+
+    fn get_table(&self, account: &str, name: &str) -> Result<Option<TableInfo>, StoreError> {
+        Ok(self
+            .read_table(account, &name.to_ascii_lowercase())?
+            .map(|r| TableInfo {
+                id: r.id,
+                name: r.name,
+                acl: r.acl,
+            }))
+    }
+
+    fn list_tables(
+        &self,
+        account: &str,
+        start_folded: Option<&str>,
+    ) -> Result<TableIter<'_>, StoreError> {
+        let prefix = key::account_prefix(account);
+        let start = key::table_meta_key(account, start_folded.unwrap_or(""));
+        let end = {
+            // The prefix ends with the terminator 00 01; 00 02 bounds it.
+            let mut e = prefix.clone();
+            let n = e.len();
+            e[n - 1] = 0x02;
+            e
+        };
+        let iter = self
+            .kv
+            .range(Space::Tables, Bound::Included(start), Bound::Excluded(end))
+            .map(|r| {
+                let (_, v) = r?;
+                codec::decode_table(v.as_ref())
+                    .map(|r| TableInfo {
+                        id: r.id,
+                        name: r.name,
+                        acl: r.acl,
+                    })
+                    .ok_or_else(|| StoreError::Corrupt("table record".into()))
+            });
+        Ok(Box::new(iter))
+    }
+
+    fn set_table_acl(&self, account: &str, name: &str, acl: Vec<u8>) -> Result<(), StoreError> {
+        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let folded = name.to_ascii_lowercase();
+        let mut record = self
+            .read_table(account, &folded)?
+            .ok_or(StoreError::TableNotFound)?;
+        record.acl = acl;
+        self.kv.apply(
+            Space::Tables,
+            vec![(
+                key::table_meta_key(account, &folded),
+                Some(codec::encode_table(&record)),
+            )],
+        )?;
+        self.make_durable()
+    }
+
+    fn get_entity(
+        &self,
+        table_id: u64,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<Entity>, StoreError> {
+        let key = key::entity_key(table_id, partition_key, row_key);
+        match self.kv.get(Space::Entities, &key)? {
+            Some(bytes) => {
+                let (timestamp, properties) = codec::decode_entity(bytes.as_ref())
+                    .ok_or_else(|| StoreError::Corrupt("entity".into()))?;
+                Ok(Some(Entity {
+                    partition_key: partition_key.to_string(),
+                    row_key: row_key.to_string(),
+                    timestamp,
+                    properties,
+                }))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn scan(&self, table_id: u64, range: &KeyRange) -> EntityIter<'_> {
+        let (start, end) = range.to_bytes(table_id);
+        Box::new(self.kv.range(Space::Entities, start, end).map(|r| {
+            let (k, v) = r?;
+            let (partition_key, row_key) = key::decode_entity_key(k.as_ref())
+                .ok_or_else(|| StoreError::Corrupt("entity key".into()))?;
+            let (timestamp, properties) = codec::decode_entity(v.as_ref())
+                .ok_or_else(|| StoreError::Corrupt("entity".into()))?;
+            Ok(Entity {
+                partition_key,
+                row_key,
+                timestamp,
+                properties,
+            })
+        }))
+    }
+
+    fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
+        let Some(first) = ops.first() else {
+            return Ok(Vec::new());
+        };
+        let _guard = self
+            .partition_lock(table_id, &first.key.partition_key)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut batch = Vec::with_capacity(ops.len());
+        let mut stamps = Vec::with_capacity(ops.len());
+        for (index, op) in ops.iter().enumerate() {
+            let key = key::entity_key(table_id, &op.key.partition_key, &op.key.row_key);
+            let current = self
+                .kv
+                .get(Space::Entities, &key)
+                .map_err(|error| CommitError { index, error })?;
+            let (value, ts) = self
+                .apply_op(op, current.as_ref().map(AsRef::as_ref))
+                .map_err(|error| CommitError { index, error })?;
+            batch.push((key, value));
+            stamps.push(ts);
+        }
+        let last = ops.len() - 1;
+        self.kv
+            .apply(Space::Entities, batch)
+            .map_err(|error| CommitError { index: last, error })?;
+        drop(_guard);
+        self.make_durable()
+            .map_err(|error| CommitError { index: last, error })?;
+        Ok(stamps)
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.kv.flush()
+    }
+}
+
+/// Leader-based group commit: a writer that needs durability either runs the flush itself or
+/// waits for the flush in progress and, if that one started before its write, the next one.
+/// Concurrent writers therefore share flushes instead of queueing one each.
+#[derive(Default)]
+struct GroupCommit {
+    state: Mutex<GroupState>,
+    done: Condvar,
+}
+
+#[derive(Default)]
+struct GroupState {
+    /// Number of sync requests so far; a request's ticket is its position.
+    requested: u64,
+    /// All tickets up to this one are durable.
+    completed: u64,
+    flushing: bool,
+    last_error: Option<StoreError>,
+}
+
+impl GroupCommit {
+    fn sync(&self, flush: impl Fn() -> Result<(), StoreError>) -> Result<(), StoreError> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.requested += 1;
+        let ticket = state.requested;
+        loop {
+            if state.completed >= ticket {
+                return match &state.last_error {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(()),
+                };
+            }
+            if !state.flushing {
+                // Lead a flush that covers every request made so far.
+                state.flushing = true;
+                let covers = state.requested;
+                drop(state);
+                let result = flush();
+                state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                state.flushing = false;
+                state.completed = covers;
+                state.last_error = result.as_ref().err().cloned();
+                self.done.notify_all();
+                return result;
+            }
+            state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
