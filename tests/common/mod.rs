@@ -1,0 +1,128 @@
+//! Shared by the integration tests: a real server on an ephemeral loopback port and a small
+//! HTTP client speaking to it.
+#![allow(dead_code)] // each test file uses a different subset of these helpers
+
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+use tablestore::config::Config;
+use tablestore::server::RunningServer;
+
+pub const JSON_MINIMAL: &str = "application/json;odata=minimalmetadata";
+pub const JSON_NONE: &str = "application/json;odata=nometadata";
+pub const JSON_FULL: &str = "application/json;odata=fullmetadata";
+
+pub struct TestServer {
+    pub server: RunningServer,
+    pub client: reqwest::Client,
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The `odata.error.code` of a JSON error body.
+    pub fn error_code(&self) -> String {
+        self.json()["odata.error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        TestServer::start_with(Config::for_tests()).await
+    }
+
+    pub async fn start_with(config: Config) -> TestServer {
+        let server = RunningServer::start(config).await.expect("server starts");
+        TestServer {
+            server,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// `http://127.0.0.1:<port>/devstoreaccount1`
+    pub fn base(&self) -> String {
+        self.server.account_url()
+    }
+
+    /// Sends a request to `path` (relative to the account URL) with JSON Accept by default.
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Reply {
+        let url = format!("{}{}", self.base(), path);
+        let method = Method::from_bytes(method.as_bytes()).expect("valid method");
+        let mut req = self.client.request(method, &url);
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("accept")) {
+            req = req.header("Accept", JSON_MINIMAL);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
+                req = req.header("Content-Type", "application/json");
+            }
+            req = req.body(b.to_string());
+        }
+        let resp = req.send().await.expect("request is answered");
+        Reply {
+            status: resp.status(),
+            headers: resp.headers().clone(),
+            body: resp.bytes().await.expect("body").to_vec(),
+        }
+    }
+
+    pub async fn create_table(&self, name: &str) {
+        let r = self
+            .send(
+                "POST",
+                "/Tables",
+                &[],
+                Some(&format!(r#"{{"TableName":"{name}"}}"#)),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    }
+
+    pub async fn insert(&self, table: &str, entity: &Value) -> Reply {
+        let r = self
+            .send(
+                "POST",
+                &format!("/{table}"),
+                &[("Prefer", "return-no-content")],
+                Some(&entity.to_string()),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
+        r
+    }
+}
