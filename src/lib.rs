@@ -10,6 +10,7 @@
 //! - [`config`]: command line and environment.
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod config;
 pub mod model;
 pub mod protocol;
