@@ -75,6 +75,7 @@ error_codes! {
     AuthorizationSourceIPMismatch => (FORBIDDEN, "This request is not authorized to perform this operation using this source IP."),
     AuthorizationProtocolMismatch => (FORBIDDEN, "This request is not authorized to perform this operation using this protocol."),
     InsufficientAccountPermissions => (FORBIDDEN, "The account being accessed does not have sufficient permissions to execute this operation."),
+    CorsPreflightFailure => (FORBIDDEN, "CORS not enabled or no matching rule found for this request."),
     InternalError => (INTERNAL_SERVER_ERROR, "The server encountered an internal error. Please retry the request."),
     OperationTimedOut => (INTERNAL_SERVER_ERROR, "Operation could not be completed within the specified time."),
     ServerBusy => (SERVICE_UNAVAILABLE, "The server is currently unable to receive requests. Please retry your request."),

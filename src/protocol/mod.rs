@@ -6,6 +6,8 @@ pub mod error;
 pub mod headers;
 pub mod json;
 pub mod operation;
+pub mod service_properties;
 pub mod uri;
+pub mod xml_tree;
 
 pub use error::{ApiError, ErrorCode};

@@ -75,6 +75,9 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
     } else {
         format!("http://{host_text}")
     };
+    if parts.method == axum::http::Method::OPTIONS {
+        return service::preflight(&state, &ctx, &parts.headers).await;
+    }
     let query = match QueryParams::parse(parts.uri.query()) {
         Ok(q) => q,
         Err(e) => return ctx.error(&e),
@@ -144,15 +147,29 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
         | Operation::InsertOrMergeEntity(_) => {
             entities::write_entity(&state, &call, operation).await
         }
-        Operation::GetTableAcl { .. }
-        | Operation::SetTableAcl { .. }
-        | Operation::GetServiceProperties
-        | Operation::SetServiceProperties
-        | Operation::GetServiceStats
-        | Operation::Batch => service::not_implemented(&call).await,
+        Operation::GetServiceProperties => service::get_service_properties(&state, &call).await,
+        Operation::SetServiceProperties => service::set_service_properties(&state, &call).await,
+        Operation::GetServiceStats => service::get_service_stats(&state, &call).await,
+        Operation::GetTableAcl { .. } | Operation::SetTableAcl { .. } | Operation::Batch => {
+            Err(ApiError::with_message(
+                ErrorCode::NotImplemented,
+                "This operation is not implemented yet.",
+            ))
+        }
     };
-    match result {
+    let mut response = match result {
         Ok(response) => response,
         Err(e) => call.ctx.error_response(&e, error_format),
+    };
+    if let Some(origin) = call.header("origin") {
+        service::decorate_cors(
+            &state,
+            call.ctx.data_account(),
+            origin,
+            &parts.method,
+            &mut response,
+        )
+        .await;
     }
+    response
 }

@@ -85,6 +85,9 @@ pub trait Store: Send + Sync + 'static {
     fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError>;
     /// Forces everything written so far to stable storage.
     fn flush(&self) -> Result<(), StoreError>;
+    /// The account's service properties document (opaque to the store), if ever set.
+    fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError>;
 }
 
 /// The ordered key-value backend under [`KvStore`]. Two keyspaces: table metadata and entities.
@@ -125,6 +128,13 @@ const LOCK_STRIPES: usize = 1024;
 /// Metadata keys outside every account's key range (account encodings never start with 0xFF).
 const NEXT_TABLE_ID_KEY: &[u8] = b"\xFF\xFFnext-table-id";
 const DELETED_TABLE_PREFIX: &[u8] = b"\xFF\xFEdeleted-table/";
+const SERVICE_PROPERTIES_PREFIX: &[u8] = b"\xFF\xFDservice-properties/";
+
+fn service_properties_key(account: &str) -> Vec<u8> {
+    let mut key = SERVICE_PROPERTIES_PREFIX.to_vec();
+    key.extend_from_slice(account.as_bytes());
+    key
+}
 
 /// The single [`Store`] implementation, generic over the backend.
 pub struct KvStore<B: Kv> {
@@ -510,6 +520,21 @@ impl<B: Kv> Store for KvStore<B> {
 
     fn flush(&self) -> Result<(), StoreError> {
         self.kv.flush()
+    }
+
+    fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .kv
+            .get(Space::Tables, &service_properties_key(account))?
+            .map(|b| b.as_ref().to_vec()))
+    }
+
+    fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError> {
+        self.kv.apply(
+            Space::Tables,
+            vec![(service_properties_key(account), Some(properties))],
+        )?;
+        self.make_durable()
     }
 }
 

@@ -1,0 +1,368 @@
+//! Table service properties (logging, metrics, CORS): the XML document of Get/Set Table
+//! Service Properties (spec §2.6, §2.7), its validation, partial update, and CORS rule
+//! matching (§2.9).
+
+use super::error::{xml_escape, ApiError, ErrorCode};
+use super::xml_tree::{self, Element};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RetentionPolicy {
+    pub enabled: bool,
+    pub days: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logging {
+    pub version: String,
+    pub delete: bool,
+    pub read: bool,
+    pub write: bool,
+    pub retention: RetentionPolicy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metrics {
+    pub version: String,
+    pub enabled: bool,
+    pub include_apis: Option<bool>,
+    pub retention: RetentionPolicy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CorsRule {
+    pub allowed_origins: String,
+    pub allowed_methods: String,
+    pub max_age_in_seconds: u64,
+    pub exposed_headers: String,
+    pub allowed_headers: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceProperties {
+    pub logging: Logging,
+    pub hour_metrics: Metrics,
+    pub minute_metrics: Metrics,
+    pub cors: Vec<CorsRule>,
+}
+
+impl Default for ServiceProperties {
+    fn default() -> Self {
+        let metrics = Metrics {
+            version: "1.0".into(),
+            enabled: false,
+            include_apis: None,
+            retention: RetentionPolicy::default(),
+        };
+        ServiceProperties {
+            logging: Logging {
+                version: "1.0".into(),
+                delete: false,
+                read: false,
+                write: false,
+                retention: RetentionPolicy::default(),
+            },
+            hour_metrics: metrics.clone(),
+            minute_metrics: metrics,
+            cors: Vec::new(),
+        }
+    }
+}
+
+fn invalid() -> ApiError {
+    ApiError::new(ErrorCode::InvalidXmlDocument)
+}
+
+fn text<'a>(el: &'a Element, name: &str) -> Result<&'a str, ApiError> {
+    el.child(name).map(|c| c.text.trim()).ok_or_else(invalid)
+}
+
+fn boolean(el: &Element, name: &str) -> Result<bool, ApiError> {
+    match text(el, name)? {
+        "true" | "True" => Ok(true),
+        "false" | "False" => Ok(false),
+        _ => Err(invalid()),
+    }
+}
+
+fn retention(el: &Element) -> Result<RetentionPolicy, ApiError> {
+    let r = el.child("RetentionPolicy").ok_or_else(invalid)?;
+    let enabled = boolean(r, "Enabled")?;
+    let days = match r.child("Days") {
+        Some(d) => {
+            let days: u32 = d.text.trim().parse().map_err(|_| invalid())?;
+            if !(1..=365).contains(&days) {
+                return Err(invalid());
+            }
+            Some(days)
+        }
+        None => None,
+    };
+    if enabled && days.is_none() {
+        return Err(invalid());
+    }
+    Ok(RetentionPolicy {
+        enabled,
+        days: if enabled { days } else { None },
+    })
+}
+
+fn metrics(el: &Element) -> Result<Metrics, ApiError> {
+    let enabled = boolean(el, "Enabled")?;
+    let include_apis = match el.child("IncludeAPIs") {
+        Some(_) => Some(boolean(el, "IncludeAPIs")?),
+        None if enabled => return Err(invalid()),
+        None => None,
+    };
+    Ok(Metrics {
+        version: text(el, "Version")?.to_string(),
+        enabled,
+        include_apis: if enabled { include_apis } else { None },
+        retention: retention(el)?,
+    })
+}
+
+const CORS_METHODS: [&str; 8] = [
+    "DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH",
+];
+
+fn cors_rule(el: &Element) -> Result<CorsRule, ApiError> {
+    let rule = CorsRule {
+        allowed_origins: text(el, "AllowedOrigins")?.to_string(),
+        allowed_methods: text(el, "AllowedMethods")?.to_string(),
+        max_age_in_seconds: text(el, "MaxAgeInSeconds")?
+            .parse()
+            .map_err(|_| invalid())?,
+        exposed_headers: text(el, "ExposedHeaders")?.to_string(),
+        allowed_headers: text(el, "AllowedHeaders")?.to_string(),
+    };
+    let methods_ok = rule
+        .allowed_methods
+        .split(',')
+        .map(str::trim)
+        .all(|m| CORS_METHODS.contains(&m));
+    let lists_ok = [
+        &rule.allowed_origins,
+        &rule.exposed_headers,
+        &rule.allowed_headers,
+    ]
+    .iter()
+    .all(|l| l.split(',').all(|item| item.trim().len() <= 256));
+    let size = rule.allowed_origins.len()
+        + rule.allowed_methods.len()
+        + rule.exposed_headers.len()
+        + rule.allowed_headers.len();
+    if !methods_ok || !lists_ok || size > 2048 {
+        return Err(invalid());
+    }
+    Ok(rule)
+}
+
+impl ServiceProperties {
+    /// Applies a Set request body: each top-level element present replaces the stored one.
+    pub fn apply_update(&self, body: &[u8]) -> Result<ServiceProperties, ApiError> {
+        let root = xml_tree::parse(body).ok_or_else(invalid)?;
+        if root.name != "StorageServiceProperties" {
+            return Err(invalid());
+        }
+        let mut next = self.clone();
+        if let Some(l) = root.child("Logging") {
+            next.logging = Logging {
+                version: text(l, "Version")?.to_string(),
+                delete: boolean(l, "Delete")?,
+                read: boolean(l, "Read")?,
+                write: boolean(l, "Write")?,
+                retention: retention(l)?,
+            };
+        }
+        if let Some(m) = root.child("HourMetrics") {
+            next.hour_metrics = metrics(m)?;
+        }
+        if let Some(m) = root.child("MinuteMetrics") {
+            next.minute_metrics = metrics(m)?;
+        }
+        if let Some(c) = root.child("Cors") {
+            let rules: Vec<CorsRule> = c
+                .children_named("CorsRule")
+                .map(cors_rule)
+                .collect::<Result<_, _>>()?;
+            if rules.len() > 5 {
+                return Err(invalid());
+            }
+            next.cors = rules;
+        }
+        Ok(next)
+    }
+
+    /// Decodes a stored document (written by [`ServiceProperties::encode`]).
+    pub fn decode(bytes: &[u8]) -> Option<ServiceProperties> {
+        ServiceProperties::default().apply_update(bytes).ok()
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut x =
+            String::from("<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceProperties>");
+        let retention = |x: &mut String, r: &RetentionPolicy| {
+            x.push_str(&format!(
+                "<RetentionPolicy><Enabled>{}</Enabled>",
+                r.enabled
+            ));
+            if let Some(d) = r.days {
+                x.push_str(&format!("<Days>{d}</Days>"));
+            }
+            x.push_str("</RetentionPolicy>");
+        };
+        let l = &self.logging;
+        x.push_str(&format!(
+            "<Logging><Version>{}</Version><Delete>{}</Delete><Read>{}</Read><Write>{}</Write>",
+            xml_escape(&l.version),
+            l.delete,
+            l.read,
+            l.write
+        ));
+        retention(&mut x, &l.retention);
+        x.push_str("</Logging>");
+        for (name, m) in [
+            ("HourMetrics", &self.hour_metrics),
+            ("MinuteMetrics", &self.minute_metrics),
+        ] {
+            x.push_str(&format!(
+                "<{name}><Version>{}</Version><Enabled>{}</Enabled>",
+                xml_escape(&m.version),
+                m.enabled
+            ));
+            if let Some(i) = m.include_apis {
+                x.push_str(&format!("<IncludeAPIs>{i}</IncludeAPIs>"));
+            }
+            retention(&mut x, &m.retention);
+            x.push_str(&format!("</{name}>"));
+        }
+        x.push_str("<Cors>");
+        for r in &self.cors {
+            x.push_str(&format!(
+                "<CorsRule><AllowedOrigins>{}</AllowedOrigins><AllowedMethods>{}</AllowedMethods><MaxAgeInSeconds>{}</MaxAgeInSeconds><ExposedHeaders>{}</ExposedHeaders><AllowedHeaders>{}</AllowedHeaders></CorsRule>",
+                xml_escape(&r.allowed_origins),
+                xml_escape(&r.allowed_methods),
+                r.max_age_in_seconds,
+                xml_escape(&r.exposed_headers),
+                xml_escape(&r.allowed_headers)
+            ));
+        }
+        x.push_str("</Cors></StorageServiceProperties>");
+        x.into_bytes()
+    }
+
+    /// The first rule that allows `origin` with `method` (spec §2.9: rules in stored order;
+    /// the first whose origin and method match decides).
+    pub fn matching_cors_rule(&self, origin: &str, method: &str) -> Option<&CorsRule> {
+        self.cors.iter().find(|r| {
+            let origin_ok = r
+                .allowed_origins
+                .split(',')
+                .map(str::trim)
+                .any(|o| o == "*" || o == origin);
+            let method_ok = r
+                .allowed_methods
+                .split(',')
+                .map(str::trim)
+                .any(|m| m.eq_ignore_ascii_case(method));
+            origin_ok && method_ok
+        })
+    }
+}
+
+impl CorsRule {
+    /// Whether every requested header is allowed (literal or `prefix*`, case-insensitive).
+    pub fn allows_headers(&self, requested: &str) -> bool {
+        let allowed: Vec<String> = self
+            .allowed_headers
+            .split(',')
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect();
+        requested
+            .split(',')
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .all(|h| {
+                allowed.iter().any(|a| {
+                    a == "*"
+                        || *a == h
+                        || a.strip_suffix('*')
+                            .is_some_and(|prefix| h.starts_with(prefix))
+                })
+            })
+    }
+
+    pub fn allows_any_origin(&self) -> bool {
+        self.allowed_origins.split(',').any(|o| o.trim() == "*")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceProperties><Logging><Version>1.0</Version><Delete>true</Delete><Read>false</Read><Write>true</Write><RetentionPolicy><Enabled>true</Enabled><Days>7</Days></RetentionPolicy></Logging><Cors><CorsRule><AllowedOrigins>http://www.contoso.com,http://www.fabrikam.com</AllowedOrigins><AllowedMethods>GET,PUT</AllowedMethods><MaxAgeInSeconds>500</MaxAgeInSeconds><ExposedHeaders>x-ms-meta-data*</ExposedHeaders><AllowedHeaders>x-ms-meta-target*,x-ms-meta-customheader</AllowedHeaders></CorsRule></Cors></StorageServiceProperties>";
+
+    #[test]
+    fn partial_update_and_round_trip() {
+        let p = ServiceProperties::default()
+            .apply_update(SAMPLE.as_bytes())
+            .unwrap();
+        assert!(p.logging.delete && p.logging.retention.days == Some(7));
+        assert!(!p.hour_metrics.enabled, "absent elements keep their value");
+        assert_eq!(p.cors.len(), 1);
+        assert_eq!(ServiceProperties::decode(&p.encode()), Some(p.clone()));
+        let cleared = p
+            .apply_update(b"<StorageServiceProperties><Cors/></StorageServiceProperties>")
+            .unwrap();
+        assert!(cleared.cors.is_empty());
+        assert!(cleared.logging.delete);
+    }
+
+    #[test]
+    fn invalid_documents() {
+        let bad = |s: &str| {
+            ServiceProperties::default()
+                .apply_update(s.as_bytes())
+                .unwrap_err()
+                .code
+        };
+        assert_eq!(bad("<x"), ErrorCode::InvalidXmlDocument);
+        assert_eq!(
+            bad("<StorageServiceProperties><Logging><Version>1.0</Version></Logging></StorageServiceProperties>"),
+            ErrorCode::InvalidXmlDocument
+        );
+        let days = SAMPLE.replace("<Days>7</Days>", "<Days>366</Days>");
+        assert_eq!(bad(&days), ErrorCode::InvalidXmlDocument);
+        let rule = "<CorsRule><AllowedOrigins>*</AllowedOrigins><AllowedMethods>GET</AllowedMethods><MaxAgeInSeconds>1</MaxAgeInSeconds><ExposedHeaders></ExposedHeaders><AllowedHeaders></AllowedHeaders></CorsRule>";
+        let six = format!(
+            "<StorageServiceProperties><Cors>{}</Cors></StorageServiceProperties>",
+            rule.repeat(6)
+        );
+        assert_eq!(bad(&six), ErrorCode::InvalidXmlDocument);
+        let five = format!(
+            "<StorageServiceProperties><Cors>{}</Cors></StorageServiceProperties>",
+            rule.repeat(5)
+        );
+        assert!(ServiceProperties::default()
+            .apply_update(five.as_bytes())
+            .is_ok());
+    }
+
+    #[test]
+    fn cors_matching() {
+        let p = ServiceProperties::default()
+            .apply_update(SAMPLE.as_bytes())
+            .unwrap();
+        let rule = p
+            .matching_cors_rule("http://www.contoso.com", "GET")
+            .unwrap();
+        assert!(rule.allows_headers("x-ms-meta-target1, X-MS-META-CUSTOMHEADER"));
+        assert!(!rule.allows_headers("x-other"));
+        assert!(p.matching_cors_rule("http://evil.com", "GET").is_none());
+        assert!(p
+            .matching_cors_rule("http://www.contoso.com", "DELETE")
+            .is_none());
+    }
+}

@@ -1,0 +1,148 @@
+//! Get/Set Table Service Properties, Get Service Stats and CORS over HTTP.
+
+mod common;
+
+use common::TestServer;
+use reqwest::StatusCode;
+
+const PROPS: &str = "/?restype=service&comp=properties";
+
+const CORS_BODY: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceProperties><Cors><CorsRule><AllowedOrigins>http://app.example</AllowedOrigins><AllowedMethods>GET,PUT</AllowedMethods><MaxAgeInSeconds>500</MaxAgeInSeconds><ExposedHeaders>x-ms-*</ExposedHeaders><AllowedHeaders>x-ms-meta-*,content-type</AllowedHeaders></CorsRule></Cors></StorageServiceProperties>";
+
+#[tokio::test]
+async fn service_properties_default_set_and_partial_update() {
+    let t = TestServer::start().await;
+    let r = t.send("GET", PROPS, &[], None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.header("content-type"), Some("application/xml"));
+    assert!(r.text().contains("<Cors></Cors>"), "{}", r.text());
+
+    let r = t
+        .send(
+            "PUT",
+            PROPS,
+            &[("Content-Type", "application/xml")],
+            Some(CORS_BODY),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    let logging = "<StorageServiceProperties><Logging><Version>1.0</Version><Delete>true</Delete><Read>true</Read><Write>false</Write><RetentionPolicy><Enabled>true</Enabled><Days>5</Days></RetentionPolicy></Logging></StorageServiceProperties>";
+    let r = t.send("PUT", PROPS, &[], Some(logging)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED);
+    let text = t.send("GET", PROPS, &[], None).await.text();
+    assert!(
+        text.contains("<AllowedOrigins>http://app.example</AllowedOrigins>"),
+        "CORS kept: {text}"
+    );
+    assert!(
+        text.contains("<Delete>true</Delete>") && text.contains("<Days>5</Days>"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_service_properties_get_storage_xml_error() {
+    let t = TestServer::start().await;
+    let days = CORS_BODY.replace("<Cors>", "<Logging><Version>1.0</Version><Delete>true</Delete><Read>true</Read><Write>false</Write><RetentionPolicy><Enabled>true</Enabled><Days>366</Days></RetentionPolicy></Logging><Cors>");
+    for body in ["<not xml", days.as_str()] {
+        let r = t.send("PUT", PROPS, &[], Some(body)).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST);
+        assert_eq!(r.header("x-ms-error-code"), Some("InvalidXmlDocument"));
+        assert!(
+            r.text().contains("<m:code>InvalidXmlDocument</m:code>"),
+            "{}",
+            r.text()
+        );
+    }
+}
+
+#[tokio::test]
+async fn service_stats_reports_live() {
+    let t = TestServer::start().await;
+    let r = t
+        .send("GET", "/?restype=service&comp=stats", &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.text().contains("<Status>live</Status>"));
+}
+
+#[tokio::test]
+async fn cors_preflight_and_actual_requests() {
+    let t = TestServer::start().await;
+    let pre = |origin: &'static str, method: &'static str| {
+        vec![
+            ("Origin", origin),
+            ("Access-Control-Request-Method", method),
+            ("Access-Control-Request-Headers", "x-ms-meta-a"),
+        ]
+    };
+    let r = t
+        .send(
+            "OPTIONS",
+            "/Tables",
+            &pre("http://app.example", "GET"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "CORS disabled by default");
+    assert_eq!(r.header("x-ms-error-code"), Some("CorsPreflightFailure"));
+    t.send("PUT", PROPS, &[], Some(CORS_BODY)).await;
+    let r = t
+        .send(
+            "OPTIONS",
+            "/Tables",
+            &pre("http://app.example", "GET"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("http://app.example")
+    );
+    assert_eq!(r.header("access-control-allow-methods"), Some("GET"));
+    assert_eq!(r.header("access-control-max-age"), Some("500"));
+    let r = t
+        .send(
+            "OPTIONS",
+            "/Tables",
+            &pre("http://app.example", "DELETE"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = t
+        .send(
+            "OPTIONS",
+            "/Tables",
+            &[("Origin", "http://app.example")],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+
+    let r = t
+        .send("GET", "/Tables", &[("Origin", "http://app.example")], None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("http://app.example")
+    );
+    assert_eq!(r.header("access-control-expose-headers"), Some("x-ms-*"));
+    let r = t
+        .send(
+            "GET",
+            "/Tables",
+            &[("Origin", "http://other.example")],
+            None,
+        )
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::OK,
+        "CORS never fails an actual request"
+    );
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    assert_eq!(r.header("vary"), Some("Origin"));
+}
