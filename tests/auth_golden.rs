@@ -188,10 +188,8 @@ fn expected_sas_outcome(case: &Case) -> Expect {
     let op = case.operation;
     let get = op == AuthzOperation::GetEntity;
     let list = op == AuthzOperation::QueryTables;
-    if n.contains("_au_https_ip_") || n.contains("_c_l_https_") {
-        if !case.is_https {
-            return Expect::AuthnError("AuthorizationProtocolMismatch");
-        }
+    if (n.contains("_au_https_ip_") || n.contains("_c_l_https_")) && !case.is_https {
+        return Expect::AuthnError("AuthorizationProtocolMismatch");
     }
     let authz = if n.contains("_table_sas_raud_range_") || n.contains("_table_sas_policy_only_") {
         Ok(())
