@@ -45,6 +45,7 @@ function capturingClient(sink) {
         url: `${u.protocol}//${u.host}${u.pathname}${u.search}`,
         signed_url: request.url,
         headers,
+        body: typeof request.body === "string" && request.body.includes("SignedIdentifiers") ? request.body : undefined,
       });
       throw new Captured("captured");
     },
@@ -84,6 +85,8 @@ const sharedKeyOps = [
   ["get_table_acl", "GetTableAcl", "MyTable", (e, c, h) => table(e, c, h).getAccessPolicy()],
   ["set_table_acl", "SetTableAcl", "MyTable",
     (e, c, h) => table(e, c, h).setAccessPolicy([{ id: "id1", accessPolicy: { permission: "r", start: START, expiry: EXPIRY } }])],
+  ["set_table_acl_partial", "SetTableAcl", "MyTable",
+    (e, c, h) => table(e, c, h).setAccessPolicy([{ id: "empty" }, { id: "perm-only", accessPolicy: { permission: "r" } }])],
   ["insert_entity", "InsertEntity", "MyTable", (e, c, h) => table(e, c, h).createEntity(ENTITY)],
   ["get_entity_quote_and_space", "GetEntity", "MyTable", (e, c, h) => table(e, c, h).getEntity("pk'1", "r k/2")],
   ["get_entity_select", "GetEntity", "MyTable",
@@ -110,6 +113,7 @@ function makeCase(name, req, endpoint, operation, tableName, principal, extra = 
     principal,
     operation,
     table: tableName,
+    ...(req.body !== undefined ? { body: req.body } : {}),
     ...extra,
   };
 }
