@@ -6,10 +6,15 @@
 //!   pure functions, never touches the store.
 //! - [`store`]: ordered storage of tables and entities behind the [`store::Store`] trait.
 //! - [`query`]: runs a query against the store: plan, evaluate, page.
+//! - [`batch`]: entity group transactions: change-set rules and the atomic commit.
+//! - [`auth`]: Shared Key, Shared Key Lite, SAS and bearer authentication, SAS authorization,
+//!   configured accounts and the table ACL (`SignedIdentifiers`) codec; depends on nothing
+//!   else in the crate.
 //! - [`server`]: the axum front end, deliberately thin; nothing depends on it.
 //! - [`config`]: command line and environment.
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod batch;
 pub mod config;
 pub mod model;

@@ -1,0 +1,271 @@
+//! Configured storage accounts and their keys: `Accounts` maps an account name to one or two
+//! decoded HMAC keys. Default: the well-known development account (spec §1.2). Extra accounts
+//! come from an `AZURITE_ACCOUNTS`-style string.
+//!
+//! Depends on nothing else in the crate.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+
+/// Name of the well-known development account.
+pub const DEV_ACCOUNT_NAME: &str = "devstoreaccount1";
+/// Base64 key of the well-known development account.
+pub const DEV_ACCOUNT_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// The decoded keys of one account: key1 and an optional key2. Either verifies.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccountKeys {
+    keys: Vec<Vec<u8>>,
+}
+
+impl AccountKeys {
+    /// Decodes `key1` and optional `key2` from base64.
+    pub fn from_base64(key1: &str, key2: Option<&str>) -> Result<Self, AccountsError> {
+        let mut keys = vec![decode_key(key1)?];
+        if let Some(key2) = key2 {
+            keys.push(decode_key(key2)?);
+        }
+        Ok(AccountKeys { keys })
+    }
+
+    /// Key bytes in order: key1, then key2 if configured.
+    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
+        self.keys.iter().map(Vec::as_slice)
+    }
+
+    /// key1 (always present).
+    pub fn primary(&self) -> &[u8] {
+        // `from_base64` always stores key1 first.
+        &self.keys[0]
+    }
+}
+
+impl fmt::Debug for AccountKeys {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print key material.
+        write!(f, "AccountKeys({} key(s))", self.keys.len())
+    }
+}
+
+/// Account name → keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accounts {
+    accounts: BTreeMap<String, AccountKeys>,
+}
+
+/// Why an accounts string or key could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountsError {
+    /// An entry is not `name:key1` or `name:key1:key2`.
+    MalformedEntry { entry: String },
+    /// An account name is empty.
+    EmptyName,
+    /// A key is empty or not valid base64.
+    InvalidKey { reason: String },
+    /// The string names no account at all.
+    NoAccounts,
+}
+
+impl fmt::Display for AccountsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AccountsError::MalformedEntry { entry } => write!(
+                f,
+                "account entry {entry:?} is not of the form name:key1 or name:key1:key2"
+            ),
+            AccountsError::EmptyName => write!(f, "an account name is empty"),
+            AccountsError::InvalidKey { reason } => write!(f, "invalid account key: {reason}"),
+            AccountsError::NoAccounts => write!(f, "no accounts given"),
+        }
+    }
+}
+
+impl std::error::Error for AccountsError {}
+
+fn decode_key(key: &str) -> Result<Vec<u8>, AccountsError> {
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(AccountsError::InvalidKey {
+            reason: "empty key".to_string(),
+        });
+    }
+    BASE64.decode(key).map_err(|e| AccountsError::InvalidKey {
+        reason: e.to_string(),
+    })
+}
+
+impl Default for Accounts {
+    /// Only the development account `devstoreaccount1`.
+    fn default() -> Self {
+        Accounts::dev()
+    }
+}
+
+impl Accounts {
+    /// No accounts.
+    pub fn empty() -> Self {
+        Accounts {
+            accounts: BTreeMap::new(),
+        }
+    }
+
+    /// Only the development account `devstoreaccount1` with its well-known key.
+    pub fn dev() -> Self {
+        let mut accounts = Accounts::empty();
+        let keys = AccountKeys::from_base64(DEV_ACCOUNT_KEY, None)
+            .expect("the development account key is a valid base64 constant");
+        accounts.accounts.insert(DEV_ACCOUNT_NAME.to_string(), keys);
+        accounts
+    }
+
+    /// Adds or replaces an account.
+    pub fn insert(&mut self, name: &str, keys: AccountKeys) -> Result<(), AccountsError> {
+        if name.is_empty() {
+            return Err(AccountsError::EmptyName);
+        }
+        self.accounts.insert(name.to_string(), keys);
+        Ok(())
+    }
+
+    /// Parses the `AZURITE_ACCOUNTS` format: `name1:key1:key2;name2:key1` (keys base64).
+    ///
+    /// Behaviour follows Azurite (`src/common/AccountDataStore.ts`, read for this purpose):
+    /// the configured accounts **replace** the default one, so `devstoreaccount1` is available
+    /// only when it is listed (Azurite's README: "Default storage account `devstoreaccount1`
+    /// will be disabled when providing customized storage accounts."). The string is trimmed,
+    /// empty entries (a trailing `;`) are skipped, an entry with fewer than two or more than
+    /// three `:`-separated parts is an error, and a later entry for the same name replaces an
+    /// earlier one. Unlike Azurite, which falls back to the default account when parsing fails
+    /// and decodes keys leniently, this returns an error for malformed input, an empty name,
+    /// a key that is not valid base64, or a string with no account at all.
+    pub fn parse_azurite(text: &str) -> Result<Self, AccountsError> {
+        let mut accounts = Accounts::empty();
+        for entry in text.trim().split(';') {
+            let entry = entry.trim();
+            if entry.is_empty() {
+                continue;
+            }
+            let parts: Vec<&str> = entry.split(':').collect();
+            let (name, key1, key2) = match parts.as_slice() {
+                [name, key1] => (*name, *key1, None),
+                [name, key1, key2] => (*name, *key1, Some(*key2)),
+                _ => {
+                    return Err(AccountsError::MalformedEntry {
+                        entry: redact_entry(entry),
+                    })
+                }
+            };
+            let keys = AccountKeys::from_base64(key1, key2)?;
+            accounts.insert(name.trim(), keys)?;
+        }
+        if accounts.accounts.is_empty() {
+            return Err(AccountsError::NoAccounts);
+        }
+        Ok(accounts)
+    }
+
+    /// Keys of `name` (exact, case-sensitive match: account names are lower case in Azure).
+    pub fn get(&self, name: &str) -> Option<&AccountKeys> {
+        self.accounts.get(name)
+    }
+
+    /// `true` when `name` is configured.
+    pub fn contains(&self, name: &str) -> bool {
+        self.accounts.contains_key(name)
+    }
+
+    /// Configured account names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.accounts.keys().map(String::as_str)
+    }
+}
+
+/// Keeps the account name of a malformed entry for the error message, hides the rest (keys).
+fn redact_entry(entry: &str) -> String {
+    match entry.split_once(':') {
+        Some((name, _)) => format!("{name}:…"),
+        None => entry.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_dev_account() {
+        let accounts = Accounts::default();
+        assert_eq!(accounts.names().collect::<Vec<_>>(), vec![DEV_ACCOUNT_NAME]);
+        let keys = accounts.get(DEV_ACCOUNT_NAME).unwrap();
+        assert_eq!(keys.keys().count(), 1);
+        assert_eq!(keys.primary().len(), 64);
+    }
+
+    #[test]
+    fn parse_azurite_replaces_default() {
+        let a = Accounts::parse_azurite("acct1:a2V5MQ==:a2V5Mg==;acct2:a2V5Mw==;").unwrap();
+        assert_eq!(a.names().collect::<Vec<_>>(), vec!["acct1", "acct2"]);
+        assert!(!a.contains(DEV_ACCOUNT_NAME));
+        let k: Vec<&[u8]> = a.get("acct1").unwrap().keys().collect();
+        assert_eq!(k, vec![b"key1".as_slice(), b"key2".as_slice()]);
+        assert_eq!(a.get("acct2").unwrap().primary(), b"key3");
+    }
+
+    #[test]
+    fn parse_azurite_can_list_dev_account() {
+        let text = format!("  {DEV_ACCOUNT_NAME}:{DEV_ACCOUNT_KEY};other:a2V5 ");
+        // "a2V5" is valid base64 ("key").
+        let a = Accounts::parse_azurite(&text).unwrap();
+        assert!(a.contains(DEV_ACCOUNT_NAME));
+        assert_eq!(a.get("other").unwrap().primary(), b"key");
+    }
+
+    #[test]
+    fn parse_azurite_later_entry_wins() {
+        let a = Accounts::parse_azurite("x:a2V5MQ==;x:a2V5Mg==").unwrap();
+        assert_eq!(a.get("x").unwrap().primary(), b"key2");
+    }
+
+    #[test]
+    fn parse_azurite_errors() {
+        assert_eq!(Accounts::parse_azurite(""), Err(AccountsError::NoAccounts));
+        assert_eq!(
+            Accounts::parse_azurite(" ; ;"),
+            Err(AccountsError::NoAccounts)
+        );
+        assert!(matches!(
+            Accounts::parse_azurite("onlyname"),
+            Err(AccountsError::MalformedEntry { .. })
+        ));
+        assert!(matches!(
+            Accounts::parse_azurite("a:a2V5:a2V5:a2V5"),
+            Err(AccountsError::MalformedEntry { .. })
+        ));
+        assert_eq!(
+            Accounts::parse_azurite(":a2V5"),
+            Err(AccountsError::EmptyName)
+        );
+        assert!(matches!(
+            Accounts::parse_azurite("a:not*base64"),
+            Err(AccountsError::InvalidKey { .. })
+        ));
+        assert!(matches!(
+            Accounts::parse_azurite("a:"),
+            Err(AccountsError::InvalidKey { .. })
+        ));
+        // The error message never carries key material.
+        let e = Accounts::parse_azurite("a:secret:secret:secret").unwrap_err();
+        assert!(!e.to_string().contains("secret"));
+    }
+
+    #[test]
+    fn debug_hides_keys() {
+        let s = format!("{:?}", Accounts::dev());
+        assert!(!s.contains("Eby8"));
+        assert!(s.contains("1 key(s)"));
+    }
+}

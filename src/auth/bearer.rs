@@ -1,0 +1,213 @@
+//! Bearer tokens (Microsoft Entra ID / OAuth) for an emulator: `Authorization: Bearer <jwt>`.
+//!
+//! **What is checked**
+//!
+//! * the request came over HTTPS (`is_https`); over HTTP → 403 `AuthenticationFailed`
+//!   ("Authentication scheme Bearer is not allowed with HTTP.", Azurite's wording);
+//! * the token is a well-formed JWT: three `.`-separated parts, the first two base64url
+//!   (padding optional) JSON objects, the header naming a string `alg`; otherwise → 400
+//!   `InvalidAuthenticationInfo`;
+//! * the payload has a numeric `exp`, and `nbf` if present is numeric; `nbf − 5 min ≤ now <
+//!   exp + 5 min` (the 5-minute clock skew is the .NET IdentityModel default that Azure's
+//!   messages come from) → otherwise 401 `InvalidAuthenticationInfo` "Lifetime validation
+//!   failed. The token is expired." / "… is not yet valid.";
+//! * `aud` (a string or an array of strings) contains a storage audience: `https://storage.azure.com`
+//!   (with or without trailing `/`), the Azure Storage application id
+//!   `e406a681-f3d4-42a8-90b6-c2b029497af1`, or `https://{account}.table.{suffix}` for the
+//!   account addressed (case-insensitive, optional trailing `/`) with suffix one of
+//!   `core.windows.net`, `core.chinacloudapi.cn`, `core.usgovcloudapi.net`,
+//!   `core.cloudapi.de`; otherwise → 401 "Audience validation failed. Audience did not match."
+//!   (the real service's text).
+//!
+//! **What is not checked**: the signature (no keys are fetched; anyone can mint a token), the
+//! issuer, the tenant, scopes/roles (`scp`, `roles`) and any RBAC assignment, `iat`, `alg`
+//! values (even `none` is accepted), `x-ms-date` and its skew. A valid token authorizes every
+//! operation on the addressed account (see [`Principal::authorize`](super::Principal::authorize)).
+//!
+//! Depends on nothing else in the crate.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::error::{AuthError, AuthFailure};
+use super::RequestView;
+
+/// Allowed clock skew on `nbf`/`exp`.
+pub const BEARER_CLOCK_SKEW_SECONDS: i64 = 300;
+
+/// Azure Storage's application id, an accepted audience.
+pub const STORAGE_APP_ID: &str = "e406a681-f3d4-42a8-90b6-c2b029497af1";
+
+const TABLE_SUFFIXES: [&str; 4] = [
+    "core.windows.net",
+    "core.chinacloudapi.cn",
+    "core.usgovcloudapi.net",
+    "core.cloudapi.de",
+];
+
+/// Claims of an accepted token that the server may want to log or expose.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BearerClaims {
+    /// The audience that matched.
+    pub audience: String,
+    /// `iss`, unchecked.
+    pub issuer: Option<String>,
+    /// `sub`.
+    pub subject: Option<String>,
+    /// `oid`.
+    pub object_id: Option<String>,
+    /// `tid`.
+    pub tenant_id: Option<String>,
+    /// `appid` (v1 tokens) or `azp` (v2 tokens).
+    pub app_id: Option<String>,
+    /// `exp`.
+    pub expires_at: DateTime<Utc>,
+    /// `nbf`, if present.
+    pub not_before: Option<DateTime<Utc>>,
+}
+
+fn malformed() -> AuthError {
+    AuthError::malformed_header("The bearer token is not a well-formed JWT.")
+}
+
+fn decode_part(part: &str) -> Option<serde_json::Map<String, Value>> {
+    let trimmed = part.trim_end_matches('=');
+    let bytes = URL_SAFE_NO_PAD.decode(trimmed).ok()?;
+    match serde_json::from_slice::<Value>(&bytes).ok()? {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+fn numeric_time(value: &Value) -> Option<DateTime<Utc>> {
+    let seconds = value
+        .as_i64()
+        .or_else(|| value.as_f64().map(|f| f as i64))?;
+    DateTime::from_timestamp(seconds, 0)
+}
+
+fn string_claim(payload: &serde_json::Map<String, Value>, name: &str) -> Option<String> {
+    payload
+        .get(name)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+/// `true` when `audience` names Azure Storage or this account's table endpoint.
+pub fn is_storage_audience(audience: &str, account: &str) -> bool {
+    let audience = audience.strip_suffix('/').unwrap_or(audience);
+    if audience.eq_ignore_ascii_case("https://storage.azure.com")
+        || audience.eq_ignore_ascii_case(STORAGE_APP_ID)
+    {
+        return true;
+    }
+    let lower = audience.to_ascii_lowercase();
+    let Some(host) = lower.strip_prefix("https://") else {
+        return false;
+    };
+    let account = account.to_ascii_lowercase();
+    let Some(rest) = host.strip_prefix(account.as_str()) else {
+        return false;
+    };
+    let Some(suffix) = rest.strip_prefix(".table.") else {
+        return false;
+    };
+    TABLE_SUFFIXES.contains(&suffix)
+}
+
+/// Validates a bearer token for `req` (see the module notes for exactly what is checked).
+pub(crate) fn authenticate_bearer(
+    req: &RequestView<'_>,
+    token: &str,
+) -> Result<BearerClaims, AuthError> {
+    if !req.is_https {
+        return Err(AuthError::AuthenticationFailed(AuthFailure::BearerOverHttp));
+    }
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    let [header, payload, _signature] = parts.as_slice() else {
+        return Err(malformed());
+    };
+    let header = decode_part(header).ok_or_else(malformed)?;
+    if !header.get("alg").is_some_and(Value::is_string) {
+        return Err(malformed());
+    }
+    let payload = decode_part(payload).ok_or_else(malformed)?;
+    let expires_at = payload
+        .get("exp")
+        .and_then(numeric_time)
+        .ok_or_else(malformed)?;
+    let not_before = match payload.get("nbf") {
+        None => None,
+        Some(v) => Some(numeric_time(v).ok_or_else(malformed)?),
+    };
+
+    let skew = chrono::Duration::seconds(BEARER_CLOCK_SKEW_SECONDS);
+    if let Some(nbf) = not_before {
+        if req.now + skew < nbf {
+            return Err(AuthError::bearer_rejected(
+                "Lifetime validation failed. The token is not yet valid.",
+            ));
+        }
+    }
+    if req.now >= expires_at + skew {
+        return Err(AuthError::bearer_rejected(
+            "Lifetime validation failed. The token is expired.",
+        ));
+    }
+
+    let audiences: Vec<&str> = match payload.get("aud") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let audience = audiences
+        .into_iter()
+        .find(|a| is_storage_audience(a, req.account))
+        .ok_or_else(|| {
+            AuthError::bearer_rejected("Audience validation failed. Audience did not match.")
+        })?;
+
+    Ok(BearerClaims {
+        audience: audience.to_string(),
+        issuer: string_claim(&payload, "iss"),
+        subject: string_claim(&payload, "sub"),
+        object_id: string_claim(&payload, "oid"),
+        tenant_id: string_claim(&payload, "tid"),
+        app_id: string_claim(&payload, "appid").or_else(|| string_claim(&payload, "azp")),
+        expires_at,
+        not_before,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audiences() {
+        for ok in [
+            "https://storage.azure.com",
+            "https://storage.azure.com/",
+            "HTTPS://STORAGE.AZURE.COM",
+            STORAGE_APP_ID,
+            "https://acct.table.core.windows.net",
+            "https://acct.table.core.windows.net/",
+            "https://ACCT.table.core.chinacloudapi.cn",
+        ] {
+            assert!(is_storage_audience(ok, "acct"), "{ok}");
+        }
+        for bad in [
+            "https://other.table.core.windows.net",
+            "https://acct.blob.core.windows.net",
+            "https://acct.table.example.com",
+            "https://management.azure.com",
+            "http://storage.azure.com",
+            "https://acctx.table.core.windows.net",
+            "",
+        ] {
+            assert!(!is_storage_audience(bad, "acct"), "{bad}");
+        }
+    }
+}
