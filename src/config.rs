@@ -50,6 +50,15 @@ pub struct Config {
     #[arg(long, env = "TABLESTORE_LOG", default_value = "info")]
     pub log_level: String,
 
+    /// Accounts and keys, in Azurite's format `name1:key1:key2;name2:key1` (replaces the
+    /// default `devstoreaccount1` unless it is listed).
+    #[arg(long, env = "AZURITE_ACCOUNTS")]
+    pub accounts: Option<String>,
+
+    /// Accept unsigned requests (for poking the server with curl). Off by default.
+    #[arg(long, env = "TABLESTORE_DISABLE_AUTH")]
+    pub disable_auth: bool,
+
     /// Page cache of the on-disk store, in MiB.
     #[arg(long, env = "TABLESTORE_CACHE_MB", default_value_t = 64)]
     pub cache_mb: u64,
@@ -65,6 +74,8 @@ impl Config {
             in_memory: true,
             durability: DurabilityArg::Durable,
             log_level: "warn".into(),
+            accounts: None,
+            disable_auth: false,
             cache_mb: 16,
         }
     }
@@ -76,9 +87,18 @@ impl Config {
         }
     }
 
-    /// Accounts served; data of different accounts never mix.
-    pub fn is_known_account(&self, account: &str) -> bool {
-        account == DEV_ACCOUNT
+    /// The accounts served (data of different accounts never mix): `--accounts` /
+    /// `AZURITE_ACCOUNTS` if given, else the development account.
+    pub fn accounts(&self) -> Result<crate::auth::Accounts, String> {
+        match self
+            .accounts
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+        {
+            Some(text) => crate::auth::Accounts::parse_azurite(text).map_err(|e| format!("{e:?}")),
+            None => Ok(crate::auth::Accounts::dev()),
+        }
     }
 }
 

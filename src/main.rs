@@ -1,8 +1,6 @@
 //! `tablestore`: parse the configuration, start logging, open the store, serve until Ctrl-C or
 //! SIGTERM, then flush.
 
-use std::sync::Arc;
-
 use clap::Parser;
 use tablestore::config::{connection_string, Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 use tablestore::server::{open_store, serve, AppState};
@@ -50,10 +48,19 @@ async fn main() -> std::process::ExitCode {
     } else {
         println!("Storage: {}", config.location.display());
     }
-    let state = AppState {
-        store,
-        config: Arc::new(config),
+    let disable_auth = config.disable_auth;
+    let state = match AppState::new(store, config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("tablestore: invalid accounts (AZURITE_ACCOUNTS / --accounts): {e}");
+            return std::process::ExitCode::FAILURE;
+        }
     };
+    if disable_auth {
+        tracing::warn!(
+            "authentication is DISABLED (--disable-auth): every request is accepted unsigned"
+        );
+    }
     match serve(listener, state, shutdown_signal()).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -96,6 +96,12 @@ pub enum ErrorFormat {
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: Cow<'static, str>,
+    /// Extra diagnostic text written after the message (e.g. the string-to-sign the server
+    /// used, which Azure reports as `AuthenticationErrorDetail`).
+    pub detail: Option<String>,
+    /// The status when it differs from the code's usual one (e.g. 401 for a rejected bearer
+    /// token under `InvalidAuthenticationInfo`).
+    pub status_override: Option<StatusCode>,
 }
 
 impl ApiError {
@@ -103,6 +109,8 @@ impl ApiError {
         ApiError {
             code,
             message: Cow::Borrowed(code.default_message()),
+            detail: None,
+            status_override: None,
         }
     }
 
@@ -110,11 +118,23 @@ impl ApiError {
         ApiError {
             code,
             message: message.into(),
+            detail: None,
+            status_override: None,
         }
     }
 
+    pub fn with_detail(mut self, detail: Option<String>) -> ApiError {
+        self.detail = detail;
+        self
+    }
+
     pub fn status(&self) -> StatusCode {
-        self.code.status()
+        self.status_override.unwrap_or_else(|| self.code.status())
+    }
+
+    pub fn with_status(mut self, status: StatusCode) -> ApiError {
+        self.status_override = Some(status);
+        self
     }
 
     /// The body of this error: `message` is the full message value (text, request id, time).
@@ -155,7 +175,10 @@ impl ApiError {
 
     /// Azure's message value: the text, then `RequestId:` and `Time:` lines.
     pub fn full_message(&self, request_id: &str, time: &str) -> String {
-        format!("{}\nRequestId:{request_id}\nTime:{time}", self.message)
+        match &self.detail {
+            Some(d) => format!("{}\nRequestId:{request_id}\nTime:{time}\n{d}", self.message),
+            None => format!("{}\nRequestId:{request_id}\nTime:{time}", self.message),
+        }
     }
 }
 

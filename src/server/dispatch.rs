@@ -3,14 +3,18 @@
 //! MERGE verb, hence one route.
 
 use axum::body::{to_bytes, Body};
-use axum::extract::State;
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, Request, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 
+use super::auth;
 use super::context::RequestContext;
-use super::handlers::{entities, service, tables};
+use super::handlers::{acl, entities, service, tables};
 use super::AppState;
+use crate::auth::Principal;
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::headers::{self, is_valid_version};
@@ -24,6 +28,8 @@ pub const HEALTH_PATH: &str = "/_health";
 /// Everything a handler needs from the request.
 pub struct Call {
     pub ctx: RequestContext,
+    /// Who is calling (`None` with `--disable-auth`); handlers enforce its SAS key range.
+    pub principal: Option<Principal>,
     pub headers: HeaderMap,
     pub query: QueryParams,
     pub body: Bytes,
@@ -34,9 +40,18 @@ impl Call {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// Refuses an entity key outside the caller's SAS key range.
+    pub fn check_key(&self, partition_key: &str, row_key: &str) -> Result<(), ApiError> {
+        auth::check_key(self.principal.as_ref(), partition_key, row_key)
+    }
 }
 
-pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> Response {
+pub async fn dispatch(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    request: Request<Body>,
+) -> Response {
     let (parts, body) = request.into_parts();
     let mut ctx = RequestContext::new(&parts.headers);
     let path = parts.uri.path();
@@ -55,19 +70,13 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
         .get("host")
         .and_then(|h| h.to_str().ok())
         .or(parts.uri.host());
-    let config = &state.config;
-    let Some(account_path) = split_account(host, path, |a| config.is_known_account(a)) else {
+    let accounts = &state.accounts;
+    let Some(account_path) = split_account(host, path, |a| accounts.contains(a)) else {
         return ctx.error(&ApiError::new(ErrorCode::InvalidUri));
     };
     ctx.account = account_path.account.clone();
-    if !config.is_known_account(ctx.data_account()) {
-        return ctx.error(&ApiError::with_message(
-            ErrorCode::AuthenticationFailed,
-            format!(
-                "Server failed to authenticate the request. The account '{}' is not known to this server.",
-                ctx.data_account()
-            ),
-        ));
+    if !accounts.contains(ctx.data_account()) {
+        return ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
     }
     let host_text = host.unwrap_or("127.0.0.1");
     ctx.base_url = if account_path.path_style {
@@ -113,12 +122,28 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
         | Operation::GetServiceStats => ErrorFormat::StorageXml,
         _ => ctx.error_format,
     };
-    if ctx.account.ends_with("-secondary") && operation.is_write() {
-        return ctx.error_response(
-            &ApiError::new(ErrorCode::InsufficientAccountPermissions),
-            error_format,
-        );
-    }
+    let principal = if state.config.disable_auth {
+        if ctx.account.ends_with("-secondary") && operation.is_write() {
+            return ctx.error_response(
+                &ApiError::new(ErrorCode::InsufficientAccountPermissions),
+                error_format,
+            );
+        }
+        None
+    } else {
+        match auth::check(
+            &state,
+            &parts,
+            &ctx,
+            account_path.path_style,
+            &operation,
+            Some(peer.ip()),
+            false,
+        ) {
+            Ok(p) => Some(p),
+            Err(e) => return ctx.error_response(&e, error_format),
+        }
+    };
     let body = match to_bytes(body, MAX_REQUEST_BODY).await {
         Ok(b) => b,
         Err(_) => {
@@ -127,6 +152,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
     };
     let call = Call {
         ctx,
+        principal,
         is_head: parts.method == axum::http::Method::HEAD,
         headers: parts.headers,
         query,
@@ -150,12 +176,12 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
         Operation::GetServiceProperties => service::get_service_properties(&state, &call).await,
         Operation::SetServiceProperties => service::set_service_properties(&state, &call).await,
         Operation::GetServiceStats => service::get_service_stats(&state, &call).await,
-        Operation::GetTableAcl { .. } | Operation::SetTableAcl { .. } | Operation::Batch => {
-            Err(ApiError::with_message(
-                ErrorCode::NotImplemented,
-                "This operation is not implemented yet.",
-            ))
-        }
+        Operation::GetTableAcl { table } => acl::get_table_acl(&state, &call, table).await,
+        Operation::SetTableAcl { table } => acl::set_table_acl(&state, &call, table).await,
+        Operation::Batch => Err(ApiError::with_message(
+            ErrorCode::NotImplemented,
+            "This operation is not implemented yet.",
+        )),
     };
     let mut response = match result {
         Ok(response) => response,

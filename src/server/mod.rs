@@ -2,6 +2,7 @@
 //! [`Operation`](crate::protocol::operation::Operation), a handler per operation calls the
 //! store through [`AppState::blocking`], and every error becomes Azure's error response.
 
+pub mod auth;
 pub mod context;
 pub mod dispatch;
 pub mod handlers;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use axum::Router;
 use tokio::net::TcpListener;
 
+use crate::auth::Accounts;
 use crate::config::{connection_string, Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
@@ -24,9 +26,19 @@ use crate::store::{KvStore, Store, StoreError};
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub config: Arc<Config>,
+    pub accounts: Arc<Accounts>,
 }
 
 impl AppState {
+    pub fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
+        let accounts = config.accounts()?;
+        Ok(AppState {
+            store,
+            config: Arc::new(config),
+            accounts: Arc::new(accounts),
+        })
+    }
+
     /// Runs store work on the blocking pool (the store is synchronous).
     pub async fn blocking<T, F>(&self, work: F) -> Result<T, ApiError>
     where
@@ -93,10 +105,7 @@ impl RunningServer {
         let store = open_store(&config).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
-        let state = AppState {
-            store,
-            config: Arc::new(config),
-        };
+        let state = AppState::new(store, config).map_err(std::io::Error::other)?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(serve(listener, state, async move {
             let _ = rx.await;

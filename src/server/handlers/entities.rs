@@ -18,7 +18,7 @@ use crate::server::dispatch::Call;
 use crate::server::AppState;
 use crate::store::{KeyRange, Store, TableInfo};
 
-fn table_info(store: &dyn Store, account: &str, table: &str) -> Result<TableInfo, ApiError> {
+pub fn table_info(store: &dyn Store, account: &str, table: &str) -> Result<TableInfo, ApiError> {
     store
         .get_table(account, table)
         .map_err(store_error)?
@@ -106,6 +106,7 @@ pub async fn get_entity(
     entity: EntityRef,
 ) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
+    call.check_key(&entity.partition_key, &entity.row_key)?;
     let account = call.ctx.data_account().to_string();
     let (info, found) = state
         .blocking(move |store| {
@@ -137,6 +138,7 @@ pub async fn insert_entity(
         return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
     };
     json::check_entity_limits(&partition_key, &row_key, &body.properties)?;
+    call.check_key(&partition_key, &row_key)?;
     let op = WriteOp {
         kind: WriteKind::Insert,
         key: EntityKey {
@@ -249,6 +251,7 @@ pub async fn write_entity(
     operation: Operation,
 ) -> Result<Response, ApiError> {
     let (table, op) = write_op(operation, &call.body, call.header("content-type"))?;
+    call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let is_delete = op.kind == WriteKind::Delete;
     let account = call.ctx.data_account().to_string();
     let timestamp = state

@@ -1,5 +1,6 @@
 //! One handler per operation; each stays short: decode, one store call, encode.
 
+pub mod acl;
 pub mod entities;
 pub mod service;
 pub mod tables;

@@ -1,0 +1,117 @@
+//! Connects the auth library to requests: builds the [`RequestView`], resolves stored access
+//! policies from the store, maps operations to what they need and auth errors to Azure errors.
+
+use std::net::IpAddr;
+
+use axum::http::request::Parts;
+
+use super::context::RequestContext;
+use super::AppState;
+use crate::auth::{
+    authenticate_with, AuthError, AuthOptions, AuthzOperation, Principal, RequestView,
+};
+use crate::protocol::operation::Operation;
+use crate::protocol::{ApiError, ErrorCode};
+
+pub fn authz_operation(op: &Operation) -> AuthzOperation {
+    match op {
+        Operation::GetServiceProperties => AuthzOperation::GetServiceProperties,
+        Operation::SetServiceProperties => AuthzOperation::SetServiceProperties,
+        Operation::GetServiceStats => AuthzOperation::GetServiceStats,
+        Operation::QueryTables | Operation::GetTable { .. } => AuthzOperation::QueryTables,
+        Operation::CreateTable => AuthzOperation::CreateTable,
+        Operation::DeleteTable { .. } => AuthzOperation::DeleteTable,
+        Operation::GetTableAcl { .. } => AuthzOperation::GetTableAcl,
+        Operation::SetTableAcl { .. } => AuthzOperation::SetTableAcl,
+        Operation::QueryEntities { .. } => AuthzOperation::QueryEntities,
+        Operation::GetEntity(_) => AuthzOperation::GetEntity,
+        Operation::InsertEntity { .. } => AuthzOperation::InsertEntity,
+        Operation::UpdateEntity(..) => AuthzOperation::UpdateEntity,
+        Operation::MergeEntity(..) => AuthzOperation::MergeEntity,
+        Operation::DeleteEntity(..) => AuthzOperation::DeleteEntity,
+        Operation::InsertOrReplaceEntity(_) => AuthzOperation::InsertOrReplaceEntity,
+        Operation::InsertOrMergeEntity(_) => AuthzOperation::InsertOrMergeEntity,
+        Operation::Batch => AuthzOperation::Batch,
+    }
+}
+
+pub fn auth_error(e: &AuthError) -> ApiError {
+    let code = match e.code() {
+        "AuthenticationFailed" => ErrorCode::AuthenticationFailed,
+        "InvalidAuthenticationInfo" => ErrorCode::InvalidAuthenticationInfo,
+        "AuthorizationFailure" => ErrorCode::AuthorizationFailure,
+        "AuthorizationPermissionMismatch" => ErrorCode::AuthorizationPermissionMismatch,
+        "AuthorizationResourceTypeMismatch" => ErrorCode::AuthorizationResourceTypeMismatch,
+        "AuthorizationServiceMismatch" => ErrorCode::AuthorizationServiceMismatch,
+        "AuthorizationSourceIPMismatch" => ErrorCode::AuthorizationSourceIPMismatch,
+        "AuthorizationProtocolMismatch" => ErrorCode::AuthorizationProtocolMismatch,
+        "InsufficientAccountPermissions" => ErrorCode::InsufficientAccountPermissions,
+        _ => ErrorCode::AuthenticationFailed,
+    };
+    let mut error =
+        ApiError::with_message(code, e.message()).with_detail(e.authentication_error_detail());
+    // A few reasons have another status than the code's usual one (a stored-policy conflict
+    // is 400, a rejected bearer token 401).
+    if let Ok(status) = axum::http::StatusCode::from_u16(e.status()) {
+        if status != code.status() {
+            error = error.with_status(status);
+        }
+    }
+    error
+}
+
+/// Authenticates and authorizes a request for `operation`. Returns the principal, whose SAS
+/// key range the handlers enforce.
+pub fn check(
+    state: &AppState,
+    parts: &Parts,
+    ctx: &RequestContext,
+    path_style: bool,
+    operation: &Operation,
+    client_ip: Option<IpAddr>,
+    is_https: bool,
+) -> Result<Principal, ApiError> {
+    let store = &state.store;
+    let policies = |account: &str, table: &str, id: &str| {
+        let info = store.get_table(account, table).ok().flatten()?;
+        let identifiers = crate::auth::decode_signed_identifiers(&info.acl).ok()?;
+        identifiers
+            .into_iter()
+            .find(|s| s.id == id)
+            .map(|s| s.access_policy.unwrap_or_default())
+    };
+    let view = RequestView {
+        method: parts.method.as_str(),
+        raw_path: parts.uri.path(),
+        raw_query: parts.uri.query(),
+        headers: &parts.headers,
+        account: ctx.data_account(),
+        path_style,
+        is_https,
+        client_ip,
+        now: chrono::Utc::now(),
+    };
+    let principal = authenticate_with(&view, &state.accounts, &policies, &AuthOptions::default())
+        .map_err(|e| auth_error(&e))?;
+    let op = authz_operation(operation);
+    op.check_secondary(ctx.account.ends_with("-secondary"))
+        .map_err(|e| auth_error(&e))?;
+    principal
+        .authorize(op, operation.table())
+        .map_err(|e| auth_error(&e))?;
+    Ok(principal)
+}
+
+/// Refuses an entity key outside the SAS key range (403 AuthorizationFailure).
+pub fn check_key(
+    principal: Option<&Principal>,
+    partition_key: &str,
+    row_key: &str,
+) -> Result<(), ApiError> {
+    match principal.and_then(Principal::sas) {
+        Some(grant) => grant
+            .check_key(partition_key, row_key)
+            .map_err(|e| auth_error(&e)),
+        None => Ok(()),
+    }
+}

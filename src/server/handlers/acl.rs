@@ -1,0 +1,66 @@
+//! Get/Set Table ACL: the table's stored access policies, kept in the table record in
+//! Azure's `SignedIdentifiers` XML form (spec §2.4, §2.5).
+
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::store_error;
+use crate::auth::{decode_signed_identifiers, encode_signed_identifiers, AclError};
+use crate::protocol::{ApiError, ErrorCode};
+use crate::server::dispatch::Call;
+use crate::server::AppState;
+
+fn acl_error(e: &AclError) -> ApiError {
+    let code = match e.code() {
+        "InvalidXmlNodeValue" => ErrorCode::InvalidXmlNodeValue,
+        _ => ErrorCode::InvalidXmlDocument,
+    };
+    ApiError::with_message(code, e.message())
+}
+
+pub async fn get_table_acl(
+    state: &AppState,
+    call: &Call,
+    table: String,
+) -> Result<Response, ApiError> {
+    let account = call.ctx.data_account().to_string();
+    let info = state
+        .blocking(move |store| store.get_table(&account, &table).map_err(store_error))
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))?;
+    // Stored bytes were written by encode_signed_identifiers; re-encoding normalises them.
+    let identifiers = if info.acl.is_empty() {
+        Vec::new()
+    } else {
+        decode_signed_identifiers(&info.acl).map_err(|e| acl_error(&e))?
+    };
+    let mut r = call.ctx.plain_response(StatusCode::OK);
+    let body = encode_signed_identifiers(&identifiers);
+    if call.is_head {
+        r.header("content-type", "application/xml");
+    } else {
+        r.body("application/xml", body);
+    }
+    Ok(r.into_response())
+}
+
+pub async fn set_table_acl(
+    state: &AppState,
+    call: &Call,
+    table: String,
+) -> Result<Response, ApiError> {
+    let identifiers = decode_signed_identifiers(&call.body).map_err(|e| acl_error(&e))?;
+    let encoded = encode_signed_identifiers(&identifiers);
+    let account = call.ctx.data_account().to_string();
+    state
+        .blocking(move |store| {
+            store
+                .set_table_acl(&account, &table, encoded)
+                .map_err(store_error)
+        })
+        .await?;
+    Ok(call
+        .ctx
+        .plain_response(StatusCode::NO_CONTENT)
+        .into_response())
+}

@@ -1,0 +1,288 @@
+//! Authentication and authorization over HTTP: Shared Key Lite, refusals, SAS permissions and
+//! key ranges, stored access policies (Get/Set Table ACL).
+
+mod common;
+
+use common::TestServer;
+use reqwest::StatusCode;
+use serde_json::json;
+use tablestore::auth::canonical::{
+    compute_signature, service_sas_string_to_sign, ServiceSasFields,
+};
+use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+
+fn dev_key() -> Vec<u8> {
+    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, DEV_ACCOUNT_KEY).unwrap()
+}
+
+/// A service SAS query string for `table` (sv 2019-02-02, https,http).
+fn table_sas(table: &str, sp: &str, range: [&str; 4], si: &str) -> String {
+    let (st, se) = ("2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z");
+    let (st, se, sp) = if si.is_empty() {
+        (st, se, sp)
+    } else {
+        ("", "", "")
+    };
+    let fields = ServiceSasFields {
+        sp,
+        st,
+        se,
+        tn: table,
+        si,
+        sip: "",
+        spr: "https,http",
+        sv: "2019-02-02",
+        spk: range[0],
+        srk: range[1],
+        epk: range[2],
+        erk: range[3],
+    };
+    let sts = service_sas_string_to_sign(DEV_ACCOUNT, &fields);
+    let sig = compute_signature(&dev_key(), &sts);
+    let mut q = format!("sv=2019-02-02&tn={table}&spr=https,http");
+    for (k, v) in [
+        ("sp", sp),
+        ("st", st),
+        ("se", se),
+        ("si", si),
+        ("spk", range[0]),
+        ("srk", range[1]),
+        ("epk", range[2]),
+        ("erk", range[3]),
+    ] {
+        if !v.is_empty() {
+            q.push_str(&format!("&{k}={}", urlencode(v)));
+        }
+    }
+    q.push_str(&format!("&sig={}", urlencode(&sig)));
+    q
+}
+
+fn urlencode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+#[tokio::test]
+async fn unsigned_and_badly_signed_requests_are_refused() {
+    let t = TestServer::start().await;
+    let r = t.send("GET", "/Tables", &[("x-unsigned", "1")], None).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(r.error_code(), "AuthenticationFailed");
+    let r = t
+        .send(
+            "GET",
+            "/Tables",
+            &[
+                ("Authorization", "SharedKeyLite devstoreaccount1:AAAA"),
+                ("x-ms-date", "Mon, 27 Jun 2016 15:25:14 GMT"),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = t
+        .send("GET", "/Tables", &[("Authorization", "Garbage")], None)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.error_code(), "InvalidAuthenticationInfo");
+}
+
+#[tokio::test]
+async fn signature_mismatch_names_the_string_to_sign() {
+    let t = TestServer::start().await;
+    let date = chrono::Utc::now()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    let wrong = compute_signature(&dev_key(), "something else");
+    let r = t
+        .send(
+            "GET",
+            "/Tables",
+            &[
+                ("x-ms-date", &date),
+                (
+                    "Authorization",
+                    &format!("SharedKeyLite {DEV_ACCOUNT}:{wrong}"),
+                ),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let message = r.json()["odata.error"]["message"]["value"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("/devstoreaccount1/devstoreaccount1/Tables"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn table_sas_permissions_and_key_ranges() {
+    let t = TestServer::start().await;
+    t.create_table("sastable").await;
+    for pk in ["a", "b", "c"] {
+        t.insert("sastable", &json!({"PartitionKey": pk, "RowKey": "1"}))
+            .await;
+    }
+    let unsigned = [("x-unsigned", "1")];
+    let read = table_sas("sastable", "r", ["", "", "", ""], "");
+    let r = t
+        .send(
+            "GET",
+            &format!("/sastable(PartitionKey='a',RowKey='1')?{read}"),
+            &unsigned,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let r = t
+        .send(
+            "POST",
+            &format!("/sastable?{read}"),
+            &unsigned,
+            Some(r#"{"PartitionKey":"x","RowKey":"1"}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(r.error_code(), "AuthorizationPermissionMismatch");
+    let r = t
+        .send("GET", &format!("/Tables?{read}"), &unsigned, None)
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::FORBIDDEN,
+        "a table SAS cannot list tables"
+    );
+
+    let ranged = table_sas("sastable", "ra", ["b", "", "b", ""], "");
+    let r = t
+        .send(
+            "GET",
+            &format!("/sastable(PartitionKey='b',RowKey='1')?{ranged}"),
+            &unsigned,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    let r = t
+        .send(
+            "GET",
+            &format!("/sastable(PartitionKey='a',RowKey='1')?{ranged}"),
+            &unsigned,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    assert_eq!(r.error_code(), "AuthorizationFailure");
+    let r = t
+        .send(
+            "POST",
+            &format!("/sastable?{ranged}"),
+            &unsigned,
+            Some(r#"{"PartitionKey":"c","RowKey":"2"}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+    let r = t
+        .send(
+            "POST",
+            &format!("/sastable?{ranged}"),
+            &unsigned,
+            Some(r#"{"PartitionKey":"b","RowKey":"2"}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED);
+
+    let other = table_sas("othertable", "raud", ["", "", "", ""], "");
+    let r = t
+        .send(
+            "GET",
+            &format!("/sastable(PartitionKey='a',RowKey='1')?{other}"),
+            &unsigned,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "tn must match the table");
+}
+
+#[tokio::test]
+async fn stored_access_policy_grants_and_revokes() {
+    let t = TestServer::start().await;
+    t.create_table("acltable").await;
+    t.insert("acltable", &json!({"PartitionKey": "p", "RowKey": "1"}))
+        .await;
+    let r = t.send("GET", "/acltable?comp=acl", &[], None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.text().contains("<SignedIdentifiers"), "{}", r.text());
+    let acl = "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers><SignedIdentifier><Id>readers</Id><AccessPolicy><Start>2020-01-01T00:00:00Z</Start><Expiry>2099-01-01T00:00:00Z</Expiry><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>";
+    let r = t
+        .send(
+            "PUT",
+            "/acltable?comp=acl",
+            &[("Content-Type", "application/xml")],
+            Some(acl),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
+    let r = t.send("GET", "/acltable?comp=acl", &[], None).await;
+    assert!(
+        r.text().contains("<Id>readers</Id>")
+            && r.text()
+                .contains("<Expiry>2099-01-01T00:00:00.0000000Z</Expiry>"),
+        "{}",
+        r.text()
+    );
+
+    let sas = table_sas("acltable", "", ["", "", "", ""], "readers");
+    let unsigned = [("x-unsigned", "1")];
+    let r = t
+        .send(
+            "GET",
+            &format!("/acltable(PartitionKey='p',RowKey='1')?{sas}"),
+            &unsigned,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let r = t
+        .send(
+            "PUT",
+            "/acltable?comp=acl",
+            &[],
+            Some("<SignedIdentifiers/>"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let r = t
+        .send(
+            "GET",
+            &format!("/acltable(PartitionKey='p',RowKey='1')?{sas}"),
+            &unsigned,
+            None,
+        )
+        .await;
+    assert_eq!(
+        r.status,
+        StatusCode::FORBIDDEN,
+        "revoking the policy revokes its tokens"
+    );
+
+    let six: String = (0..6)
+        .map(|i| format!("<SignedIdentifier><Id>id{i}</Id><AccessPolicy><Permission>r</Permission></AccessPolicy></SignedIdentifier>"))
+        .collect();
+    let r = t
+        .send(
+            "PUT",
+            "/acltable?comp=acl",
+            &[],
+            Some(&format!("<SignedIdentifiers>{six}</SignedIdentifiers>")),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
+    assert_eq!(r.header("x-ms-error-code"), Some("InvalidXmlDocument"));
+    let r = t.send("GET", "/nosuchtable?comp=acl", &[], None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+}
