@@ -1,1 +1,3 @@
+pub mod protocol;
+
 pub fn placeholder() {}
