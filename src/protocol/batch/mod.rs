@@ -13,6 +13,9 @@
 mod decode;
 mod encode;
 
+#[cfg(test)]
+mod golden_tests;
+
 use std::fmt;
 
 pub use decode::decode_batch;
