@@ -1,6 +1,7 @@
 //! Wire ⇄ typed values: URIs, headers, JSON payloads, errors, continuation tokens.
 //! Pure functions; never imports `store`, `query` or `server`.
 
+pub mod batch;
 pub mod continuation;
 pub mod error;
 pub mod headers;
