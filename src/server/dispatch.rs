@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::auth;
 use super::context::RequestContext;
-use super::handlers::{acl, entities, service, tables};
+use super::handlers::{acl, batch, entities, service, tables};
 use super::AppState;
 use crate::auth::Principal;
 use crate::model::limits::MAX_REQUEST_BODY;
@@ -178,10 +178,7 @@ pub async fn dispatch(
         Operation::GetServiceStats => service::get_service_stats(&state, &call).await,
         Operation::GetTableAcl { table } => acl::get_table_acl(&state, &call, table).await,
         Operation::SetTableAcl { table } => acl::set_table_acl(&state, &call, table).await,
-        Operation::Batch => Err(ApiError::with_message(
-            ErrorCode::NotImplemented,
-            "This operation is not implemented yet.",
-        )),
+        Operation::Batch => batch::batch(&state, &call).await,
     };
     let mut response = match result {
         Ok(response) => response,

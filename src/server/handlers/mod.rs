@@ -1,6 +1,7 @@
 //! One handler per operation; each stays short: decode, one store call, encode.
 
 pub mod acl;
+pub mod batch;
 pub mod entities;
 pub mod service;
 pub mod tables;
