@@ -118,8 +118,18 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
     }
     let body = match to_bytes(body, MAX_REQUEST_BODY).await {
         Ok(b) => b,
-        Err(_) => {
-            return ctx.error_response(&ApiError::new(ErrorCode::RequestBodyTooLarge), error_format)
+        Err(e) => {
+            // Only the size limit is 413; a body that cannot be read (bad chunked framing,
+            // connection cut) is a bad request.
+            let error = if is_length_limit(&e) {
+                ApiError::new(ErrorCode::RequestBodyTooLarge)
+            } else {
+                ApiError::with_message(
+                    ErrorCode::InvalidInput,
+                    "The request body could not be read.",
+                )
+            };
+            return ctx.error_response(&error, error_format);
         }
     };
     let call = Call {
@@ -155,4 +165,16 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
         Ok(response) => response,
         Err(e) => call.ctx.error_response(&e, error_format),
     }
+}
+
+/// Whether a body read failed because the body is larger than the limit.
+fn is_length_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
