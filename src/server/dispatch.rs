@@ -80,22 +80,33 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
         Err(e) => return ctx.error(&e),
     };
     let operation = match parse_resource(account_path.rest).and_then(|resource| {
-        let x_methods: Vec<&str> = parts
-            .headers
-            .get_all(headers::X_HTTP_METHOD)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .collect();
-        let header = |n: &str| parts.headers.get(n).and_then(|v| v.to_str().ok());
+        // Every value of these headers counts, readable or not: an If-Match that is not
+        // text, or sent twice, must fail as a bad ETag rather than vanish and turn a
+        // conditional write into an unconditional upsert.
+        let all_values = |n: &str| -> Option<String> {
+            let values: Vec<String> = parts
+                .headers
+                .get_all(n)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect();
+            (!values.is_empty()).then(|| values.join(", "))
+        };
+        let x_method_values = all_values(headers::X_HTTP_METHOD);
+        let x_methods: Vec<&str> = x_method_values
+            .as_deref()
+            .map(|v| v.split(',').collect())
+            .unwrap_or_default();
+        let if_match = all_values("if-match");
+        let if_none_match = all_values("if-none-match");
         parse_operation(
             parts.method.as_str(),
             resource,
             &query,
             OperationHeaders {
                 x_http_method: &x_methods,
-                if_match: header("if-match"),
-                if_none_match: header("if-none-match"),
+                if_match: if_match.as_deref(),
+                if_none_match: if_none_match.as_deref(),
             },
         )
     }) {
