@@ -163,6 +163,10 @@ pub fn parse_operation(
         },
         Resource::EntityQuery(table) => match method.as_str() {
             "GET" => Operation::QueryEntities { table },
+            // Interop: the legacy .NET libraries (WindowsAzure.Storage,
+            // Microsoft.Azure.Cosmos.Table) address Insert Entity as `POST /{table}()`
+            // (`TableOperation.GenerateRequestURI` appends "()" for inserts).
+            "POST" => Operation::InsertEntity { table },
             _ => return Err(method_not_allowed()),
         },
         Resource::Entity {
@@ -273,6 +277,14 @@ mod tests {
                 none,
                 Ok(Operation::QueryEntities { table: "t".into() }),
             ),
+            (
+                "POST",
+                "/t()",
+                "",
+                none,
+                Ok(Operation::InsertEntity { table: "t".into() }),
+            ),
+            ("PUT", "/t()", "", none, Err(ErrorCode::MethodNotAllowed)),
             (
                 "GET",
                 "/t",
