@@ -163,6 +163,10 @@ pub fn parse_operation(
         },
         Resource::EntityQuery(table) => match method.as_str() {
             "GET" => Operation::QueryEntities { table },
+            // Interop: the legacy .NET libraries (WindowsAzure.Storage,
+            // Microsoft.Azure.Cosmos.Table) address Insert Entity as `POST /{table}()`
+            // (`TableOperation.GenerateRequestURI` appends "()" for inserts).
+            "POST" => Operation::InsertEntity { table },
             _ => return Err(method_not_allowed()),
         },
         Resource::Entity {
@@ -192,10 +196,14 @@ pub fn parse_operation(
                 ("MERGE" | "PATCH", Some(m)) => Operation::MergeEntity(entity, m),
                 ("MERGE" | "PATCH", None) => Operation::InsertOrMergeEntity(entity),
                 ("DELETE", Some(m)) => Operation::DeleteEntity(entity, m),
-                ("DELETE", None) => return Err(ApiError::with_message(
-                    ErrorCode::MissingRequiredHeader,
-                    "An HTTP header that's mandatory for this request is not specified. (If-Match)",
-                )),
+                // Spec §2.15 [emu]: Azure's code for a DELETE without If-Match is
+                // unverified; the table service reports request errors as InvalidInput.
+                ("DELETE", None) => {
+                    return Err(ApiError::with_message(
+                        ErrorCode::InvalidInput,
+                        "The If-Match header is required for DELETE operations.",
+                    ))
+                }
                 _ => return Err(method_not_allowed()),
             }
         }
@@ -270,6 +278,14 @@ mod tests {
                 Ok(Operation::QueryEntities { table: "t".into() }),
             ),
             (
+                "POST",
+                "/t()",
+                "",
+                none,
+                Ok(Operation::InsertEntity { table: "t".into() }),
+            ),
+            ("PUT", "/t()", "", none, Err(ErrorCode::MethodNotAllowed)),
+            (
                 "GET",
                 "/t",
                 "",
@@ -326,13 +342,7 @@ mod tests {
                 star,
                 Ok(Operation::DeleteEntity(e("t"), IfMatch::Any)),
             ),
-            (
-                "DELETE",
-                ent,
-                "",
-                none,
-                Err(ErrorCode::MissingRequiredHeader),
-            ),
+            ("DELETE", ent, "", none, Err(ErrorCode::InvalidInput)),
             (
                 "POST",
                 ent,

@@ -125,7 +125,14 @@ pub fn parse_resource(rest: &str) -> Result<Resource, ApiError> {
     let args = path[open..]
         .strip_prefix('(')
         .and_then(|a| a.strip_suffix(')'))
-        .ok_or_else(invalid_uri)?;
+        .ok_or_else(|| {
+            // An unterminated key predicate is a malformed predicate (spec §1.4).
+            if name == "Tables" || name.is_empty() || name.contains('/') {
+                invalid_uri()
+            } else {
+                key_count_error()
+            }
+        })?;
     if name == "Tables" {
         let table = parse_quoted(args.trim())
             .filter(|(_, rest)| rest.trim().is_empty())
@@ -328,10 +335,18 @@ mod tests {
             let e = parse_resource(bad).unwrap_err();
             assert_eq!(e.code, ErrorCode::InvalidInput, "{bad}");
         }
+        for unterminated in [
+            "/t1(PartitionKey='a',RowKey='b'",
+            "/t1(PartitionKey='a',RowKey='b')x",
+        ] {
+            assert_eq!(
+                parse_resource(unterminated).unwrap_err().code,
+                ErrorCode::InvalidInput,
+                "{unterminated}"
+            );
+        }
         assert_eq!(
-            parse_resource("/t1(PartitionKey='a',RowKey='b'")
-                .unwrap_err()
-                .code,
+            parse_resource("/Tables('a'").unwrap_err().code,
             ErrorCode::InvalidUri
         );
         assert_eq!(

@@ -92,22 +92,33 @@ pub async fn dispatch(
         Err(e) => return ctx.error(&e),
     };
     let operation = match parse_resource(account_path.rest).and_then(|resource| {
-        let x_methods: Vec<&str> = parts
-            .headers
-            .get_all(headers::X_HTTP_METHOD)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .collect();
-        let header = |n: &str| parts.headers.get(n).and_then(|v| v.to_str().ok());
+        // Every value of these headers counts, readable or not: an If-Match that is not
+        // text, or sent twice, must fail as a bad ETag rather than vanish and turn a
+        // conditional write into an unconditional upsert.
+        let all_values = |n: &str| -> Option<String> {
+            let values: Vec<String> = parts
+                .headers
+                .get_all(n)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect();
+            (!values.is_empty()).then(|| values.join(", "))
+        };
+        let x_method_values = all_values(headers::X_HTTP_METHOD);
+        let x_methods: Vec<&str> = x_method_values
+            .as_deref()
+            .map(|v| v.split(',').collect())
+            .unwrap_or_default();
+        let if_match = all_values("if-match");
+        let if_none_match = all_values("if-none-match");
         parse_operation(
             parts.method.as_str(),
             resource,
             &query,
             OperationHeaders {
                 x_http_method: &x_methods,
-                if_match: header("if-match"),
-                if_none_match: header("if-none-match"),
+                if_match: if_match.as_deref(),
+                if_none_match: if_none_match.as_deref(),
             },
         )
     }) {
@@ -146,8 +157,18 @@ pub async fn dispatch(
     };
     let body = match to_bytes(body, MAX_REQUEST_BODY).await {
         Ok(b) => b,
-        Err(_) => {
-            return ctx.error_response(&ApiError::new(ErrorCode::RequestBodyTooLarge), error_format)
+        Err(e) => {
+            // Only the size limit is 413; a body that cannot be read (bad chunked framing,
+            // connection cut) is a bad request.
+            let error = if is_length_limit(&e) {
+                ApiError::new(ErrorCode::RequestBodyTooLarge)
+            } else {
+                ApiError::with_message(
+                    ErrorCode::InvalidInput,
+                    "The request body could not be read.",
+                )
+            };
+            return ctx.error_response(&error, error_format);
         }
     };
     let call = Call {
@@ -195,4 +216,16 @@ pub async fn dispatch(
         .await;
     }
     response
+}
+
+/// Whether a body read failed because the body is larger than the limit.
+fn is_length_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
