@@ -39,8 +39,14 @@ async fn send_to(
     }
 }
 
+/// A server with a table. These tests are about input handling, and several send raw or
+/// unsigned requests, so authentication is off (its refusals are covered by tests/auth.rs).
 async fn with_table(name: &str) -> TestServer {
-    let t = TestServer::start().await;
+    let t = TestServer::start_with(tablestore::config::Config {
+        disable_auth: true,
+        ..tablestore::config::Config::for_tests()
+    })
+    .await;
     t.create_table(name).await;
     t.insert(name, &json!({"PartitionKey": "p", "RowKey": "r", "v": 1}))
         .await;
