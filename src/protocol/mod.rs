@@ -3,6 +3,7 @@
 
 pub mod continuation;
 pub mod error;
+pub mod filter;
 pub mod headers;
 pub mod json;
 pub mod operation;

@@ -78,7 +78,10 @@ impl TestServer {
         let url = format!("{}{}", self.base(), path);
         let method = Method::from_bytes(method.as_bytes()).expect("valid method");
         let mut req = self.client.request(method, &url);
-        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("accept")) {
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
+        {
             req = req.header("Accept", JSON_MINIMAL);
         }
         for (k, v) in headers {
