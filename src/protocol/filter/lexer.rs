@@ -238,7 +238,7 @@ fn is_literal_prefix(word: &str) -> bool {
 /// Hex pairs, any case; `None` for an odd count or a non-hex digit.
 fn parse_hex(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return None;
     }
     bytes
