@@ -1,6 +1,6 @@
 //! `$filter` text → typed [`Expr`]. Owns the grammar (see `parser.rs`), the lexer, the AST and
 //! the errors with their positions. Knows nothing of the store or of how a filter is run
-//! (that is `crate::query`).
+//! (that is the query module).
 //!
 //! Errors are Azure's 400 `InvalidInput`. The message follows the service where it was
 //! observed: "Syntax error at position N in '<filter>'." [rec: Py] with N the UTF-16 offset
