@@ -15,6 +15,13 @@ pub const DATA_SERVICE_ID: &str = "dataserviceid";
 pub const CONTINUATION_NEXT_PARTITION_KEY: &str = "x-ms-continuation-nextpartitionkey";
 pub const CONTINUATION_NEXT_ROW_KEY: &str = "x-ms-continuation-nextrowkey";
 pub const CONTINUATION_NEXT_TABLE_NAME: &str = "x-ms-continuation-nexttablename";
+/// Opt-in request header (`true`): query responses then carry [`X_TABLESTORE_PLAN`] and
+/// [`X_TABLESTORE_EXAMINED`]. Our own diagnostics; Azure has nothing like it.
+pub const X_TABLESTORE_DEBUG_PLAN: &str = "x-tablestore-debug-plan";
+/// A short description of the query plan (`point+filter`, `union(2):point,point+filter`, …).
+pub const X_TABLESTORE_PLAN: &str = "x-tablestore-plan";
+/// Entities (or tables) the page read from the store, including the look-ahead.
+pub const X_TABLESTORE_EXAMINED: &str = "x-tablestore-examined";
 
 /// The version assumed when a request sends none, and the one the SDKs send.
 pub const DEFAULT_VERSION: &str = "2019-02-02";

@@ -4,6 +4,7 @@
 pub mod batch;
 pub mod continuation;
 pub mod error;
+pub mod filter;
 pub mod headers;
 pub mod json;
 pub mod operation;

@@ -1,11 +1,16 @@
 //! Runs queries against the store: key ranges in order, a residual predicate, a page size,
 //! continuation from any key this server issued, and a bound on how much one page may scan.
-//! The query *plan* (which ranges, which residual) comes from the `$filter` planner; this
-//! module only executes it.
+//! [`plan`] turns a parsed `$filter` into the ranges to read, [`eval`] decides whether a row
+//! matches; this module executes pages. Depends on `model`, the filter AST of `protocol` and
+//! the `store` trait, never on `server`.
+
+pub mod eval;
+pub mod plan;
 
 use std::time::{Duration, Instant};
 
 use crate::model::Entity;
+use crate::protocol::filter::Expr;
 use crate::store::{KeyRange, Store, StoreError};
 
 /// Limits on one page of results.
@@ -83,6 +88,66 @@ pub fn execute_page(
     }
     Ok(page)
 }
+
+/// One page of Query Tables.
+#[derive(Debug, Default)]
+pub struct TablePage {
+    /// Names with the casing used at creation.
+    pub names: Vec<String>,
+    /// Lower-cased name of the table the next page starts at.
+    pub next: Option<String>,
+    /// Tables read from the store for this page.
+    pub examined: u64,
+    /// `scan`, `names(N)` (exact lookups), with `+filter` when a filter is applied.
+    pub plan: String,
+}
+
+/// Runs a page of Query Tables: tables of `account` in lower-cased-name order from
+/// `start_folded`, those matching `filter` (on `TableName`), at most `top`. A filter that pins
+/// `TableName` to a few exact values is answered by looking those names up.
+pub fn execute_table_page(
+    store: &dyn Store,
+    account: &str,
+    filter: Option<&Expr>,
+    start_folded: Option<&str>,
+    top: usize,
+) -> Result<TablePage, StoreError> {
+    let mut page = TablePage::default();
+    let after_start = |folded: &str| start_folded.is_none_or(|s| folded >= s);
+    let suffix = if filter.is_some() { "+filter" } else { "" };
+    if let Some(names) = plan::plan_table_names(filter) {
+        page.plan = format!("names({}){suffix}", names.len());
+        for folded in names.into_iter().filter(|n| after_start(n)) {
+            if page.names.len() >= top {
+                page.next = Some(folded);
+                break;
+            }
+            page.examined += 1;
+            if let Some(table) = store.get_table(account, &folded)? {
+                if eval::matches_opt(filter, &eval::TableRow { name: &table.name }) {
+                    page.names.push(table.name);
+                }
+            }
+        }
+        return Ok(page);
+    }
+    page.plan = format!("scan{suffix}");
+    for table in store.list_tables(account, start_folded)? {
+        let table = table?;
+        if page.names.len() >= top {
+            page.next = Some(table.name.to_ascii_lowercase());
+            break;
+        }
+        page.examined += 1;
+        if eval::matches_opt(filter, &eval::TableRow { name: &table.name }) {
+            page.names.push(table.name);
+        }
+    }
+    Ok(page)
+}
+
+#[cfg(test)]
+mod equivalence_tests;
 
 #[cfg(test)]
 mod tests {

@@ -103,6 +103,15 @@ impl RunningServer {
     /// Starts a server for `config` on its host and port (port 0 picks a free one).
     pub async fn start(config: Config) -> std::io::Result<RunningServer> {
         let store = open_store(&config).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        RunningServer::start_with_store(config, store).await
+    }
+
+    /// Starts a server over an already opened (and possibly pre-filled) store; `config`'s
+    /// store settings are ignored.
+    pub async fn start_with_store(
+        config: Config,
+        store: Arc<dyn Store>,
+    ) -> std::io::Result<RunningServer> {
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
         let state = AppState::new(store, config).map_err(std::io::Error::other)?;

@@ -78,6 +78,19 @@ impl TestServer {
         }
     }
 
+    /// A server over `store`, which the test may have filled through the store API.
+    pub async fn start_with_store(
+        store: std::sync::Arc<dyn tablestore::store::Store>,
+    ) -> TestServer {
+        let server = RunningServer::start_with_store(Config::for_tests(), store)
+            .await
+            .expect("server starts");
+        TestServer {
+            server,
+            client: reqwest::Client::new(),
+        }
+    }
+
     /// `http://127.0.0.1:<port>/devstoreaccount1`
     pub fn base(&self) -> String {
         self.server.account_url()

@@ -49,6 +49,12 @@ pub fn parse_top(query: &QueryParams) -> Result<usize, ApiError> {
     }
 }
 
+/// Whether the request asked for the query plan headers (`x-tablestore-debug-plan: true`).
+pub fn wants_plan(call: &Call) -> bool {
+    call.header(crate::protocol::headers::X_TABLESTORE_DEBUG_PLAN)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 /// Response metadata level from `Accept` and `$format`.
 pub fn metadata(call: &Call) -> Result<Metadata, ApiError> {
     negotiate_metadata(call.header("accept"), call.query.get("$format"))

@@ -3,53 +3,49 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::{metadata, parse_top, store_error};
+use super::{metadata, parse_top, store_error, wants_plan};
 use crate::model::{TableName, TableNameError};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
-use crate::protocol::{json, ApiError, ErrorCode};
+use crate::protocol::{filter, json, ApiError, ErrorCode};
+use crate::query::execute_table_page;
 use crate::server::dispatch::Call;
 use crate::server::AppState;
 use crate::store::StoreError;
 
 pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
-    if call.query.get("$filter").is_some() {
-        return Err(ApiError::with_message(
-            ErrorCode::NotImplemented,
-            "$filter on Query Tables is not implemented yet.",
-        ));
-    }
+    let filter = filter::parse_param(call.query.get("$filter"))?;
     let top = parse_top(&call.query)?;
     let start = call
         .query
         .get("NextTableName")
         .map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
     let account = call.ctx.data_account().to_string();
-    let (names, next) = state
+    let page = state
         .blocking(move |store| {
-            let mut names = Vec::new();
-            let mut next = None;
-            for table in store
-                .list_tables(&account, start.as_deref())
-                .map_err(store_error)?
-            {
-                let table = table.map_err(store_error)?;
-                if names.len() == top {
-                    next = Some(table.name.to_ascii_lowercase());
-                    break;
-                }
-                names.push(table.name);
-            }
-            Ok((names, next))
+            execute_table_page(store, &account, filter.as_ref(), start.as_deref(), top)
+                .map_err(store_error)
         })
         .await?;
+    tracing::debug!(
+        request_id = %call.ctx.request_id,
+        plan = %page.plan,
+        examined = page.examined,
+        returned = page.names.len(),
+        more = page.next.is_some(),
+        "query tables"
+    );
     let mut r = call.ctx.odata_response(StatusCode::OK);
-    if let Some(next) = next {
-        r.header(headers::CONTINUATION_NEXT_TABLE_NAME, &encode_token(&next));
+    if let Some(next) = &page.next {
+        r.header(headers::CONTINUATION_NEXT_TABLE_NAME, &encode_token(next));
+    }
+    if wants_plan(call) {
+        r.header(headers::X_TABLESTORE_PLAN, &page.plan)
+            .header(headers::X_TABLESTORE_EXAMINED, &page.examined.to_string());
     }
     let body = json::encode_table_page(
-        names.iter().map(String::as_str),
+        page.names.iter().map(String::as_str),
         metadata,
         &call.ctx.base_url,
         &call.ctx.account,
