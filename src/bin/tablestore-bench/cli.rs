@@ -366,7 +366,9 @@ impl RunArgs {
             || !p.starts_with(|c: char| c.is_ascii_alphabetic())
             || !p.chars().all(|c| c.is_ascii_alphanumeric())
         {
-            return Err("--table-prefix must be 1-40 letters or digits, starting with a letter".into());
+            return Err(
+                "--table-prefix must be 1-40 letters or digits, starting with a letter".into(),
+            );
         }
         Ok(())
     }

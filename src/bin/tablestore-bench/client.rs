@@ -45,7 +45,10 @@ impl Target {
         let authority = uri
             .authority()
             .ok_or_else(|| format!("--endpoint {endpoint:?} has no host"))?;
-        let host = authority.host().trim_start_matches('[').trim_end_matches(']');
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
         let port = authority.port_u16().unwrap_or(80);
         let addr = (host, port)
             .to_socket_addrs()
@@ -179,8 +182,7 @@ impl Conn {
         body: Bytes,
     ) -> Result<Response, RequestError> {
         let timeout = self.cfg.timeout;
-        match tokio::time::timeout(timeout, self.send_inner(method, path, query, extra, body))
-            .await
+        match tokio::time::timeout(timeout, self.send_inner(method, path, query, extra, body)).await
         {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => {

@@ -137,7 +137,7 @@ pub fn entity_json(pk: &str, rk: &str, i: u64, version: u64) -> String {
         (i as i64).wrapping_mul(1_000_003).wrapping_add(1 << 40)
     );
     let _ = write!(s, "\"Score\":{:.3},", (i % 100_000) as f64 * 0.5 + 0.125);
-    let _ = write!(s, "\"Active\":{},", i % 2 == 0);
+    let _ = write!(s, "\"Active\":{},", i.is_multiple_of(2));
     let created = 1_577_836_800i64 + (i % 300_000_000) as i64; // from 2020-01-01T00:00:00Z
     let created = chrono::DateTime::from_timestamp(created, 0)
         .map(|t| t.format("%Y-%m-%dT%H:%M:%S.000Z").to_string())
@@ -168,7 +168,14 @@ pub fn entity_json(pk: &str, rk: &str, i: u64, version: u64) -> String {
     );
     s.push_str("\"Description\":\"");
     const WORDS: [&str; 8] = [
-        "table", "entity", "storage", "partition", "row", "bench", "query", "value",
+        "table",
+        "entity",
+        "storage",
+        "partition",
+        "row",
+        "bench",
+        "query",
+        "value",
     ];
     // Bounded: every round adds at least two bytes until the target size.
     while s.len() < ENTITY_BYTES - 2 {
@@ -306,7 +313,11 @@ mod tests {
     fn entity_is_about_one_kib_of_valid_typed_json() {
         for i in [0u64, 1, 999, 123_456_789] {
             let s = entity_json(&pk(3), &rk(i), i, 0);
-            assert!((ENTITY_BYTES - 40..=ENTITY_BYTES + 8).contains(&s.len()), "{}", s.len());
+            assert!(
+                (ENTITY_BYTES - 40..=ENTITY_BYTES + 8).contains(&s.len()),
+                "{}",
+                s.len()
+            );
             let v: serde_json::Value = serde_json::from_str(&s).unwrap();
             let o = v.as_object().unwrap();
             let custom = o
@@ -338,7 +349,10 @@ mod tests {
                 .count(),
             2
         );
-        assert_eq!(body.matches("Content-Type: application/http\r\n").count(), 2);
+        assert_eq!(
+            body.matches("Content-Type: application/http\r\n").count(),
+            2
+        );
         assert!(!body.contains("\n\n") || body.contains("\r\n\r\n"));
         assert!(body.lines().all(|l| !l.contains('\r')));
     }

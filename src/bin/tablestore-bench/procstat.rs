@@ -103,7 +103,8 @@ mod tests {
 
     #[test]
     fn parses_stat_with_spaces_in_name() {
-        let t = "1234 (tokio runtime) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 40 0 0 20 0 8 0 100 0 0";
+        let t =
+            "1234 (tokio runtime) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 40 0 0 20 0 8 0 100 0 0";
         assert_eq!(parse_stat_cpu(t), Some(290));
         assert_eq!(parse_stat_cpu("garbage"), None);
     }

@@ -150,7 +150,8 @@ fn errors_h(e: &BTreeMap<String, u64>) -> String {
 }
 
 fn opt(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "-".into())
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "-".into())
 }
 
 /// The human table printed at the end of a run.
@@ -256,7 +257,10 @@ pub fn human(r: &RunReport) -> String {
         }
         if let Some(t) = &w.timeline {
             if !t.is_empty() {
-                let rates: Vec<String> = t.iter().map(|p| format!("{:.0}", p.entities_per_s)).collect();
+                let rates: Vec<String> = t
+                    .iter()
+                    .map(|p| format!("{:.0}", p.entities_per_s))
+                    .collect();
                 let _ = writeln!(s, "{} entities/s per second: {}", w.name, rates.join(" "));
             }
         }
@@ -298,7 +302,8 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 }
 
 fn num(v: Option<f64>, prec: usize) -> String {
-    v.map(|x| format!("{x:.prec$}")).unwrap_or_else(|| "–".into())
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "–".into())
 }
 
 /// Markdown comparison of two runs. Every ratio column is oriented so that a value above 1

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use crate::cli::{LoadMode, RunArgs, Workload};
 use crate::client::{ClientConfig, Conn, Extra, RequestError, Response};
 use crate::data::{
-    batch_insert_body, batch_statuses, count_entities, encode_query_value, entity_json,
-    merge_json, pk, rk, Layout, Rng, BUCKETS,
+    batch_insert_body, batch_statuses, count_entities, encode_query_value, entity_json, merge_json,
+    pk, rk, Layout, Rng, BUCKETS,
 };
 use crate::hist::Histogram;
 use crate::procstat;
@@ -24,6 +24,9 @@ use crate::report::{
 
 /// Most pages one query operation follows (each page also counts against its time bound).
 const MAX_PAGES: u64 = 1_000_000;
+/// Most operations of one phase when --ops does not set fewer (the time limit is the other
+/// bound).
+const HARD_OP_CAP: u64 = 1_000_000_000;
 /// Extra time allowed after a phase's deadline for the requests still in flight.
 const TAIL: Duration = Duration::from_secs(5);
 
@@ -40,15 +43,43 @@ pub struct Ctx {
 /// What one operation of a phase does.
 #[derive(Debug, Clone)]
 enum Job {
-    Insert { table: String, partitions: u64 },
-    PointRead { table: String, layout: Layout },
-    Upsert { table: String, layout: Layout },
-    Merge { table: String, layout: Layout },
-    Delete { table: String, layout: Layout },
-    BatchInsert { table: String, partitions: u64 },
-    RangeQuery { table: String, layout: Layout },
-    ScanFilter { table: String, layout: Layout },
-    Load { table: String, layout: Layout, batch: bool },
+    Insert {
+        table: String,
+        partitions: u64,
+    },
+    PointRead {
+        table: String,
+        layout: Layout,
+    },
+    Upsert {
+        table: String,
+        layout: Layout,
+    },
+    Merge {
+        table: String,
+        layout: Layout,
+    },
+    Delete {
+        table: String,
+        layout: Layout,
+    },
+    BatchInsert {
+        table: String,
+        partitions: u64,
+    },
+    RangeQuery {
+        table: String,
+        layout: Layout,
+    },
+    ScanFilter {
+        table: String,
+        layout: Layout,
+    },
+    Load {
+        table: String,
+        layout: Layout,
+        batch: bool,
+    },
 }
 
 impl Job {
@@ -72,8 +103,15 @@ impl Job {
 }
 
 enum Outcome {
-    Ok { entities: u64, rows: u64, bad: bool },
-    Err { label: String, detail: String },
+    Ok {
+        entities: u64,
+        rows: u64,
+        bad: bool,
+    },
+    Err {
+        label: String,
+        detail: String,
+    },
     /// An empty slot of the index space: nothing was sent.
     Skip,
 }
@@ -120,7 +158,7 @@ struct Shared {
 
 struct Phase {
     deadline: Instant,
-    max_ops: Option<u64>,
+    max_ops: u64,
     record: bool,
 }
 
@@ -143,7 +181,10 @@ fn fail(status_or_label: impl Into<String>, detail: String) -> Outcome {
 
 fn http_fail(what: &str, r: &Response) -> Outcome {
     let body = String::from_utf8_lossy(&r.body[..r.body.len().min(300)]).into_owned();
-    fail(r.status.to_string(), format!("{} on {what}: {body}", r.status))
+    fail(
+        r.status.to_string(),
+        format!("{} on {what}: {body}", r.status),
+    )
 }
 
 fn io_fail(what: &str, e: RequestError) -> Outcome {
@@ -230,7 +271,10 @@ impl Ctx {
                 .await
             {
                 Ok(r) if r.status == 204 || r.status == 404 => {}
-                Ok(r) => progress(self, &format!("could not delete table {t}: HTTP {}", r.status)),
+                Ok(r) => progress(
+                    self,
+                    &format!("could not delete table {t}: HTTP {}", r.status),
+                ),
                 Err(e) => progress(self, &format!("could not delete table {t}: {e}")),
             }
         }
@@ -358,8 +402,15 @@ impl Ctx {
             ..Extra::default()
         };
         let path = format!("/{table}");
-        self.write(conn, Method::POST, &path, &extra, body.to_string(), "insert")
-            .await
+        self.write(
+            conn,
+            Method::POST,
+            &path,
+            &extra,
+            body.to_string(),
+            "insert",
+        )
+        .await
     }
 
     async fn write(
@@ -371,7 +422,10 @@ impl Ctx {
         body: String,
         what: &str,
     ) -> Outcome {
-        match conn.send(method, path, None, extra, Bytes::from(body)).await {
+        match conn
+            .send(method, path, None, extra, Bytes::from(body))
+            .await
+        {
             Ok(r) if (200..300).contains(&r.status) => Outcome::Ok {
                 entities: 1,
                 rows: 0,
@@ -410,7 +464,10 @@ impl Ctx {
         if codes.len() as u64 != n {
             return fail(
                 "batch:count",
-                format!("$batch answered {} sub-responses for {n} inserts", codes.len()),
+                format!(
+                    "$batch answered {} sub-responses for {n} inserts",
+                    codes.len()
+                ),
             );
         }
         Outcome::Ok {
@@ -431,7 +488,13 @@ impl Ctx {
         let mut query = base.clone();
         for _ in 0..MAX_PAGES {
             let r = match conn
-                .send(Method::GET, &path, Some(&query), &Extra::default(), Bytes::new())
+                .send(
+                    Method::GET,
+                    &path,
+                    Some(&query),
+                    &Extra::default(),
+                    Bytes::new(),
+                )
                 .await
             {
                 Ok(r) => r,
@@ -486,11 +549,9 @@ impl Ctx {
         let limit = job.index_limit(self.args.batch_size);
         // Bounded by the deadline, the op budget and the index space.
         while Instant::now() < phase.deadline {
-            if let Some(max) = phase.max_ops {
-                if budget.fetch_add(1, Ordering::Relaxed) >= max {
-                    st.ops_limited = true;
-                    break;
-                }
+            if budget.fetch_add(1, Ordering::Relaxed) >= phase.max_ops {
+                st.ops_limited = true;
+                break;
             }
             let n = match limit {
                 Some(lim) => {
@@ -638,9 +699,7 @@ impl Ctx {
                 .batch(0, self.args.batch_size)
                 .map(|(_, r)| r.end - r.start)
                 .unwrap_or(0);
-            shared
-                .entities_done
-                .store(first_batch, Ordering::Relaxed);
+            shared.entities_done.store(first_batch, Ordering::Relaxed);
         }
         progress(
             self,
@@ -664,7 +723,7 @@ impl Ctx {
                 &mut conns,
                 Phase {
                     deadline,
-                    max_ops: None,
+                    max_ops: HARD_OP_CAP,
                     record: true,
                 },
                 self.args.seed,
@@ -708,7 +767,10 @@ impl Ctx {
         if !created {
             progress(
                 self,
-                &format!("{table} exists: assuming it holds {} entities in {} partitions", layout.total, layout.partitions),
+                &format!(
+                    "{table} exists: assuming it holds {} entities in {} partitions",
+                    layout.total, layout.partitions
+                ),
             );
             return Ok((
                 table.clone(),
@@ -804,7 +866,10 @@ impl Ctx {
         let seed = a.seed.wrapping_add((w as u64) << 32);
         let warm = !matches!(w, Workload::Delete | Workload::BulkLoad) && a.warmup > 0.0;
         if warm {
-            progress(self, &format!("{}: warming up for {} s", w.name(), a.warmup));
+            progress(
+                self,
+                &format!("{}: warming up for {} s", w.name(), a.warmup),
+            );
             let deadline = Instant::now() + secs(a.warmup);
             self.run_phase(
                 &job,
@@ -812,7 +877,7 @@ impl Ctx {
                 &mut conns,
                 Phase {
                     deadline,
-                    max_ops: None,
+                    max_ops: HARD_OP_CAP,
                     record: false,
                 },
                 seed ^ 1,
@@ -821,9 +886,9 @@ impl Ctx {
         }
         let bulk = w == Workload::BulkLoad;
         let (max_ops, run_for) = if bulk {
-            (None, secs(a.bulk_max_seconds))
+            (HARD_OP_CAP, secs(a.bulk_max_seconds))
         } else {
-            (a.ops, secs(a.duration))
+            (a.ops.unwrap_or(HARD_OP_CAP), secs(a.duration))
         };
         progress(
             self,
@@ -833,7 +898,11 @@ impl Ctx {
                 if bulk {
                     format!(" until {} entities", a.bulk_entities)
                 } else {
-                    format!(" for {} s{}", a.duration, a.ops.map(|o| format!(" or {o} ops")).unwrap_or_default())
+                    format!(
+                        " for {} s{}",
+                        a.duration,
+                        a.ops.map(|o| format!(" or {o} ops")).unwrap_or_default()
+                    )
                 },
                 conns.len()
             ),
@@ -884,7 +953,7 @@ impl Ctx {
         });
         let stopped_by = if st.exhausted {
             "exhausted"
-        } else if st.ops_limited {
+        } else if st.ops_limited && a.ops.is_some() {
             "ops"
         } else if bulk {
             "time-cap"
@@ -972,7 +1041,8 @@ impl Sampler {
             let tick = Duration::from_millis(250);
             let hard_end = deadline + ctx.client.timeout + TAIL;
             let started = Instant::now();
-            let max_ticks = (hard_end.saturating_duration_since(started).as_millis() / 250) as u64 + 2;
+            let max_ticks =
+                (hard_end.saturating_duration_since(started).as_millis() / 250) as u64 + 2;
             let pid = ctx.args.server_pid;
             let mut peak = pid.and_then(procstat::memory).map(|m| m.rss_kib);
             let mut timeline = Vec::new();
@@ -987,7 +1057,7 @@ impl Sampler {
                 if let Some(m) = pid.and_then(procstat::memory) {
                     peak = Some(peak.unwrap_or(0).max(m.rss_kib));
                 }
-                if i % 4 == 0 {
+                if i.is_multiple_of(4) {
                     let total = shared.entities_done.load(Ordering::Relaxed);
                     if let Some(base) = timeline_base {
                         timeline.push(TimelinePoint {
@@ -997,7 +1067,7 @@ impl Sampler {
                         });
                     }
                     last_total = total;
-                    if i % 20 == 0 {
+                    if i.is_multiple_of(20) {
                         progress(
                             &ctx,
                             &format!(
