@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the same tablestore-bench workloads against tablestore and against Azurite, one after
 # the other, each on a free loopback port with its data in a fresh temporary folder, and writes
-# both JSON results and a markdown table of ratios. See docs/performance.md.
+# both JSON results and a markdown table of ratios. Tables are kept (the data folders are
+# temporary) so the folder sizes measured after each server stops include all the data.
+# See docs/performance.md.
 #
 #   scripts/bench-compare.sh [tablestore-bench options...]
 #   scripts/bench-compare.sh --workloads insert,point-read --duration 5
@@ -35,9 +37,11 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-compare.XXXXXX")
 SERVER_PID=""
 
 stop_server() {
-    # Stops the server this script started (by its pid only): TERM, then KILL after 30 s.
+    # Stops the server this script started (by its pid only) with signal $1 (default TERM;
+    # Azurite shuts down and saves its database on INT), then KILL after 30 s.
+    local sig=${1:-TERM}
     if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        kill "-$sig" "$SERVER_PID" 2>/dev/null || true
         for _ in $(seq 1 300); do
             kill -0 "$SERVER_PID" 2>/dev/null || break
             sleep 0.1
@@ -104,8 +108,13 @@ run_bench() {
     local port=$1 data=$2 label=$3
     say "benchmarking $label (pid $SERVER_PID, port $port)"
     "$BENCH" --endpoint "http://127.0.0.1:$port/devstoreaccount1" --wait-ready 60 \
-        --server-pid "$SERVER_PID" --data-dir "$data" --label "$label" \
+        --server-pid "$SERVER_PID" --data-dir "$data" --label "$label" --keep-tables \
         --json "$OUT_DIR/$label.json" "${BENCH_ARGS[@]}" | tee "$OUT_DIR/$label.txt"
+}
+
+# Size of a data folder once its server has stopped (and flushed), in bytes.
+disk_after_stop() {
+    du -sb "$1" 2>/dev/null | cut -f1 >"$OUT_DIR/$2.disk-bytes" || true
 }
 
 # ---- tablestore -------------------------------------------------------------------------
@@ -118,6 +127,7 @@ if [[ "$ONLY" != azurite ]]; then
     SERVER_PID=$!
     run_bench "$PORT" "$WORK/tablestore" tablestore
     stop_server
+    disk_after_stop "$WORK/tablestore" tablestore
 fi
 
 # ---- Azurite ----------------------------------------------------------------------------
@@ -146,13 +156,22 @@ if [[ "$ONLY" != tablestore ]]; then
     else
         run_bench "$PORT" "$WORK/azurite" azurite
     fi
-    stop_server
+    stop_server INT
+    disk_after_stop "$WORK/azurite" azurite
 fi
 
 # ---- comparison -------------------------------------------------------------------------
 if [[ -z "$ONLY" ]]; then
     "$BENCH" compare --baseline "$OUT_DIR/azurite.json" --candidate "$OUT_DIR/tablestore.json" \
         --out "$OUT_DIR/comparison.md"
+    TS_DISK=$(cat "$OUT_DIR/tablestore.disk-bytes" 2>/dev/null || true)
+    AZ_DISK=$(cat "$OUT_DIR/azurite.disk-bytes" 2>/dev/null || true)
+    if [[ -n "$TS_DISK" && -n "$AZ_DISK" ]]; then
+        awk -v t="$TS_DISK" -v a="$AZ_DISK" 'BEGIN {
+            r = (t > 0) ? sprintf("%.2f×", a / t) : "–";
+            printf("| data folder after the server stopped, MiB | %.1f | %.1f | %s |\n", t / 1048576, a / 1048576, r) }' \
+            >>"$OUT_DIR/comparison.md"
+    fi
     cat "$OUT_DIR/comparison.md"
 fi
 say "results in $OUT_DIR"
