@@ -104,6 +104,10 @@ pub struct WorkloadReport {
     /// "duration", "ops", "exhausted" (delete pool or bulk target reached) or "time-cap".
     pub stopped_by: String,
     pub connections_opened: u64,
+    /// CPU time of this load generator per successful operation (Linux), to see whether the
+    /// client rather than the server was the limit.
+    #[serde(default)]
+    pub client_cpu_us_per_op: Option<f64>,
     pub server: Option<WorkloadServer>,
     pub data_dir_bytes: Option<u64>,
     pub timeline: Option<Vec<TimelinePoint>>,
@@ -460,6 +464,7 @@ mod tests {
                 error_sample: Some("409 Conflict".into()),
                 stopped_by: "duration".into(),
                 connections_opened: 1,
+                client_cpu_us_per_op: None,
                 server: Some(WorkloadServer {
                     cpu_us_per_op: Some(100.0),
                     ..WorkloadServer::default()

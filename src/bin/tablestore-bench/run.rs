@@ -909,6 +909,8 @@ impl Ctx {
         );
         let pid = a.server_pid;
         let cpu0 = pid.and_then(procstat::cpu_ticks);
+        let me = std::process::id();
+        let client_cpu0 = procstat::cpu_ticks(me);
         let connects0: u64 = conns.iter().map(|c| c.connects).sum();
         let entities0 = shared.entities_done.load(Ordering::Relaxed);
         let started = Instant::now();
@@ -936,6 +938,12 @@ impl Ctx {
         let elapsed = started.elapsed().as_secs_f64().max(1e-9);
         let sampled = sampler.stop().await;
         let cpu1 = pid.and_then(procstat::cpu_ticks);
+        let client_cpu_us_per_op = match (client_cpu0, procstat::cpu_ticks(me)) {
+            (Some(a), Some(b)) if st.ok > 0 => {
+                Some(procstat::ticks_to_ms(b.saturating_sub(a)) * 1000.0 / st.ok as f64)
+            }
+            _ => None,
+        };
         let connects1: u64 = conns.iter().map(|c| c.connects).sum();
         let server = pid.map(|p| {
             let cpu_ms = match (cpu0, cpu1) {
@@ -986,6 +994,7 @@ impl Ctx {
             error_sample: st.sample,
             stopped_by: stopped_by.into(),
             connections_opened: connects1.saturating_sub(connects0),
+            client_cpu_us_per_op,
             server,
             data_dir_bytes: a.data_dir.as_deref().and_then(procstat::dir_size),
             timeline: bulk.then_some(sampled.timeline),
@@ -1162,4 +1171,177 @@ pub async fn run(ctx: Arc<Ctx>) -> Result<RunReport, String> {
         server,
         data_dir,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use crate::client::Target;
+    use crate::sign::Signer;
+    use clap::Parser;
+    use http::HeaderValue;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    type Seen = Arc<Mutex<Vec<String>>>;
+
+    /// A loopback HTTP/1.1 server answering every request with `answer(head)`; records the
+    /// request heads. Each connection ends at EOF.
+    async fn fake_server(answer: fn(&str) -> String) -> (String, Seen) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let seen: Seen = Arc::new(Mutex::new(Vec::new()));
+        let rec = seen.clone();
+        tokio::spawn(async move {
+            for _ in 0..16 {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let rec = rec.clone();
+                tokio::spawn(async move {
+                    let mut buf = Vec::new();
+                    for _ in 0..64 {
+                        let head_end = loop {
+                            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break i + 4;
+                            }
+                            let mut chunk = [0u8; 4096];
+                            match sock.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                        let len: usize = head
+                            .lines()
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse().unwrap())
+                            })
+                            .unwrap_or(0);
+                        while buf.len() < head_end + len {
+                            let mut chunk = [0u8; 4096];
+                            match sock.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        buf.drain(..head_end + len);
+                        rec.lock().unwrap().push(head.clone());
+                        if sock.write_all(answer(&head).as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (format!("http://{addr}/devstoreaccount1"), seen)
+    }
+
+    fn response(status: &str, headers: &str, body: &str) -> String {
+        format!(
+            "HTTP/1.1 {status}\r\ncontent-length: {}\r\n{headers}\r\n{body}",
+            body.len()
+        )
+    }
+
+    fn ctx(endpoint: &str) -> Arc<Ctx> {
+        let cli =
+            Cli::try_parse_from(["tablestore-bench", "--endpoint", endpoint, "--quiet"]).unwrap();
+        let a = cli.run;
+        let client = Arc::new(ClientConfig {
+            target: Target::parse(&a.endpoint, false).unwrap(),
+            signer: Signer::new(&a.account, &a.key).unwrap(),
+            timeout: Duration::from_secs(5),
+            accept: HeaderValue::from_static(a.metadata.accept()),
+            version: HeaderValue::from_static("2019-02-02"),
+        });
+        Arc::new(Ctx::new(client, a, 1))
+    }
+
+    fn header<'a>(head: &'a str, name: &str) -> &'a str {
+        head.lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case(name).then(|| v.trim())
+            })
+            .unwrap_or("")
+    }
+
+    #[tokio::test]
+    async fn query_follows_continuation_and_requests_are_signed() {
+        let (endpoint, seen) = fake_server(|head| {
+            if head.contains("NextPartitionKey=") {
+                response("200 OK", "", r#"{"value":[{"PartitionKey":"p","RowKey":"3"}]}"#)
+            } else {
+                response(
+                    "200 OK",
+                    "x-ms-continuation-NextPartitionKey: 1!4!cDAx\r\nx-ms-continuation-NextRowKey: 1!4!cjAx\r\n",
+                    r#"{"value":[{"PartitionKey":"p","RowKey":"1"},{"PartitionKey":"p","RowKey":"2"}]}"#,
+                )
+            }
+        })
+        .await;
+        let c = ctx(&endpoint);
+        let mut conn = Conn::new(c.client.clone());
+        match c.query(&mut conn, "t1", "Bucket eq 7", 3).await {
+            Outcome::Ok { rows, bad, .. } => assert_eq!((rows, bad), (3, false)),
+            _ => panic!("query failed"),
+        }
+        match c.query(&mut conn, "t1", "Bucket eq 7", 5).await {
+            Outcome::Ok { bad, .. } => assert!(bad),
+            _ => panic!("query failed"),
+        }
+        assert_eq!(conn.connects, 1, "keep-alive connection reused");
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            seen[0].starts_with("GET /devstoreaccount1/t1()?$filter=Bucket%20eq%207 HTTP/1.1\r\n")
+        );
+        assert!(seen[1].starts_with(
+            "GET /devstoreaccount1/t1()?$filter=Bucket%20eq%207&NextPartitionKey=1%214%21cDAx&NextRowKey=1%214%21cjAx HTTP/1.1\r\n"
+        ));
+        let date = header(&seen[0], "x-ms-date");
+        let expected = Signer::new(crate::cli::DEV_ACCOUNT, crate::cli::DEV_ACCOUNT_KEY)
+            .unwrap()
+            .authorization(date, "/devstoreaccount1/t1()", None);
+        assert_eq!(header(&seen[0], "authorization"), expected);
+        assert_eq!(header(&seen[0], "x-ms-version"), "2019-02-02");
+        assert_eq!(
+            header(&seen[0], "accept"),
+            "application/json;odata=minimalmetadata"
+        );
+    }
+
+    #[tokio::test]
+    async fn batch_reports_sub_response_failures() {
+        let (endpoint, seen) = fake_server(|head| {
+            let fail = header(head, "content-length").parse::<usize>().unwrap_or(0) < 2000;
+            let sub = if fail {
+                "--changesetresponse_1\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 409 Conflict\r\n\r\n{}\r\n".to_string()
+            } else {
+                "--changesetresponse_1\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n".repeat(2)
+            };
+            response(
+                "202 Accepted",
+                "content-type: multipart/mixed; boundary=batchresponse_1\r\n",
+                &format!("--batchresponse_1\r\n{sub}--changesetresponse_1--\r\n--batchresponse_1--\r\n"),
+            )
+        })
+        .await;
+        let c = ctx(&endpoint);
+        let mut conn = Conn::new(c.client.clone());
+        let es = vec![entity_json("p", "1", 1, 0), entity_json("p", "2", 2, 0)];
+        match c.batch(&mut conn, "t1", &es).await {
+            Outcome::Ok { entities, .. } => assert_eq!(entities, 2),
+            _ => panic!("batch failed"),
+        }
+        match c.batch(&mut conn, "t1", &es[..1]).await {
+            Outcome::Err { label, .. } => assert_eq!(label, "batch:409"),
+            _ => panic!("a failed sub-response must fail the batch"),
+        }
+        let head = seen.lock().unwrap()[0].clone();
+        assert!(head.starts_with("POST /devstoreaccount1/$batch HTTP/1.1\r\n"));
+        assert!(header(&head, "content-type").starts_with("multipart/mixed; boundary=batch_"));
+    }
 }
