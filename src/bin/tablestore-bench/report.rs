@@ -184,7 +184,13 @@ pub fn human(r: &RunReport) -> String {
         st.entity_json_bytes,
         st.metadata
     );
-    if let Some(p) = &r.preload {
+    if let Some(p) = r.preload.as_ref().filter(|p| p.mode == "existing") {
+        let _ = writeln!(
+            s,
+            "preload: reused the existing table {} (assumed to hold the layout above)",
+            p.table
+        );
+    } else if let Some(p) = &r.preload {
         let _ = writeln!(
             s,
             "preload: {} entities into {} via {} in {:.1} s ({:.0} entities/s){}",
