@@ -1,0 +1,511 @@
+//! Results: the JSON document written by `--json`, the human table, and `compare`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunReport {
+    pub tool: String,
+    pub tool_version: String,
+    pub label: Option<String>,
+    pub endpoint: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub settings: Settings,
+    pub preload: Option<LoadReport>,
+    pub workloads: Vec<WorkloadReport>,
+    pub server: Option<ServerReport>,
+    pub data_dir: Option<DataDirReport>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Settings {
+    pub workloads: Vec<String>,
+    pub concurrency: u64,
+    pub duration_s: f64,
+    pub ops: Option<u64>,
+    pub warmup_s: f64,
+    pub entities: u64,
+    pub partitions: u64,
+    pub batch_size: u64,
+    pub bulk_entities: u64,
+    pub range_rows: u64,
+    pub metadata: String,
+    pub api_version: String,
+    pub client_threads: usize,
+    pub entity_json_bytes: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadReport {
+    pub table: String,
+    /// "batch", "single", or "existing" (the table was there already and was not loaded).
+    pub mode: String,
+    pub entities: u64,
+    pub seconds: f64,
+    pub entities_per_s: f64,
+    pub errors: BTreeMap<String, u64>,
+    pub error_sample: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Latency {
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub p999_ms: f64,
+    pub max_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    /// Seconds since the workload started (end of the interval).
+    pub t_s: f64,
+    pub entities_total: u64,
+    pub entities_per_s: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WorkloadServer {
+    /// Server CPU time (user + system) spent during the measured phase.
+    pub cpu_ms: f64,
+    pub cpu_us_per_op: Option<f64>,
+    pub cpu_us_per_entity: Option<f64>,
+    /// Highest VmRSS sampled every 250 ms during the measured phase.
+    pub rss_peak_kib: Option<u64>,
+    /// VmHWM (lifetime peak resident set) at the end of the workload.
+    pub vmhwm_kib: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkloadReport {
+    pub name: String,
+    pub table: String,
+    /// Successful operations (requests, or $batch requests, or full scans).
+    pub ops: u64,
+    /// Failed operations.
+    pub failed: u64,
+    /// Entities written or read by the successful operations.
+    pub entities: u64,
+    /// Rows returned by queries.
+    pub rows: u64,
+    /// Successful queries/reads whose row count differed from the expected one.
+    pub bad_results: u64,
+    pub elapsed_s: f64,
+    pub ops_per_s: f64,
+    pub entities_per_s: f64,
+    pub latency: Latency,
+    pub errors: BTreeMap<String, u64>,
+    pub error_sample: Option<String>,
+    /// "duration", "ops", "exhausted" (delete pool or bulk target reached) or "time-cap".
+    pub stopped_by: String,
+    pub connections_opened: u64,
+    /// CPU time of this load generator per successful operation (Linux), to see whether the
+    /// client rather than the server was the limit.
+    #[serde(default)]
+    pub client_cpu_us_per_op: Option<f64>,
+    pub server: Option<WorkloadServer>,
+    pub data_dir_bytes: Option<u64>,
+    pub timeline: Option<Vec<TimelinePoint>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerReport {
+    pub pid: u32,
+    pub vmhwm_kib: Option<u64>,
+    pub vmrss_kib: Option<u64>,
+    pub cpu_seconds_total: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DataDirReport {
+    pub path: String,
+    pub bytes_after_preload: Option<u64>,
+    pub bytes_at_end: Option<u64>,
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1}", kib as f64 / 1024.0)
+}
+
+fn bytes_h(b: u64) -> String {
+    if b >= 1 << 30 {
+        format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64)
+    } else if b >= 1 << 20 {
+        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    }
+}
+
+fn errors_h(e: &BTreeMap<String, u64>) -> String {
+    if e.is_empty() {
+        "-".into()
+    } else {
+        e.iter()
+            .map(|(k, v)| format!("{k}×{v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn opt(v: Option<f64>, prec: usize) -> String {
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// The human table printed at the end of a run.
+pub fn human(r: &RunReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n{} against {}{}",
+        r.tool,
+        r.endpoint,
+        r.label
+            .as_ref()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default()
+    );
+    let st = &r.settings;
+    let _ = writeln!(
+        s,
+        "concurrency {} | duration {} s{} | warmup {} s | {} entities in {} partitions | ~{} B entities | {}",
+        st.concurrency,
+        st.duration_s,
+        st.ops.map(|o| format!(" or {o} ops")).unwrap_or_default(),
+        st.warmup_s,
+        st.entities,
+        st.partitions,
+        st.entity_json_bytes,
+        st.metadata
+    );
+    if let Some(p) = r.preload.as_ref().filter(|p| p.mode == "existing") {
+        let _ = writeln!(
+            s,
+            "preload: reused the existing table {} (assumed to hold the layout above)",
+            p.table
+        );
+    } else if let Some(p) = &r.preload {
+        let _ = writeln!(
+            s,
+            "preload: {} entities into {} via {} in {:.1} s ({:.0} entities/s){}",
+            p.entities,
+            p.table,
+            p.mode,
+            p.seconds,
+            p.entities_per_s,
+            if p.errors.is_empty() {
+                String::new()
+            } else {
+                format!(", errors {}", errors_h(&p.errors))
+            }
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "{:<13} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5} {:>10} {:>9}  errors",
+        "workload",
+        "ops",
+        "ops/s",
+        "ent/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "bad",
+        "cpu µs/op",
+        "rss MiB"
+    );
+    for w in &r.workloads {
+        let ent = if w.entities_per_s > 0.0 && w.entities != w.ops {
+            format!("{:.0}", w.entities_per_s)
+        } else {
+            "-".into()
+        };
+        let (cpu, rss) = match &w.server {
+            Some(sv) => (
+                opt(sv.cpu_us_per_op, 0),
+                sv.rss_peak_kib.map(mib).unwrap_or_else(|| "-".into()),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            s,
+            "{:<13} {:>9} {:>10.1} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>5} {:>10} {:>9}  {}",
+            w.name,
+            w.ops,
+            w.ops_per_s,
+            ent,
+            w.latency.p50_ms,
+            w.latency.p90_ms,
+            w.latency.p99_ms,
+            w.latency.max_ms,
+            w.bad_results,
+            cpu,
+            rss,
+            errors_h(&w.errors)
+        );
+    }
+    for w in &r.workloads {
+        if let Some(e) = &w.error_sample {
+            let _ = writeln!(s, "first error in {}: {e}", w.name);
+        }
+        if w.stopped_by == "time-cap" {
+            let _ = writeln!(s, "note: {} was stopped by its time cap", w.name);
+        }
+        if w.name == "delete" && w.stopped_by == "exhausted" {
+            let _ = writeln!(
+                s,
+                "note: delete used up its pool before the duration ended (raise --delete-pool)"
+            );
+        }
+        if let Some(t) = &w.timeline {
+            if !t.is_empty() {
+                let rates: Vec<String> = t
+                    .iter()
+                    .map(|p| format!("{:.0}", p.entities_per_s))
+                    .collect();
+                let _ = writeln!(s, "{} entities/s per second: {}", w.name, rates.join(" "));
+            }
+        }
+    }
+    if let Some(sv) = &r.server {
+        let _ = writeln!(
+            s,
+            "server pid {}: peak RSS (VmHWM) {} MiB, RSS now {} MiB, CPU total {} s",
+            sv.pid,
+            sv.vmhwm_kib.map(mib).unwrap_or_else(|| "-".into()),
+            sv.vmrss_kib.map(mib).unwrap_or_else(|| "-".into()),
+            opt(sv.cpu_seconds_total, 2)
+        );
+    }
+    if let Some(d) = &r.data_dir {
+        let _ = writeln!(
+            s,
+            "data folder {}: {} after preload, {} at the end",
+            d.path,
+            d.bytes_after_preload
+                .map(bytes_h)
+                .unwrap_or_else(|| "-".into()),
+            d.bytes_at_end.map(bytes_h).unwrap_or_else(|| "-".into())
+        );
+    }
+    s
+}
+
+/// Workloads whose operations write many entities: compared in entities/s.
+fn is_batch(name: &str) -> bool {
+    name == "batch-insert" || name == "bulk-load"
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => format!("{:.2}×", a / b),
+        _ => "–".into(),
+    }
+}
+
+fn num(v: Option<f64>, prec: usize) -> String {
+    v.map(|x| format!("{x:.prec$}"))
+        .unwrap_or_else(|| "–".into())
+}
+
+/// Markdown comparison of two runs. Every ratio column is oriented so that a value above 1
+/// means the candidate did better.
+pub fn compare_markdown(base: &RunReport, cand: &RunReport) -> String {
+    let bn = base.label.clone().unwrap_or_else(|| "baseline".into());
+    let cn = cand.label.clone().unwrap_or_else(|| "candidate".into());
+    let mut s = String::new();
+    let _ = writeln!(s, "### {cn} vs {bn}\n");
+    let _ = writeln!(
+        s,
+        "Ratios are oriented so that **> 1 means {cn} is better** (throughput {cn}/{bn}; \
+         latency, CPU and memory {bn}/{cn}). Throughput is entities/s for batch-insert and \
+         bulk-load, operations/s otherwise (a scan-filter operation is one full scan).\n"
+    );
+    let _ = writeln!(
+        s,
+        "| workload | {cn} ops/s (ent/s) | {bn} ops/s (ent/s) | throughput | {cn} p50 ms | {bn} p50 ms | {cn} p99 ms | {bn} p99 ms | p99 | {cn} CPU µs/op | {bn} CPU µs/op | CPU | errors ({cn} / {bn}) |"
+    );
+    let _ = writeln!(
+        s,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
+    for cw in &cand.workloads {
+        let Some(bw) = base.workloads.iter().find(|w| w.name == cw.name) else {
+            continue;
+        };
+        let tput = |w: &WorkloadReport| {
+            if is_batch(&w.name) {
+                w.entities_per_s
+            } else {
+                w.ops_per_s
+            }
+        };
+        let cpu = |w: &WorkloadReport| w.server.as_ref().and_then(|s| s.cpu_us_per_op);
+        let errs = |w: &WorkloadReport| w.errors.values().sum::<u64>() + w.bad_results;
+        let _ = writeln!(
+            s,
+            "| {} | {:.0} | {:.0} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} / {} |",
+            cw.name,
+            tput(cw),
+            tput(bw),
+            ratio(Some(tput(cw)), Some(tput(bw))),
+            cw.latency.p50_ms,
+            bw.latency.p50_ms,
+            cw.latency.p99_ms,
+            bw.latency.p99_ms,
+            ratio(Some(bw.latency.p99_ms), Some(cw.latency.p99_ms)),
+            num(cpu(cw), 0),
+            num(cpu(bw), 0),
+            ratio(cpu(bw), cpu(cw)),
+            errs(cw),
+            errs(bw)
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(s, "| resource | {cn} | {bn} | ratio |");
+    let _ = writeln!(s, "|---|---:|---:|---:|");
+    let hwm = |r: &RunReport| {
+        r.server
+            .as_ref()
+            .and_then(|s| s.vmhwm_kib)
+            .map(|k| k as f64 / 1024.0)
+    };
+    let _ = writeln!(
+        s,
+        "| peak RSS (VmHWM), MiB | {} | {} | {} |",
+        num(hwm(cand), 1),
+        num(hwm(base), 1),
+        ratio(hwm(base), hwm(cand))
+    );
+    let cpu_total = |r: &RunReport| r.server.as_ref().and_then(|s| s.cpu_seconds_total);
+    let _ = writeln!(
+        s,
+        "| server CPU over the run, s | {} | {} | {} |",
+        num(cpu_total(cand), 1),
+        num(cpu_total(base), 1),
+        ratio(cpu_total(base), cpu_total(cand))
+    );
+    let preload = |r: &RunReport| {
+        r.preload
+            .as_ref()
+            .filter(|p| p.mode != "existing")
+            .map(|p| p.entities_per_s)
+    };
+    let _ = writeln!(
+        s,
+        "| preload, entities/s | {} | {} | {} |",
+        num(preload(cand), 0),
+        num(preload(base), 0),
+        ratio(preload(cand), preload(base))
+    );
+    let disk = |r: &RunReport| {
+        r.data_dir
+            .as_ref()
+            .and_then(|d| d.bytes_at_end)
+            .map(|b| b as f64 / (1u64 << 20) as f64)
+    };
+    let _ = writeln!(
+        s,
+        "| data folder at the end, MiB | {} | {} | {} |",
+        num(disk(cand), 1),
+        num(disk(base), 1),
+        ratio(disk(base), disk(cand))
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn sample(label: &str, ops_per_s: f64, p99: f64) -> RunReport {
+        RunReport {
+            tool: "tablestore-bench".into(),
+            tool_version: "0".into(),
+            label: Some(label.into()),
+            endpoint: "http://127.0.0.1:1/devstoreaccount1".into(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            settings: Settings {
+                workloads: vec!["insert".into()],
+                concurrency: 1,
+                duration_s: 1.0,
+                ops: None,
+                warmup_s: 0.0,
+                entities: 1,
+                partitions: 1,
+                batch_size: 100,
+                bulk_entities: 1,
+                range_rows: 100,
+                metadata: "minimalmetadata".into(),
+                api_version: "2019-02-02".into(),
+                client_threads: 1,
+                entity_json_bytes: 1024,
+            },
+            preload: None,
+            workloads: vec![WorkloadReport {
+                name: "insert".into(),
+                table: "t".into(),
+                ops: 100,
+                failed: 1,
+                entities: 100,
+                rows: 0,
+                bad_results: 0,
+                elapsed_s: 1.0,
+                ops_per_s,
+                entities_per_s: ops_per_s,
+                latency: Latency {
+                    p99_ms: p99,
+                    ..Latency::default()
+                },
+                errors: BTreeMap::from([("409".to_string(), 1)]),
+                error_sample: Some("409 Conflict".into()),
+                stopped_by: "duration".into(),
+                connections_opened: 1,
+                client_cpu_us_per_op: None,
+                server: Some(WorkloadServer {
+                    cpu_us_per_op: Some(100.0),
+                    ..WorkloadServer::default()
+                }),
+                data_dir_bytes: None,
+                timeline: None,
+            }],
+            server: Some(ServerReport {
+                pid: 1,
+                vmhwm_kib: Some(2048),
+                vmrss_kib: Some(1024),
+                cpu_seconds_total: Some(1.0),
+            }),
+            data_dir: None,
+        }
+    }
+
+    #[test]
+    fn human_table_lists_workloads_and_errors() {
+        let h = human(&sample("tablestore", 1234.5, 3.0));
+        assert!(h.contains("insert"));
+        assert!(h.contains("1234.5"));
+        assert!(h.contains("409×1"));
+        assert!(h.contains("peak RSS (VmHWM) 2.0 MiB"));
+    }
+
+    #[test]
+    fn compare_orients_ratios() {
+        let cand = sample("tablestore", 2000.0, 2.0);
+        let base = sample("azurite", 1000.0, 8.0);
+        let md = compare_markdown(&base, &cand);
+        assert!(md.contains("| insert | 2000 | 1000 | 2.00× | "), "{md}");
+        assert!(md.contains("| 4.00× |"), "{md}");
+        let json = serde_json::to_string(&cand).unwrap();
+        let back: RunReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.workloads[0].ops, 100);
+    }
+}
