@@ -286,3 +286,77 @@ async fn stored_access_policy_grants_and_revokes() {
     let r = t.send("GET", "/nosuchtable?comp=acl", &[], None).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn ranged_sas_queries_see_only_their_range_across_pages() {
+    let t = TestServer::start().await;
+    t.create_table("rangedq").await;
+    for pk in ["a", "b", "c", "d", "e"] {
+        for rk in ["1", "2", "3"] {
+            t.insert("rangedq", &json!({"PartitionKey": pk, "RowKey": rk}))
+                .await;
+        }
+    }
+    let sas = table_sas("rangedq", "r", ["b", "2", "d", "1"], "");
+    let unsigned = [("x-unsigned", "1")];
+    let mut seen = Vec::new();
+    let mut next: Option<(String, String)> = None;
+    for _ in 0..20 {
+        let mut path = format!("/rangedq()?{sas}&$top=2");
+        if let Some((pk, rk)) = &next {
+            path.push_str(&format!(
+                "&NextPartitionKey={}&NextRowKey={}",
+                urlencode(pk),
+                urlencode(rk)
+            ));
+        }
+        let r = t.send("GET", &path, &unsigned, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+        for e in r.json()["value"].as_array().unwrap() {
+            seen.push(format!(
+                "{}{}",
+                e["PartitionKey"].as_str().unwrap(),
+                e["RowKey"].as_str().unwrap()
+            ));
+        }
+        next = match (
+            r.header("x-ms-continuation-NextPartitionKey"),
+            r.header("x-ms-continuation-NextRowKey"),
+        ) {
+            (Some(p), Some(rk)) => Some((p.to_string(), rk.to_string())),
+            _ => None,
+        };
+        if next.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen, vec!["b2", "b3", "c1", "c2", "c3", "d1"]);
+    let filtered = t
+        .send(
+            "GET",
+            &format!(
+                "/rangedq()?{sas}&$filter={}",
+                urlencode("PartitionKey eq 'a' or RowKey eq '3'")
+            ),
+            &unsigned,
+            None,
+        )
+        .await;
+    let keys: Vec<String> = filtered.json()["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            format!(
+                "{}{}",
+                e["PartitionKey"].as_str().unwrap(),
+                e["RowKey"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        vec!["b3", "c3"],
+        "the filter is intersected with the SAS range"
+    );
+}

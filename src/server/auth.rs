@@ -115,3 +115,27 @@ pub fn check_key(
         None => Ok(()),
     }
 }
+
+/// The key range a SAS allows, as a store range (`None`: unrestricted).
+pub fn sas_key_range(principal: Option<&Principal>) -> Option<crate::store::KeyRange> {
+    use crate::store::{KeyBound, KeyRange};
+    let range = principal.and_then(Principal::sas)?.key_range();
+    if range.is_unbounded() {
+        return None;
+    }
+    let start = match &range.start {
+        None => KeyBound::Unbounded,
+        Some(b) => match &b.row_key {
+            None => KeyBound::PartitionStart(b.partition_key.clone()),
+            Some(rk) => KeyBound::Included(b.partition_key.clone(), rk.clone()),
+        },
+    };
+    let end = match &range.end {
+        None => KeyBound::Unbounded,
+        Some(b) => match &b.row_key {
+            None => KeyBound::PartitionEnd(b.partition_key.clone()),
+            Some(rk) => KeyBound::Included(b.partition_key.clone(), rk.clone()),
+        },
+    };
+    Some(KeyRange { start, end })
+}

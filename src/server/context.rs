@@ -100,7 +100,10 @@ impl RequestContext {
     /// Azure's error response. OData bodies also carry `x-ms-error-code` here (the issue
     /// asks for it on every error; SDKs read the body first, so it is harmless).
     pub fn error_response(&self, error: &ApiError, format: ErrorFormat) -> Response {
-        if error.status().is_server_error() {
+        // 501 NotImplemented is an answer, not a fault; only real faults are logged as errors.
+        if error.status().is_server_error()
+            && error.code != crate::protocol::ErrorCode::NotImplemented
+        {
             tracing::error!(request_id = %self.request_id, code = error.code.as_str(), message = %error.message, "request failed");
         }
         let mut parts = match format {

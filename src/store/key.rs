@@ -272,3 +272,78 @@ mod resume_tests {
         assert!(KeyRange::point("p", "1").resume_from("p", "1").is_some());
     }
 }
+
+impl KeyRange {
+    /// The keys in both ranges; `None` when they do not overlap.
+    pub fn intersect(&self, other: &KeyRange) -> Option<KeyRange> {
+        let (s1, e1) = self.to_bytes(0);
+        let (s2, e2) = other.to_bytes(0);
+        // The later start and the earlier end win; on equal bytes an excluded bound is tighter.
+        let start_rank = |b: &Bound<Vec<u8>>| match b {
+            Bound::Included(k) => (Some(k.clone()), 0),
+            Bound::Excluded(k) => (Some(k.clone()), 1),
+            Bound::Unbounded => (None, 0),
+        };
+        let end_rank = |b: &Bound<Vec<u8>>| match b {
+            Bound::Included(k) => (Some(k.clone()), 1),
+            Bound::Excluded(k) => (Some(k.clone()), 0),
+            Bound::Unbounded => (None, 2),
+        };
+        let start = if start_rank(&s1) >= start_rank(&s2) {
+            self.start.clone()
+        } else {
+            other.start.clone()
+        };
+        let end = match (end_rank(&e1), end_rank(&e2)) {
+            ((None, _), _) => other.end.clone(),
+            (_, (None, _)) => self.end.clone(),
+            (a, b) if a <= b => self.end.clone(),
+            _ => other.end.clone(),
+        };
+        let range = KeyRange { start, end };
+        let (s, e) = range.to_bytes(0);
+        let non_empty = match (&s, &e) {
+            (Bound::Included(a), Bound::Included(b)) => a <= b,
+            (Bound::Included(a), Bound::Excluded(b))
+            | (Bound::Excluded(a), Bound::Included(b))
+            | (Bound::Excluded(a), Bound::Excluded(b)) => a < b,
+            _ => true,
+        };
+        non_empty.then_some(range)
+    }
+}
+
+#[cfg(test)]
+mod intersect_tests {
+    use super::*;
+
+    fn inside(r: &KeyRange, pk: &str, rk: &str) -> bool {
+        r.resume_from(pk, rk).is_some_and(|x| {
+            let (s, _) = x.to_bytes(0);
+            let k = entity_key(0, pk, rk);
+            match s {
+                Bound::Included(s) => s <= k,
+                Bound::Excluded(s) => s < k,
+                Bound::Unbounded => true,
+            }
+        })
+    }
+
+    #[test]
+    fn intersections() {
+        let sas = KeyRange {
+            start: KeyBound::PartitionStart("b".into()),
+            end: KeyBound::Included("d".into(), "5".into()),
+        };
+        let all = KeyRange::all().intersect(&sas).unwrap();
+        assert_eq!(all, sas);
+        assert_eq!(KeyRange::partition("a").intersect(&sas), None);
+        assert_eq!(
+            KeyRange::partition("c").intersect(&sas),
+            Some(KeyRange::partition("c"))
+        );
+        let d = KeyRange::partition("d").intersect(&sas).unwrap();
+        assert!(inside(&d, "d", "5") && !inside(&d, "d", "6") && inside(&d, "d", ""));
+        assert_eq!(KeyRange::point("d", "6").intersect(&sas), None);
+    }
+}

@@ -66,7 +66,16 @@ pub async fn query_entities(
         top: parse_top(&call.query)?,
         ..PageLimits::default()
     };
-    let plan = plan_entities(filter.as_ref());
+    let mut plan = plan_entities(filter.as_ref());
+    // A SAS with a key range sees only its range: read only the planned ranges' overlap with it.
+    let sas_range = crate::server::auth::sas_key_range(call.principal.as_ref());
+    if let Some(sas) = &sas_range {
+        plan.ranges = plan
+            .ranges
+            .iter()
+            .filter_map(|r| r.intersect(sas))
+            .collect();
+    }
     let description = plan.to_string();
     let resume = resume_position(call);
     let account = call.ctx.data_account().to_string();
