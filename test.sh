@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command.
 #
-#   1. cargo build --release, cargo test --release   (one profile for both)
+#   1. cargo test --release, cargo build --release   (one profile for both)
 #   2. .venv with the pinned azure-data-tables suite deps; npm ci for @azure/data-tables
 #   3. start target/release/tablestore on a free loopback port and a temp data dir,
 #      wait for GET /_health, run the Python and JS SDK suites against it, stop it
@@ -110,14 +110,12 @@ die_with_summary() { # message
 
 SERVER_BIN="$ROOT/target/release/tablestore"
 if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; then
-  log "cargo build --release"
-  if cargo build --release; then
-    record "cargo build" ok "target/release/tablestore"
-  else
-    record "cargo build" FAILED "see output above"
-    die_with_summary "cargo build failed"
-  fi
-
+  # One profile (release) for both steps. `cargo test` runs first because it
+  # also builds the binary for the integration tests (CARGO_BIN_EXE_tablestore)
+  # with the dev-dependency feature set; a separate `cargo build` before it
+  # would compile the crates whose features differ a second time. The explicit
+  # build below only runs when the test build did not produce the binary.
+  touch "$WORK/cargo-start"
   log "cargo test --release"
   set +e
   cargo test --release 2>&1 | tee "$WORK/cargo-test.log"
@@ -137,6 +135,18 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; the
     record "cargo test" ok "$c_pass passed, $c_fail failed, $c_skip ignored"
   else
     record "cargo test" FAILED "exit $cargo_rc; $c_pass passed, $c_fail failed"
+  fi
+
+  if [ -x "$SERVER_BIN" ] && [ "$SERVER_BIN" -nt "$WORK/cargo-start" ]; then
+    record "cargo build" ok "target/release/tablestore (built by cargo test)"
+  else
+    log "cargo build --release"
+    if cargo build --release; then
+      record "cargo build" ok "target/release/tablestore"
+    else
+      record "cargo build" FAILED "see output above"
+      die_with_summary "cargo build failed"
+    fi
   fi
 elif [ "$TARGET" = "tablestore" ]; then
   record "cargo" skipped "TABLESTORE_SKIP_CARGO=1"
@@ -229,8 +239,19 @@ if [ "$RUN_PY" = "1" ] || [ "$RUN_JS" = "1" ]; then
     fi
 
     ready=1
+    why="not ready within ${HEALTH_TIMEOUT}s at $ENDPOINT"
     if [ -n "$health_url" ]; then
-      wait_ready "$health_url" "$SERVER_PID" || ready=0
+      wait_rc=0
+      wait_ready "$health_url" "$SERVER_PID" || wait_rc=$?
+      if [ "$wait_rc" -ne 0 ]; then
+        ready=0
+        if [ "$wait_rc" -eq 2 ]; then
+          server_rc=0
+          wait "$SERVER_PID" 2>/dev/null || server_rc=$?
+          SERVER_PID=""
+          why="exited with status $server_rc before $health_url answered 200"
+        fi
+      fi
     else
       deadline=$((SECONDS + HEALTH_TIMEOUT)); ready=0
       while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$SERVER_PID" 2>/dev/null; do
@@ -244,7 +265,7 @@ if [ "$RUN_PY" = "1" ] || [ "$RUN_JS" = "1" ]; then
       echo "--- server log (last 50 lines) ---"
       tail -n 50 "$SERVER_LOG" || true
       echo "----------------------------------"
-      record "server" FAILED "not ready within ${HEALTH_TIMEOUT}s at $ENDPOINT"
+      record "server" FAILED "$why"
       die_with_summary "the server did not become ready"
     fi
     record "server" ok "$TARGET at $ENDPOINT (store: $([ "$TARGET" = azurite ] && echo memory || echo "$STORE"))"

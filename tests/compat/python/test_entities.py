@@ -67,6 +67,7 @@ def test_create_entity_without_row_key_is_rejected(table):
     assert (status, code) == (400, "PropertiesNeedValue")
 
 
+@pytest.mark.query  # $select
 def test_get_entity_with_select(table):
     table.create_entity({"PartitionKey": "pk", "RowKey": "rk", "a": 1, "b": "two", "c": 3.5})
     got = table.get_entity("pk", "rk", select=["a", "c"])
