@@ -108,7 +108,9 @@ die_with_summary() { # message
 
 # --- 1. Rust: build + unit/integration tests --------------------------------
 
-SERVER_BIN="$ROOT/target/release/tablestore"
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
+SERVER_BIN="$TARGET_DIR/release/tablestore"
 if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; then
   # One profile (release) for both steps. `cargo test` runs first because it
   # also builds the binary for the integration tests (CARGO_BIN_EXE_tablestore)
