@@ -1,0 +1,342 @@
+#!/usr/bin/env bash
+# The project's one test command.
+#
+#   1. cargo test --release, cargo build --release   (one profile for both)
+#   2. .venv with the pinned azure-data-tables suite deps; npm ci for @azure/data-tables
+#   3. start target/release/tablestore on a free loopback port and a temp data dir,
+#      wait for GET /_health, run the Python and JS SDK suites against it, stop it
+#   4. print a summary; exit non-zero if anything failed
+#
+# Environment knobs (all optional):
+#   TABLESTORE_TEST_TARGET=tablestore|azurite
+#                               what the SDK suites run against (default tablestore).
+#                               azurite: skips cargo and starts `azurite-table` from PATH
+#                               (or $AZURITE_TABLE) -- for comparison only, not used by CI.
+#   TABLESTORE_ENDPOINT=http://127.0.0.1:N
+#                               use an already running server; nothing is started.
+#   TABLESTORE_TEST_STORE=disk|memory
+#                               --location <tempdir> (default) or --in-memory.
+#   TABLESTORE_PYTEST_ARGS="-m 'not batch'"
+#                               extra pytest arguments (shell-quoted).
+#   TABLESTORE_PYTEST_WORKERS=N run the Python suite with pytest-xdist on N workers.
+#   TABLESTORE_SKIP="batch,query"
+#                               JS groups to skip (the Python equivalent is -m).
+#   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_PYTHON=1, TABLESTORE_SKIP_JS=1
+#                               leave out a stage.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$ROOT"
+
+TARGET="${TABLESTORE_TEST_TARGET:-tablestore}"
+STORE="${TABLESTORE_TEST_STORE:-disk}"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/.venv"
+PY_DIR="tests/compat/python"
+JS_DIR="tests/compat/js"
+HEALTH_TIMEOUT="${TABLESTORE_HEALTH_TIMEOUT:-60}"
+
+case "$TARGET" in
+  tablestore|azurite) ;;
+  *) echo "test.sh: TABLESTORE_TEST_TARGET must be 'tablestore' or 'azurite', not '$TARGET'" >&2; exit 2 ;;
+esac
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/tablestore-test.XXXXXX")"
+SERVER_PID=""
+STEPS=()        # "name|status|detail"
+TOTAL_PASS=0
+TOTAL_FAIL=0
+TOTAL_SKIP=0
+FAILED=0
+
+log() { printf '\n==> %s\n' "$*"; }
+
+record() { # name status detail
+  STEPS+=("$1|$2|$3")
+  if [ "$2" != "ok" ] && [ "$2" != "skipped" ]; then FAILED=1; fi
+}
+
+add_counts() { # pass fail skip
+  TOTAL_PASS=$((TOTAL_PASS + $1))
+  TOTAL_FAIL=$((TOTAL_FAIL + $2))
+  TOTAL_SKIP=$((TOTAL_SKIP + $3))
+}
+
+stop_server() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=""
+}
+
+cleanup() {
+  local rc=$?
+  stop_server
+  if [ "${TABLESTORE_KEEP_LOGS:-0}" = "1" ]; then
+    echo "test.sh: logs kept in $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+print_summary() {
+  log "Summary (target: $TARGET)"
+  local entry name status detail
+  for entry in "${STEPS[@]}"; do
+    IFS='|' read -r name status detail <<<"$entry"
+    printf '  %-22s %-8s %s\n' "$name" "$status" "$detail"
+  done
+  echo
+  # Plain closing line, read by CI: "N passed, N failed, N skipped".
+  echo "summary: ${TOTAL_PASS} passed, ${TOTAL_FAIL} failed, ${TOTAL_SKIP} skipped"
+}
+
+die_with_summary() { # message
+  echo "test.sh: $1" >&2
+  print_summary
+  exit 1
+}
+
+# --- 1. Rust: build + unit/integration tests --------------------------------
+
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
+SERVER_BIN="$TARGET_DIR/release/tablestore"
+if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; then
+  # One profile (release) for both steps. `cargo test` runs first because it
+  # also builds the binary for the integration tests (CARGO_BIN_EXE_tablestore)
+  # with the dev-dependency feature set; a separate `cargo build` before it
+  # would compile the crates whose features differ a second time. The explicit
+  # build below only runs when the test build did not produce the binary.
+  touch "$WORK/cargo-start"
+  log "cargo test --release"
+  set +e
+  cargo test --release 2>&1 | tee "$WORK/cargo-test.log"
+  cargo_rc=${PIPESTATUS[0]}
+  set -e
+  read -r c_pass c_fail c_skip < <(awk '
+    /^test result:/ {
+      for (i = 1; i <= NF; i++) {
+        if ($(i+1) ~ /^passed/)  p += $i
+        if ($(i+1) ~ /^failed/)  f += $i
+        if ($(i+1) ~ /^ignored/) s += $i
+      }
+    }
+    END { printf "%d %d %d\n", p, f, s }' "$WORK/cargo-test.log")
+  add_counts "$c_pass" "$c_fail" "$c_skip"
+  if [ "$cargo_rc" -eq 0 ]; then
+    record "cargo test" ok "$c_pass passed, $c_fail failed, $c_skip ignored"
+  else
+    record "cargo test" FAILED "exit $cargo_rc; $c_pass passed, $c_fail failed"
+  fi
+
+  if [ -x "$SERVER_BIN" ] && [ "$SERVER_BIN" -nt "$WORK/cargo-start" ]; then
+    record "cargo build" ok "target/release/tablestore (built by cargo test)"
+  else
+    log "cargo build --release"
+    if cargo build --release; then
+      record "cargo build" ok "target/release/tablestore"
+    else
+      record "cargo build" FAILED "see output above"
+      die_with_summary "cargo build failed"
+    fi
+  fi
+elif [ "$TARGET" = "tablestore" ]; then
+  record "cargo" skipped "TABLESTORE_SKIP_CARGO=1"
+fi
+
+# --- 2. SDK dependencies -----------------------------------------------------
+
+RUN_PY=1; RUN_JS=1
+[ "${TABLESTORE_SKIP_PYTHON:-0}" = "1" ] && RUN_PY=0
+[ "${TABLESTORE_SKIP_JS:-0}" = "1" ] && RUN_JS=0
+
+hash_of() { "$PYTHON" -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],"rb").read()).hexdigest())' "$1"; }
+
+if [ "$RUN_PY" = "1" ]; then
+  log "Python SDK deps (.venv)"
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+  fi
+  req_hash="$(hash_of "$PY_DIR/requirements.txt")"
+  if [ "$(cat "$VENV/.tablestore-requirements" 2>/dev/null || true)" != "$req_hash" ]; then
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$PY_DIR/requirements.txt"
+    echo "$req_hash" >"$VENV/.tablestore-requirements"
+  else
+    echo "requirements unchanged; .venv is up to date"
+  fi
+fi
+
+if [ "$RUN_JS" = "1" ]; then
+  log "JS SDK deps (npm ci in $JS_DIR)"
+  lock_hash="$(hash_of "$JS_DIR/package-lock.json")"
+  if [ "$(cat "$JS_DIR/node_modules/.tablestore-lock" 2>/dev/null || true)" != "$lock_hash" ]; then
+    (cd "$JS_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$lock_hash" >"$JS_DIR/node_modules/.tablestore-lock"
+  else
+    echo "package-lock.json unchanged; node_modules is up to date"
+  fi
+fi
+
+# --- 3. Server ---------------------------------------------------------------
+
+free_port() {
+  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_ready() { # url pid: poll GET url until it answers 200; fail early if pid dies
+  local url=$1 pid=$2 deadline=$((SECONDS + HEALTH_TIMEOUT))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    kill -0 "$pid" 2>/dev/null || return 2
+    if "$PYTHON" -c 'import sys, urllib.request
+sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 1)' "$url" 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  return 1
+}
+
+if [ "$RUN_PY" = "1" ] || [ "$RUN_JS" = "1" ]; then
+  if [ -n "${TABLESTORE_ENDPOINT:-}" ]; then
+    ENDPOINT="${TABLESTORE_ENDPOINT%/}"
+    log "Using the running server at $ENDPOINT"
+    record "server" ok "external: $ENDPOINT"
+  else
+    PORT="$(free_port)"
+    ENDPOINT="http://127.0.0.1:$PORT"
+    SERVER_LOG="$WORK/server.log"
+    if [ "$TARGET" = "tablestore" ]; then
+      [ -x "$SERVER_BIN" ] || die_with_summary "$SERVER_BIN not found (build it, or unset TABLESTORE_SKIP_CARGO)"
+      args=(--host 127.0.0.1 --port "$PORT")
+      if [ "$STORE" = "memory" ]; then
+        args+=(--in-memory)
+      else
+        mkdir -p "$WORK/data"
+        args+=(--location "$WORK/data")
+      fi
+      log "Starting tablestore ${args[*]}"
+      "$SERVER_BIN" "${args[@]}" >"$SERVER_LOG" 2>&1 &
+      SERVER_PID=$!
+      health_url="$ENDPOINT/_health"
+    else
+      AZURITE_TABLE="${AZURITE_TABLE:-$(command -v azurite-table || true)}"
+      [ -n "$AZURITE_TABLE" ] || die_with_summary "azurite-table not found: put it on PATH or set AZURITE_TABLE"
+      log "Starting azurite-table on port $PORT"
+      "$AZURITE_TABLE" --tableHost 127.0.0.1 --tablePort "$PORT" --inMemoryPersistence --loose \
+        --skipApiVersionCheck --disableTelemetry >"$SERVER_LOG" 2>&1 &
+      SERVER_PID=$!
+      # Azurite has no /_health; its table listing answers 403 to an unsigned
+      # request once it listens, so probe with a TCP connect instead.
+      health_url=""
+    fi
+
+    ready=1
+    why="not ready within ${HEALTH_TIMEOUT}s at $ENDPOINT"
+    if [ -n "$health_url" ]; then
+      wait_rc=0
+      wait_ready "$health_url" "$SERVER_PID" || wait_rc=$?
+      if [ "$wait_rc" -ne 0 ]; then
+        ready=0
+        if [ "$wait_rc" -eq 2 ]; then
+          server_rc=0
+          wait "$SERVER_PID" 2>/dev/null || server_rc=$?
+          SERVER_PID=""
+          why="exited with status $server_rc before $health_url answered 200"
+        fi
+      fi
+    else
+      deadline=$((SECONDS + HEALTH_TIMEOUT)); ready=0
+      while [ "$SECONDS" -lt "$deadline" ] && kill -0 "$SERVER_PID" 2>/dev/null; do
+        if "$PYTHON" -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 1).close()' "$PORT" 2>/dev/null; then
+          ready=1; break
+        fi
+        sleep 0.2
+      done
+    fi
+    if [ "$ready" != "1" ]; then
+      echo "--- server log (last 50 lines) ---"
+      tail -n 50 "$SERVER_LOG" || true
+      echo "----------------------------------"
+      record "server" FAILED "$why"
+      die_with_summary "the server did not become ready"
+    fi
+    record "server" ok "$TARGET at $ENDPOINT (store: $([ "$TARGET" = azurite ] && echo memory || echo "$STORE"))"
+  fi
+  export TABLESTORE_ENDPOINT="$ENDPOINT"
+fi
+
+# --- 4. SDK suites -------------------------------------------------------------
+
+if [ "$RUN_PY" = "1" ]; then
+  log "Python SDK suite (pytest $PY_DIR)"
+  mapfile -t extra < <("$PYTHON" -c 'import os, shlex
+for a in shlex.split(os.environ.get("TABLESTORE_PYTEST_ARGS", "")): print(a)')
+  if [ -n "${TABLESTORE_PYTEST_WORKERS:-}" ]; then
+    extra=(-n "$TABLESTORE_PYTEST_WORKERS" --dist loadfile "${extra[@]}")
+  fi
+  set +e
+  "$VENV/bin/python" -m pytest "$PY_DIR" -p no:cacheprovider --junitxml="$WORK/pytest.xml" "${extra[@]}"
+  py_rc=$?
+  set -e
+  read -r p_pass p_fail p_skip < <("$PYTHON" - "$WORK/pytest.xml" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print(0, 0, 0); sys.exit()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+t = f = e = s = 0
+for su in suites:
+    t += int(su.get("tests", 0)); f += int(su.get("failures", 0))
+    e += int(su.get("errors", 0)); s += int(su.get("skipped", 0))
+print(t - f - e - s, f + e, s)
+EOF
+)
+  add_counts "$p_pass" "$p_fail" "$p_skip"
+  if [ "$py_rc" -eq 0 ]; then
+    record "python sdk" ok "$p_pass passed, $p_fail failed, $p_skip skipped"
+  elif [ "$py_rc" -eq 5 ]; then
+    record "python sdk" FAILED "no tests were collected (check TABLESTORE_PYTEST_ARGS)"
+  else
+    record "python sdk" FAILED "exit $py_rc; $p_pass passed, $p_fail failed, $p_skip skipped"
+  fi
+fi
+
+if [ "$RUN_JS" = "1" ]; then
+  log "JS SDK suite (node --test $JS_DIR)"
+  set +e
+  node --test --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$WORK/node.tap" \
+    "$JS_DIR/"
+  js_rc=$?
+  set -e
+  read -r j_pass j_fail j_skip < <(awk '
+    /^# pass /      { p = $3 }
+    /^# fail /      { f = $3 }
+    /^# skipped /   { s += $3 }
+    /^# todo /      { s += $3 }
+    /^# cancelled / { f += $3 }
+    END { printf "%d %d %d\n", p, f, s }' "$WORK/node.tap" 2>/dev/null || echo "0 0 0")
+  add_counts "$j_pass" "$j_fail" "$j_skip"
+  if [ "$js_rc" -eq 0 ]; then
+    record "js sdk" ok "$j_pass passed, $j_fail failed, $j_skip skipped"
+  else
+    record "js sdk" FAILED "exit $js_rc; $j_pass passed, $j_fail failed, $j_skip skipped"
+  fi
+fi
+
+stop_server
+print_summary
+if [ "$FAILED" -ne 0 ]; then
+  exit 1
+fi
