@@ -46,7 +46,10 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
         return r.into_response();
     }
     if let Some(v) = parts.headers.get(headers::X_MS_VERSION) {
-        if !v.to_str().map(is_valid_version).unwrap_or(false) {
+        // `--skipApiVersionCheck` accepts any value, as Azurite's switch does.
+        if !state.config.skip_api_version_check
+            && !v.to_str().map(is_valid_version).unwrap_or(false)
+        {
             return ctx.error(&ApiError::new(ErrorCode::InvalidHeaderValue));
         }
     }
@@ -56,7 +59,9 @@ pub async fn dispatch(State(state): State<AppState>, request: Request<Body>) -> 
         .and_then(|h| h.to_str().ok())
         .or(parts.uri.host());
     let config = &state.config;
-    let Some(account_path) = split_account(host, path, |a| config.is_known_account(a)) else {
+    let host_style = !config.disable_product_style_url;
+    let Some(account_path) = split_account(host, path, |a| config.is_known_account(a), host_style)
+    else {
         return ctx.error(&ApiError::new(ErrorCode::InvalidUri));
     };
     ctx.account = account_path.account.clone();
