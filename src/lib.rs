@@ -6,8 +6,9 @@
 //!   pure functions, never touches the store.
 //! - [`store`]: ordered storage of tables and entities behind the [`store::Store`] trait.
 //! - [`query`]: runs a query against the store: plan, evaluate, page.
-//! - [`server`]: the axum front end, deliberately thin; nothing depends on it.
-//! - [`config`]: command line and environment.
+//! - [`server`]: the axum front end, deliberately thin; only [`testing`] depends on it.
+//! - [`config`]: command line and environment (with Azurite's options as aliases).
+//! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
 
 pub mod config;
@@ -16,3 +17,4 @@ pub mod protocol;
 pub mod query;
 pub mod server;
 pub mod store;
+pub mod testing;

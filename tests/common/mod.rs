@@ -5,14 +5,15 @@
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tablestore::config::Config;
-use tablestore::server::RunningServer;
 
 pub const JSON_MINIMAL: &str = "application/json;odata=minimalmetadata";
 pub const JSON_NONE: &str = "application/json;odata=nometadata";
 pub const JSON_FULL: &str = "application/json;odata=fullmetadata";
 
 pub struct TestServer {
-    pub server: RunningServer,
+    /// The library's fixture (`tablestore::testing::TestServer`): `endpoint()`,
+    /// `account_url()`, `connection_string()`, `shutdown()`.
+    pub server: tablestore::testing::TestServer,
     pub client: reqwest::Client,
 }
 
@@ -55,7 +56,9 @@ impl TestServer {
     }
 
     pub async fn start_with(config: Config) -> TestServer {
-        let server = RunningServer::start(config).await.expect("server starts");
+        let server = tablestore::testing::TestServer::start_with(config)
+            .await
+            .expect("server starts");
         TestServer {
             server,
             client: reqwest::Client::new(),
@@ -78,7 +81,10 @@ impl TestServer {
         let url = format!("{}{}", self.base(), path);
         let method = Method::from_bytes(method.as_bytes()).expect("valid method");
         let mut req = self.client.request(method, &url);
-        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("accept")) {
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
+        {
             req = req.header("Accept", JSON_MINIMAL);
         }
         for (k, v) in headers {
