@@ -9,6 +9,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use clap::builder::BoolishValueParser;
 use clap::parser::ValueSource;
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
@@ -92,7 +93,8 @@ pub struct Config {
     #[arg(
         long,
         visible_alias = "inMemoryPersistence",
-        env = "TABLESTORE_IN_MEMORY"
+        env = "TABLESTORE_IN_MEMORY",
+        value_parser = BoolishValueParser::new()
     )]
     pub in_memory: bool,
 
@@ -119,7 +121,8 @@ pub struct Config {
     pub cache_mb: u64,
 
     /// No access log: one line per request is not printed.
-    #[arg(short = 's', long, env = "TABLESTORE_SILENT")]
+    #[arg(short = 's', long, env = "TABLESTORE_SILENT",
+        value_parser = BoolishValueParser::new())]
     pub silent: bool,
 
     /// Append a debug log (every request and response with headers and bodies, and debug
@@ -129,7 +132,8 @@ pub struct Config {
 
     /// Loose mode: ignore unsupported headers and query parameters. tablestore always does,
     /// so this is accepted for Azurite compatibility.
-    #[arg(short = 'L', long, env = "TABLESTORE_LOOSE")]
+    #[arg(short = 'L', long, env = "TABLESTORE_LOOSE",
+        value_parser = BoolishValueParser::new())]
     pub loose: bool,
 
     /// Accept any x-ms-version value instead of answering 400 InvalidHeaderValue
@@ -137,7 +141,8 @@ pub struct Config {
     #[arg(
         long,
         visible_alias = "skipApiVersionCheck",
-        env = "TABLESTORE_SKIP_API_VERSION_CHECK"
+        env = "TABLESTORE_SKIP_API_VERSION_CHECK",
+        value_parser = BoolishValueParser::new()
     )]
     pub skip_api_version_check: bool,
 
@@ -146,12 +151,14 @@ pub struct Config {
     #[arg(
         long,
         visible_alias = "disableProductStyleUrl",
-        env = "TABLESTORE_DISABLE_PRODUCT_STYLE_URL"
+        env = "TABLESTORE_DISABLE_PRODUCT_STYLE_URL",
+        value_parser = BoolishValueParser::new()
     )]
     pub disable_product_style_url: bool,
 
     /// Accept every request without checking its signature or SAS.
-    #[arg(long, env = "TABLESTORE_DISABLE_AUTH")]
+    #[arg(long, env = "TABLESTORE_DISABLE_AUTH",
+        value_parser = BoolishValueParser::new())]
     pub disable_auth: bool,
 
     /// Accounts and keys, Azurite's format `name:key1[:key2];name2:key1[:key2]` (base64 keys).
@@ -200,6 +207,10 @@ pub struct Config {
     /// Whether `--location` was given on the command line (not by default or environment).
     #[arg(skip)]
     location_on_command_line: bool,
+
+    /// Whether `--host` or `--port` was given on the command line.
+    #[arg(skip)]
+    endpoint_on_command_line: bool,
 }
 
 /// Azurite options that have no effect here: the table keep-alive timeout, telemetry (there
@@ -272,6 +283,7 @@ impl Config {
             version: None,
             azurite: AzuriteOptions::default(),
             location_on_command_line: false,
+            endpoint_on_command_line: false,
         }
     }
 
@@ -297,12 +309,41 @@ impl Config {
         let args = skip_azurite_program_word(args.into_iter().map(Into::into).collect())?;
         let matches = Config::command().try_get_matches_from(args)?;
         let mut config = Config::from_arg_matches(&matches)?;
-        config.location_on_command_line =
-            matches.value_source("location") == Some(ValueSource::CommandLine);
+        let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+        config.location_on_command_line = on_command_line("location");
+        config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
         if env(AZURITE_SKIP_API_VERSION_CHECK).as_deref() == Some("true") {
             config.skip_api_version_check = true;
         }
         Ok(config)
+    }
+
+    /// Whether `--host` or `--port` was given on the command line (not by default or
+    /// environment).
+    pub fn endpoint_on_command_line(&self) -> bool {
+        self.endpoint_on_command_line
+    }
+
+    /// The configuration of a `tablestore` server from its NUL-separated command line (as in
+    /// `/proc/<pid>/cmdline`), read with this process's environment; `None` when the command
+    /// is not a `tablestore` server. `--healthcheck` uses it to find the port that the
+    /// container's main process (PID 1) listens on.
+    pub fn of_server_command_line(
+        cmdline: &[u8],
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Option<Config> {
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let program = Path::new(args.first()?).file_name()?.to_str()?;
+        if program != "tablestore" {
+            return None;
+        }
+        Config::try_parse_args(args, env)
+            .ok()
+            .filter(|c| !c.healthcheck)
     }
 
     pub fn durability(&self) -> Durability {
@@ -520,6 +561,22 @@ mod tests {
         assert_eq!(v.kind(), clap::error::ErrorKind::DisplayVersion);
         let v = parse(&["-v"]).unwrap_err();
         assert_eq!(v.kind(), clap::error::ErrorKind::DisplayVersion);
+    }
+
+    #[test]
+    fn server_command_line_is_read_back() {
+        let c = Config::of_server_command_line(
+            b"/usr/local/bin/tablestore\0azurite-table\0--tablePort\09999\0",
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(c.port, 9999);
+        assert!(Config::of_server_command_line(b"node\0azurite\0", |_| None).is_none());
+        assert!(Config::of_server_command_line(b"tablestore\0--healthcheck\0", |_| None).is_none());
+        assert!(parse(&["--tablePort", "1"])
+            .unwrap()
+            .endpoint_on_command_line());
+        assert!(!parse(&["-s"]).unwrap().endpoint_on_command_line());
     }
 
     #[test]

@@ -50,16 +50,28 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let addr = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let endpoint = format!("http://{addr}");
+    let (endpoint, client_endpoint) = match listener.local_addr() {
+        Ok(addr) => {
+            // Clients cannot dial a wildcard address: show them loopback instead.
+            let ip = addr.ip().to_string();
+            let client_host = health::probe_host(&ip);
+            let client_host = if client_host.contains(':') {
+                format!("[{client_host}]")
+            } else {
+                client_host.to_string()
+            };
+            (
+                format!("http://{addr}"),
+                format!("http://{client_host}:{}", addr.port()),
+            )
+        }
+        Err(_) => (String::new(), String::new()),
+    };
     println!("tablestore listening on {endpoint}");
-    println!("Table endpoint: {endpoint}/{DEV_ACCOUNT}");
+    println!("Table endpoint: {client_endpoint}/{DEV_ACCOUNT}");
     println!(
         "Connection string: {}",
-        connection_string(&endpoint, DEV_ACCOUNT, DEV_ACCOUNT_KEY)
+        connection_string(&client_endpoint, DEV_ACCOUNT, DEV_ACCOUNT_KEY)
     );
     if config.in_memory {
         println!("Storage: in memory (nothing is kept after exit)");
@@ -113,8 +125,19 @@ fn init_logging(config: &Config) -> Result<(), String> {
         .map_err(|e| format!("cannot start logging: {e}"))
 }
 
-/// `--healthcheck`: exit 0 when the server on the configured host and port is ready.
-async fn healthcheck(config: &Config) -> ExitCode {
+/// `--healthcheck`: exit 0 when the server on the configured host and port is ready. Unless
+/// the probe's own command line names a host or port, a `tablestore` running as PID 1 (the
+/// container's main process) is probed where its command line says it listens, so
+/// `docker run … --tablePort 9999` keeps the image's HEALTHCHECK working.
+async fn healthcheck(own: &Config) -> ExitCode {
+    let pid1 = if own.endpoint_on_command_line() {
+        None
+    } else {
+        std::fs::read("/proc/1/cmdline").ok().and_then(|cmdline| {
+            Config::of_server_command_line(&cmdline, |name| std::env::var(name).ok())
+        })
+    };
+    let config = pid1.as_ref().unwrap_or(own);
     let timeout = Duration::from_secs(3);
     // The probe speaks plain HTTP; over HTTPS it can only see that the port is open.
     let result = if config.cert.is_some() {

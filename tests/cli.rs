@@ -235,9 +235,11 @@ async fn environment_configures_the_server() {
     let s = Server::start(
         &[],
         &[
-            ("TABLESTORE_HOST", "127.0.0.1"),
+            ("TABLESTORE_HOST", "0.0.0.0"),
             ("TABLESTORE_PORT", "0"),
-            ("TABLESTORE_IN_MEMORY", "true"),
+            ("TABLESTORE_IN_MEMORY", "1"),
+            ("TABLESTORE_SILENT", "yes"),
+            ("TABLESTORE_LOOSE", "off"),
             ("AZURITE_SKIP_API_VERSION_CHECK", "true"),
         ],
     );
@@ -248,6 +250,24 @@ async fn environment_configures_the_server() {
     )
     .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+    let out = s.output();
+    assert!(out.contains("Storage: in memory"), "{out}");
+    assert!(
+        !out.contains("tablestore::request"),
+        "TABLESTORE_SILENT=yes: {out}"
+    );
+    // Listening on the wildcard address, the printed connection string names loopback.
+    assert!(
+        out.contains("tablestore listening on http://0.0.0.0:"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "TableEndpoint=http://127.0.0.1:{}/devstoreaccount1;",
+            s.port
+        )),
+        "{out}"
+    );
 }
 
 #[tokio::test]
