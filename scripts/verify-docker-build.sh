@@ -13,6 +13,15 @@
 #      trip, that the store is written under <data>/__tablestore__ by that UID, that SIGTERM
 #      stops the server cleanly and that the health check then exits 1.
 #
+# A real image build was also verified on this machine kind (2026-11-21) with Debian's podman
+# and runc (crun cannot run under this kernel's hybrid cgroups): no container registry is
+# reachable, so the two base images were local stand-ins — a `debootstrap bookworm` root
+# imported as debian:bookworm-slim, and the same root plus the machine's Rust toolchain and CA
+# bundle as rust:1-bookworm — then `podman --runtime runc build --format docker --pull=never
+# --network host -t tablestore .` (`--format docker` keeps the HEALTHCHECK), and the container
+# ran as user 10002 with the /data volume, passed `podman healthcheck run` (also with
+# `--tablePort` changed on the command line) and stopped cleanly on SIGTERM.
+#
 # Usage: scripts/verify-docker-build.sh            (from anywhere in the repository)
 # Env:   VERIFY_WORK=dir  scratch folder (default: a fresh temporary folder, removed at exit)
 #        CARGO_BUILD_JOBS is honoured as usual.
