@@ -1,8 +1,17 @@
-//! Command line and environment. Every flag has an environment-variable equivalent.
+//! Command line and environment. Every option has a `TABLESTORE_*` environment variable, and
+//! Azurite's table options (`--tableHost`, `--inMemoryPersistence`, `-l`, `-s`, `-d`, `-L`, …)
+//! and environment (`AZURITE_ACCOUNTS`, `AZURITE_SKIP_API_VERSION_CHECK`) are accepted as
+//! aliases, so `tablestore` can replace `azurite-table` without changing its command line.
+//! Azurite's blob and queue options are accepted and ignored with a warning.
+//!
+//! Depends on nothing else in the crate but [`crate::store::Durability`].
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
-use clap::{Parser, ValueEnum};
+use clap::builder::BoolishValueParser;
+use clap::parser::ValueSource;
+use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::store::Durability;
 
@@ -10,6 +19,13 @@ use crate::store::Durability;
 pub const DEV_ACCOUNT: &str = "devstoreaccount1";
 pub const DEV_ACCOUNT_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// Folder, inside the workspace (`--location`), that holds the on-disk store.
+pub const STORE_DIR_NAME: &str = "__tablestore__";
+
+/// Azurite's switch for skipping the version check by environment; only the exact value
+/// `true` enables it (Azurite README, "Skip API Version Check with an Environment Variable").
+pub const AZURITE_SKIP_API_VERSION_CHECK: &str = "AZURITE_SKIP_API_VERSION_CHECK";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DurabilityArg {
@@ -19,27 +35,67 @@ pub enum DurabilityArg {
     Relaxed,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OAuthLevel {
+    /// Validate bearer tokens' issuer, audience and expiry, not their signature (as Azurite).
+    Basic,
+}
+
+const AFTER_HELP: &str = "\
+Azurite compatibility: a leading `azurite` or `azurite-table` word is skipped, so a Docker or
+Compose command written for mcr.microsoft.com/azure-storage/azurite works unchanged, e.g.
+`tablestore azurite-table --tableHost 0.0.0.0 --tablePort 10002 -l /data`.
+Readiness: GET /_health answers 200 once the server serves requests.
+Documentation: docs/configuration.md";
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "tablestore",
     version,
-    about = "An Azure Table storage-compatible server for local development and CI"
+    disable_version_flag = true,
+    about = "An Azure Table storage-compatible server for local development and CI \
+             (a drop-in replacement for Azurite's table endpoint)",
+    after_help = AFTER_HELP
 )]
 pub struct Config {
-    /// Address to listen on.
-    #[arg(long, env = "TABLESTORE_HOST", default_value = "127.0.0.1")]
+    /// Address to listen on (0.0.0.0 accepts connections from other machines and containers).
+    #[arg(
+        long,
+        visible_alias = "tableHost",
+        env = "TABLESTORE_HOST",
+        default_value = "127.0.0.1",
+        value_name = "HOST"
+    )]
     pub host: String,
 
-    /// Port to listen on (10002 is the Table port the SDKs and tools expect).
-    #[arg(long, env = "TABLESTORE_PORT", default_value_t = 10002)]
+    /// Port to listen on (10002 is the Table port the SDKs and tools expect; 0 picks a free one).
+    #[arg(
+        long,
+        visible_alias = "tablePort",
+        env = "TABLESTORE_PORT",
+        default_value_t = 10002,
+        value_name = "PORT"
+    )]
     pub port: u16,
 
-    /// Data folder of the on-disk store.
-    #[arg(long, env = "TABLESTORE_LOCATION", default_value = "tablestore-data")]
+    /// Workspace folder: the on-disk store lives in its `__tablestore__` subfolder
+    /// (default: the current directory, as Azurite).
+    #[arg(
+        short = 'l',
+        long,
+        env = "TABLESTORE_LOCATION",
+        default_value = ".",
+        value_name = "DIR"
+    )]
     pub location: PathBuf,
 
     /// Keep everything in memory (nothing is written to disk; data is lost at exit).
-    #[arg(long, env = "TABLESTORE_IN_MEMORY")]
+    #[arg(
+        long,
+        visible_alias = "inMemoryPersistence",
+        env = "TABLESTORE_IN_MEMORY",
+        value_parser = BoolishValueParser::new()
+    )]
     pub in_memory: bool,
 
     /// When acknowledged writes reach the disk.
@@ -47,21 +103,158 @@ pub struct Config {
     pub durability: DurabilityArg,
 
     /// Log filter (error, warn, info, debug, trace, or a tracing directive).
-    #[arg(long, env = "TABLESTORE_LOG", default_value = "info")]
+    #[arg(
+        long,
+        env = "TABLESTORE_LOG",
+        default_value = "info",
+        value_name = "FILTER"
+    )]
     pub log_level: String,
 
-    /// Accounts and keys, in Azurite's format `name1:key1:key2;name2:key1` (replaces the
-    /// default `devstoreaccount1` unless it is listed).
-    #[arg(long, env = "AZURITE_ACCOUNTS")]
-    pub accounts: Option<String>,
+    /// Page cache of the on-disk store, in MiB.
+    #[arg(
+        long,
+        env = "TABLESTORE_CACHE_MB",
+        default_value_t = 64,
+        value_name = "MIB"
+    )]
+    pub cache_mb: u64,
 
-    /// Accept unsigned requests (for poking the server with curl). Off by default.
-    #[arg(long, env = "TABLESTORE_DISABLE_AUTH")]
+    /// No access log: one line per request is not printed.
+    #[arg(short = 's', long, env = "TABLESTORE_SILENT",
+        value_parser = BoolishValueParser::new())]
+    pub silent: bool,
+
+    /// Append a debug log (every request and response with headers and bodies, and debug
+    /// events) to FILE.
+    #[arg(short = 'd', long, env = "TABLESTORE_DEBUG", value_name = "FILE")]
+    pub debug: Option<PathBuf>,
+
+    /// Loose mode: ignore unsupported headers and query parameters. tablestore always does,
+    /// so this is accepted for Azurite compatibility.
+    #[arg(short = 'L', long, env = "TABLESTORE_LOOSE",
+        value_parser = BoolishValueParser::new())]
+    pub loose: bool,
+
+    /// Accept any x-ms-version value instead of answering 400 InvalidHeaderValue
+    /// (also enabled by AZURITE_SKIP_API_VERSION_CHECK=true).
+    #[arg(
+        long,
+        visible_alias = "skipApiVersionCheck",
+        env = "TABLESTORE_SKIP_API_VERSION_CHECK",
+        value_parser = BoolishValueParser::new()
+    )]
+    pub skip_api_version_check: bool,
+
+    /// Always take the account from the first path segment, never from the Host name
+    /// (`devstoreaccount1.table.localhost`).
+    #[arg(
+        long,
+        visible_alias = "disableProductStyleUrl",
+        env = "TABLESTORE_DISABLE_PRODUCT_STYLE_URL",
+        value_parser = BoolishValueParser::new()
+    )]
+    pub disable_product_style_url: bool,
+
+    /// Accept every request without checking its signature or SAS.
+    #[arg(long, env = "TABLESTORE_DISABLE_AUTH",
+        value_parser = BoolishValueParser::new())]
     pub disable_auth: bool,
 
-    /// Page cache of the on-disk store, in MiB.
-    #[arg(long, env = "TABLESTORE_CACHE_MB", default_value_t = 64)]
-    pub cache_mb: u64,
+    /// Accounts and keys, Azurite's format `name:key1[:key2];name2:key1[:key2]` (base64 keys).
+    /// When set, these replace devstoreaccount1.
+    #[arg(
+        long = "accounts",
+        env = "AZURITE_ACCOUNTS",
+        hide_env_values = true,
+        value_name = "LIST"
+    )]
+    pub accounts_env: Option<String>,
+
+    /// HTTPS: certificate file, PEM (with --key) or PFX (with --pwd).
+    #[arg(long, env = "TABLESTORE_CERT", value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+
+    /// HTTPS: private key of a PEM certificate.
+    #[arg(long, env = "TABLESTORE_KEY", value_name = "FILE")]
+    pub key: Option<PathBuf>,
+
+    /// HTTPS: password of a PFX certificate.
+    #[arg(
+        long,
+        env = "TABLESTORE_PWD",
+        hide_env_values = true,
+        value_name = "PASSWORD"
+    )]
+    pub pwd: Option<String>,
+
+    /// OAuth (bearer token) authentication level; requires HTTPS.
+    #[arg(long, env = "TABLESTORE_OAUTH", value_enum, value_name = "LEVEL")]
+    pub oauth: Option<OAuthLevel>,
+
+    /// Probe GET /_health on the configured host and port, then exit 0 (ready) or 1.
+    /// For container health checks.
+    #[arg(long)]
+    pub healthcheck: bool,
+
+    /// Print version.
+    #[arg(short = 'v', visible_short_alias = 'V', long, action = ArgAction::Version)]
+    version: Option<bool>,
+
+    #[command(flatten)]
+    pub azurite: AzuriteOptions,
+
+    /// Whether `--location` was given on the command line (not by default or environment).
+    #[arg(skip)]
+    location_on_command_line: bool,
+
+    /// Whether `--host` or `--port` was given on the command line.
+    #[arg(skip)]
+    endpoint_on_command_line: bool,
+}
+
+/// Azurite options that have no effect here: the table keep-alive timeout, telemetry (there
+/// is none), and the blob and queue services (not served). They are accepted so that command
+/// lines written for the all-in-one Azurite image keep working.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Azurite options accepted and ignored")]
+pub struct AzuriteOptions {
+    /// Azurite table keep-alive timeout in seconds (not applied: connections stay open until
+    /// the client closes them).
+    #[arg(long = "tableKeepAliveTimeout", value_name = "SECONDS")]
+    pub table_keep_alive_timeout: Option<u64>,
+
+    /// Azurite telemetry switch (tablestore collects no telemetry).
+    #[arg(long = "disableTelemetry")]
+    pub disable_telemetry: bool,
+
+    /// Blob service address (blob is not served).
+    #[arg(long = "blobHost", value_name = "HOST")]
+    pub blob_host: Option<String>,
+
+    /// Blob service port (blob is not served).
+    #[arg(long = "blobPort", value_name = "PORT")]
+    pub blob_port: Option<u16>,
+
+    /// Blob keep-alive timeout (blob is not served).
+    #[arg(long = "blobKeepAliveTimeout", value_name = "SECONDS")]
+    pub blob_keep_alive_timeout: Option<u64>,
+
+    /// Queue service address (queue is not served).
+    #[arg(long = "queueHost", value_name = "HOST")]
+    pub queue_host: Option<String>,
+
+    /// Queue service port (queue is not served).
+    #[arg(long = "queuePort", value_name = "PORT")]
+    pub queue_port: Option<u16>,
+
+    /// Queue keep-alive timeout (queue is not served).
+    #[arg(long = "queueKeepAliveTimeout", value_name = "SECONDS")]
+    pub queue_keep_alive_timeout: Option<u64>,
+
+    /// In-memory blob/queue content limit (blob and queue are not served).
+    #[arg(long = "extentMemoryLimit", value_name = "MEGABYTES")]
+    pub extent_memory_limit: Option<u64>,
 }
 
 impl Config {
@@ -74,10 +267,83 @@ impl Config {
             in_memory: true,
             durability: DurabilityArg::Durable,
             log_level: "warn".into(),
-            accounts: None,
-            disable_auth: false,
             cache_mb: 16,
+            silent: false,
+            debug: None,
+            loose: false,
+            skip_api_version_check: false,
+            disable_product_style_url: false,
+            disable_auth: false,
+            accounts_env: None,
+            cert: None,
+            key: None,
+            pwd: None,
+            oauth: None,
+            healthcheck: false,
+            version: None,
+            azurite: AzuriteOptions::default(),
+            location_on_command_line: false,
+            endpoint_on_command_line: false,
         }
+    }
+
+    /// Parses the process's command line and environment; prints help, the version or the
+    /// error and exits when clap says so.
+    pub fn from_env_and_args() -> Config {
+        match Config::try_parse_args(std::env::args_os(), |name| std::env::var(name).ok()) {
+            Ok(config) => config,
+            Err(e) => e.exit(),
+        }
+    }
+
+    /// Parses `args` (program name first). Environment variables named in the options are read
+    /// by clap; `env` answers the Azurite-only fallbacks (`AZURITE_SKIP_API_VERSION_CHECK`).
+    pub fn try_parse_args<I, T>(
+        args: I,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        let args = skip_azurite_program_word(args.into_iter().map(Into::into).collect())?;
+        let matches = Config::command().try_get_matches_from(args)?;
+        let mut config = Config::from_arg_matches(&matches)?;
+        let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+        config.location_on_command_line = on_command_line("location");
+        config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
+        if env(AZURITE_SKIP_API_VERSION_CHECK).as_deref() == Some("true") {
+            config.skip_api_version_check = true;
+        }
+        Ok(config)
+    }
+
+    /// Whether `--host` or `--port` was given on the command line (not by default or
+    /// environment).
+    pub fn endpoint_on_command_line(&self) -> bool {
+        self.endpoint_on_command_line
+    }
+
+    /// The configuration of a `tablestore` server from its NUL-separated command line (as in
+    /// `/proc/<pid>/cmdline`), read with this process's environment; `None` when the command
+    /// is not a `tablestore` server. `--healthcheck` uses it to find the port that the
+    /// container's main process (PID 1) listens on.
+    pub fn of_server_command_line(
+        cmdline: &[u8],
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Option<Config> {
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let program = Path::new(args.first()?).file_name()?.to_str()?;
+        if program != "tablestore" {
+            return None;
+        }
+        Config::try_parse_args(args, env)
+            .ok()
+            .filter(|c| !c.healthcheck)
     }
 
     pub fn durability(&self) -> Durability {
@@ -91,7 +357,7 @@ impl Config {
     /// `AZURITE_ACCOUNTS` if given, else the development account.
     pub fn accounts(&self) -> Result<crate::auth::Accounts, String> {
         match self
-            .accounts
+            .accounts_env
             .as_deref()
             .map(str::trim)
             .filter(|a| !a.is_empty())
@@ -100,6 +366,83 @@ impl Config {
             None => Ok(crate::auth::Accounts::dev()),
         }
     }
+
+    /// The folder of the on-disk store: `<location>/__tablestore__`.
+    pub fn store_dir(&self) -> PathBuf {
+        self.location.join(STORE_DIR_NAME)
+    }
+
+    /// Options that were accepted but have no effect, one sentence each, for the start-up log.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let a = &self.azurite;
+        let ignored_services: [(&str, bool); 7] = [
+            ("--blobHost", a.blob_host.is_some()),
+            ("--blobPort", a.blob_port.is_some()),
+            (
+                "--blobKeepAliveTimeout",
+                a.blob_keep_alive_timeout.is_some(),
+            ),
+            ("--queueHost", a.queue_host.is_some()),
+            ("--queuePort", a.queue_port.is_some()),
+            (
+                "--queueKeepAliveTimeout",
+                a.queue_keep_alive_timeout.is_some(),
+            ),
+            ("--extentMemoryLimit", a.extent_memory_limit.is_some()),
+        ];
+        let named: Vec<&str> = ignored_services
+            .iter()
+            .filter(|(_, set)| *set)
+            .map(|(name, _)| *name)
+            .collect();
+        if !named.is_empty() {
+            out.push(format!(
+                "ignoring {}: tablestore serves only the Table service (port {})",
+                named.join(", "),
+                self.port
+            ));
+        }
+        if a.table_keep_alive_timeout.is_some() {
+            out.push(
+                "ignoring --tableKeepAliveTimeout: idle connections stay open until the client closes them"
+                    .to_string(),
+            );
+        }
+        if self.in_memory && self.location_on_command_line {
+            out.push(format!(
+                "ignoring --location {}: --inMemoryPersistence keeps nothing on disk",
+                self.location.display()
+            ));
+        }
+        out
+    }
+}
+
+/// Drops a leading `azurite` or `azurite-table` argument: the Azurite image runs its command
+/// line as given (`azurite-table --tableHost 0.0.0.0`), ours runs `tablestore` with it as
+/// arguments. `azurite-blob` and `azurite-queue` are refused: those services are not served.
+fn skip_azurite_program_word(mut args: Vec<OsString>) -> Result<Vec<OsString>, clap::Error> {
+    let word = args.get(1).and_then(|a| a.to_str()).map(|a| {
+        Path::new(a)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(a)
+            .to_string()
+    });
+    match word.as_deref() {
+        Some("azurite") | Some("azurite-table") => {
+            args.remove(1);
+            Ok(args)
+        }
+        Some(service @ ("azurite-blob" | "azurite-queue")) => {
+            Err(Config::command().error(
+                clap::error::ErrorKind::InvalidValue,
+                format!("`{service}` is not served: tablestore implements only the Table service (use `azurite-table` or no command)"),
+            ))
+        }
+        _ => Ok(args),
+    }
 }
 
 /// The connection string a client pastes to reach `endpoint` (e.g. `http://127.0.0.1:10002`).
@@ -107,4 +450,146 @@ pub fn connection_string(endpoint: &str, account: &str, key: &str) -> String {
     format!(
         "DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};TableEndpoint={endpoint}/{account};"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Config, clap::Error> {
+        let mut all = vec!["tablestore"];
+        all.extend_from_slice(args);
+        Config::try_parse_args(all, |_| None)
+    }
+
+    #[test]
+    fn azurite_table_flags_are_aliases() {
+        let c = parse(&[
+            "--tableHost",
+            "0.0.0.0",
+            "--tablePort",
+            "0",
+            "--inMemoryPersistence",
+            "--loose",
+            "--skipApiVersionCheck",
+            "--disableProductStyleUrl",
+            "-s",
+            "-d",
+            "/tmp/debug.log",
+            "--oauth",
+            "basic",
+            "--cert",
+            "c.pem",
+            "--key",
+            "k.pem",
+            "--pwd",
+            "secret",
+        ])
+        .unwrap();
+        assert_eq!(c.host, "0.0.0.0");
+        assert_eq!(c.port, 0);
+        assert!(c.in_memory && c.loose && c.skip_api_version_check);
+        assert!(c.disable_product_style_url && c.silent);
+        assert_eq!(c.debug.as_deref(), Some(Path::new("/tmp/debug.log")));
+        assert_eq!(c.oauth, Some(OAuthLevel::Basic));
+        assert_eq!(c.cert.as_deref(), Some(Path::new("c.pem")));
+        assert_eq!(c.key.as_deref(), Some(Path::new("k.pem")));
+        assert_eq!(c.pwd.as_deref(), Some("secret"));
+    }
+
+    #[test]
+    fn short_flags_and_location() {
+        let c = parse(&["-l", "/data", "-L", "--silent"]).unwrap();
+        assert_eq!(c.location, PathBuf::from("/data"));
+        assert_eq!(c.store_dir(), PathBuf::from("/data").join(STORE_DIR_NAME));
+        assert!(c.loose && c.silent);
+        let d = parse(&[]).unwrap();
+        assert_eq!(d.location, PathBuf::from("."));
+        assert_eq!((d.host.as_str(), d.port), ("127.0.0.1", 10002));
+        assert!(!d.in_memory && !d.silent && !d.skip_api_version_check && !d.disable_auth);
+    }
+
+    #[test]
+    fn leading_azurite_word_is_skipped() {
+        let c = parse(&["azurite-table", "--tableHost", "0.0.0.0"]).unwrap();
+        assert_eq!(c.host, "0.0.0.0");
+        let c = parse(&["azurite", "-l", "/data", "--blobHost", "0.0.0.0"]).unwrap();
+        assert_eq!(c.location, PathBuf::from("/data"));
+        assert!(c.warnings()[0].contains("--blobHost"));
+        let c = parse(&["/usr/local/bin/azurite-table"]).unwrap();
+        assert_eq!(c.port, 10002);
+        let e = parse(&["azurite-blob", "--blobHost", "0.0.0.0"]).unwrap_err();
+        assert!(e.to_string().contains("only the Table service"), "{e}");
+    }
+
+    #[test]
+    fn ignored_options_warn() {
+        let c = parse(&[
+            "--blobHost",
+            "0.0.0.0",
+            "--queueHost",
+            "0.0.0.0",
+            "--blobPort",
+            "10000",
+            "--queuePort",
+            "10001",
+            "--tableKeepAliveTimeout",
+            "5",
+            "--disableTelemetry",
+        ])
+        .unwrap();
+        let w = c.warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("--blobHost, --blobPort, --queueHost, --queuePort"));
+        let c = parse(&["--inMemoryPersistence", "-l", "/data"]).unwrap();
+        assert!(c.warnings()[0].contains("--location"));
+        assert!(parse(&[]).unwrap().warnings().is_empty());
+    }
+
+    #[test]
+    fn azurite_skip_version_env_needs_exact_true() {
+        let on = Config::try_parse_args(["t"], |n| {
+            (n == AZURITE_SKIP_API_VERSION_CHECK).then(|| "true".to_string())
+        })
+        .unwrap();
+        assert!(on.skip_api_version_check);
+        let off = Config::try_parse_args(["t"], |n| {
+            (n == AZURITE_SKIP_API_VERSION_CHECK).then(|| "TRUE".to_string())
+        })
+        .unwrap();
+        assert!(!off.skip_api_version_check);
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        assert!(parse(&["--no-such-flag"]).is_err());
+        assert!(parse(&["--debug"]).is_err());
+        assert!(parse(&["--oauth", "fancy"]).is_err());
+        assert!(parse(&["--tablePort", "70000"]).is_err());
+        let v = parse(&["--version"]).unwrap_err();
+        assert_eq!(v.kind(), clap::error::ErrorKind::DisplayVersion);
+        let v = parse(&["-v"]).unwrap_err();
+        assert_eq!(v.kind(), clap::error::ErrorKind::DisplayVersion);
+    }
+
+    #[test]
+    fn server_command_line_is_read_back() {
+        let c = Config::of_server_command_line(
+            b"/usr/local/bin/tablestore\0azurite-table\0--tablePort\09999\0",
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(c.port, 9999);
+        assert!(Config::of_server_command_line(b"node\0azurite\0", |_| None).is_none());
+        assert!(Config::of_server_command_line(b"tablestore\0--healthcheck\0", |_| None).is_none());
+        assert!(parse(&["--tablePort", "1"])
+            .unwrap()
+            .endpoint_on_command_line());
+        assert!(!parse(&["-s"]).unwrap().endpoint_on_command_line());
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Config::command().debug_assert();
+    }
 }

@@ -10,8 +10,9 @@
 //! - [`auth`]: Shared Key, Shared Key Lite, SAS and bearer authentication, SAS authorization,
 //!   configured accounts and the table ACL (`SignedIdentifiers`) codec; depends on nothing
 //!   else in the crate.
-//! - [`server`]: the axum front end, deliberately thin; nothing depends on it.
-//! - [`config`]: command line and environment.
+//! - [`server`]: the axum front end, deliberately thin; only [`testing`] depends on it.
+//! - [`config`]: command line and environment (with Azurite's options as aliases).
+//! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
 
 pub mod auth;
@@ -22,3 +23,4 @@ pub mod protocol;
 pub mod query;
 pub mod server;
 pub mod store;
+pub mod testing;

@@ -1,25 +1,47 @@
 //! `tablestore`: parse the configuration, start logging, open the store, serve until Ctrl-C or
-//! SIGTERM, then flush.
+//! SIGTERM, then flush. `--healthcheck` instead probes a running server and exits 0 or 1.
 
-use clap::Parser;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
+
 use tablestore::config::{connection_string, Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
-use tablestore::server::{open_store, serve, AppState};
+use tablestore::server::{health, open_store, serve, AppState};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// What the `--debug` file records besides the request/response trace: our debug events,
+/// and only warnings from dependencies.
+const DEBUG_FILE_FILTER: &str = "warn,tablestore=debug";
 
 #[tokio::main]
-async fn main() -> std::process::ExitCode {
-    let config = Config::parse();
-    let filter = tracing_subscriber::EnvFilter::try_new(&config.log_level)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).init();
+async fn main() -> ExitCode {
+    let config = Config::from_env_and_args();
+    if config.healthcheck {
+        return healthcheck(&config).await;
+    }
+    if let Err(message) = init_logging(&config) {
+        eprintln!("tablestore: {message}");
+        return ExitCode::FAILURE;
+    }
+    for warning in config.warnings() {
+        tracing::warn!("{warning}");
+    }
+    if let Err(e) = config.accounts() {
+        eprintln!("tablestore: invalid accounts (AZURITE_ACCOUNTS / --accounts): {e}");
+        return ExitCode::FAILURE;
+    }
 
     let store = match open_store(&config) {
         Ok(s) => s,
         Err(e) => {
             eprintln!(
                 "tablestore: cannot open the data folder {}: {e:?}",
-                config.location.display()
+                config.store_dir().display()
             );
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
     let listener = match tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await {
@@ -29,31 +51,46 @@ async fn main() -> std::process::ExitCode {
                 "tablestore: cannot listen on {}:{}: {e}",
                 config.host, config.port
             );
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
-    let addr = listener
-        .local_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_default();
-    let endpoint = format!("http://{addr}");
+    let (endpoint, client_endpoint) = match listener.local_addr() {
+        Ok(addr) => {
+            // Clients cannot dial a wildcard address: show them loopback instead.
+            let ip = addr.ip().to_string();
+            let client_host = health::probe_host(&ip);
+            let client_host = if client_host.contains(':') {
+                format!("[{client_host}]")
+            } else {
+                client_host.to_string()
+            };
+            (
+                format!("http://{addr}"),
+                format!("http://{client_host}:{}", addr.port()),
+            )
+        }
+        Err(_) => (String::new(), String::new()),
+    };
     println!("tablestore listening on {endpoint}");
-    println!("Table endpoint: {endpoint}/{DEV_ACCOUNT}");
+    println!("Table endpoint: {client_endpoint}/{DEV_ACCOUNT}");
     println!(
         "Connection string: {}",
-        connection_string(&endpoint, DEV_ACCOUNT, DEV_ACCOUNT_KEY)
+        connection_string(&client_endpoint, DEV_ACCOUNT, DEV_ACCOUNT_KEY)
     );
     if config.in_memory {
         println!("Storage: in memory (nothing is kept after exit)");
     } else {
-        println!("Storage: {}", config.location.display());
+        println!("Storage: {}", config.store_dir().display());
     }
+    // Log-watching readiness checks written for Azurite (Testcontainers modules wait for
+    // "Table service is successfully listening") see the same words.
+    println!("Table service is successfully listening at {endpoint}");
     let disable_auth = config.disable_auth;
     let state = match AppState::new(store, config) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("tablestore: invalid accounts (AZURITE_ACCOUNTS / --accounts): {e}");
-            return std::process::ExitCode::FAILURE;
+            return ExitCode::FAILURE;
         }
     };
     if disable_auth {
@@ -62,10 +99,70 @@ async fn main() -> std::process::ExitCode {
         );
     }
     match serve(listener, state, shutdown_signal()).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tablestore: {e}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Console logs filtered by `--log-level`; with `--debug FILE` also everything at debug level
+/// (including the request/response trace) appended to FILE.
+fn init_logging(config: &Config) -> Result<(), String> {
+    let console_filter =
+        EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let console = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::stdout().is_terminal())
+        .with_filter(console_filter);
+    let debug_file = match &config.debug {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("cannot open the debug log {}: {e}", path.display()))?;
+            Some(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(Mutex::new(file))
+                    .with_filter(EnvFilter::new(DEBUG_FILE_FILTER)),
+            )
+        }
+        None => None,
+    };
+    tracing_subscriber::registry()
+        .with(console)
+        .with(debug_file)
+        .try_init()
+        .map_err(|e| format!("cannot start logging: {e}"))
+}
+
+/// `--healthcheck`: exit 0 when the server on the configured host and port is ready. Unless
+/// the probe's own command line names a host or port, a `tablestore` running as PID 1 (the
+/// container's main process) is probed where its command line says it listens, so
+/// `docker run … --tablePort 9999` keeps the image's HEALTHCHECK working.
+async fn healthcheck(own: &Config) -> ExitCode {
+    let pid1 = if own.endpoint_on_command_line() {
+        None
+    } else {
+        std::fs::read("/proc/1/cmdline").ok().and_then(|cmdline| {
+            Config::of_server_command_line(&cmdline, |name| std::env::var(name).ok())
+        })
+    };
+    let config = pid1.as_ref().unwrap_or(own);
+    let timeout = Duration::from_secs(3);
+    // The probe speaks plain HTTP; over HTTPS it can only see that the port is open.
+    let result = if config.cert.is_some() {
+        health::probe_tcp(&config.host, config.port, timeout).await
+    } else {
+        health::probe(&config.host, config.port, timeout).await
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tablestore: not healthy: {e}");
+            ExitCode::FAILURE
         }
     }
 }

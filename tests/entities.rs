@@ -622,7 +622,7 @@ async fn unreadable_or_repeated_if_match_never_becomes_an_unconditional_write() 
         .into_bytes();
         raw.push(0xFF);
         raw.extend_from_slice(format!("'\"\r\nConnection: close\r\n\r\n{body}").as_bytes());
-        let (status, text) = support::raw_exchange(t.server.addr, &raw).await;
+        let (status, text) = support::raw_exchange(t.server.addr(), &raw).await;
         assert_eq!(status, 400, "{method} {header}: {text}");
         assert!(
             text.to_ascii_lowercase()

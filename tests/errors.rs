@@ -42,11 +42,9 @@ async fn send_to(
 /// A server with a table. These tests are about input handling, and several send raw or
 /// unsigned requests, so authentication is off (its refusals are covered by tests/auth.rs).
 async fn with_table(name: &str) -> TestServer {
-    let t = TestServer::start_with(tablestore::config::Config {
-        disable_auth: true,
-        ..tablestore::config::Config::for_tests()
-    })
-    .await;
+    let mut config = tablestore::config::Config::for_tests();
+    config.disable_auth = true;
+    let t = TestServer::start_with(config).await;
     t.create_table(name).await;
     t.insert(name, &json!({"PartitionKey": "p", "RowKey": "r", "v": 1}))
         .await;
@@ -317,7 +315,7 @@ async fn accept_any_gets_json_success_bodies_and_xml_error_bodies() {
     assert_xml_error(&r, 412, "UpdateConditionNotSatisfied");
     // No Accept at all (reqwest would send `*/*`): JSON for successes and errors [emu].
     let (status, text) = raw_exchange(
-        t.server.addr,
+        t.server.addr(),
         b"GET /devstoreaccount1/Tables('nope') HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     )
     .await;
@@ -336,7 +334,7 @@ async fn accept_any_gets_json_success_bodies_and_xml_error_bodies() {
         "{text}"
     );
     let (status, text) = raw_exchange(
-        t.server.addr,
+        t.server.addr(),
         b"GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     )
     .await;
@@ -558,7 +556,7 @@ async fn bad_percent_encoding_and_invalid_utf8_in_the_path() {
         .await;
     assert_error(&r, 404, "ResourceNotFound");
     // Raw non-ASCII bytes in the request line.
-    let addr = t.server.addr;
+    let addr = t.server.addr();
     let (status, _) = raw_exchange(
         addr,
         b"GET /devstoreaccount1/enc(PartitionKey='\xff',RowKey='r') HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
@@ -580,7 +578,7 @@ async fn bad_percent_encoding_and_invalid_utf8_in_the_path() {
 async fn a_body_with_broken_chunked_framing_is_a_bad_request_not_413() {
     let t = with_table("chunks").await;
     let (status, text) = raw_exchange(
-        t.server.addr,
+        t.server.addr(),
         b"POST /devstoreaccount1/chunks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n",
     )
     .await;
@@ -592,7 +590,7 @@ async fn a_body_with_broken_chunked_framing_is_a_bad_request_not_413() {
     );
     // Well-formed chunked bodies are fine.
     let (status, text) = raw_exchange(
-        t.server.addr,
+        t.server.addr(),
         b"POST /devstoreaccount1/chunks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n10\r\n{\"PartitionKey\":\r\n12\r\n\"p\",\"RowKey\":\"ch\"}\r\n0\r\n\r\n",
     )
     .await;

@@ -14,12 +14,11 @@ use support::{assert_error, entity_url};
 use tablestore::config::Config;
 
 fn disk_config(dir: &Path) -> Config {
-    Config {
-        in_memory: false,
-        location: dir.to_path_buf(),
-        port: 0,
-        ..Config::for_tests()
-    }
+    let mut config = Config::for_tests();
+    config.in_memory = false;
+    config.location = dir.to_path_buf();
+    config.port = 0;
+    config
 }
 
 async fn start_on(dir: &Path) -> TestServer {
@@ -29,7 +28,10 @@ async fn start_on(dir: &Path) -> TestServer {
 async fn stop(t: TestServer) {
     let TestServer { server, client } = t;
     drop(client);
-    server.stop().await.expect("clean stop flushes the store");
+    server
+        .shutdown()
+        .await
+        .expect("clean stop flushes the store");
 }
 
 const ALL_TYPES: &str = r#"{"PartitionKey":"types","RowKey":"all",

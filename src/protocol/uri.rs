@@ -42,12 +42,15 @@ pub struct AccountPath<'a> {
 /// Resolves the account (spec §1.1): host style when the Host's first label, followed by
 /// `.table.`, is a known account (e.g. `devstoreaccount1.table.localhost`); path style
 /// otherwise (first path segment). IP literals and `localhost` always mean path style.
+/// With `allow_host_style` false (`--disableProductStyleUrl`) the account is always the first
+/// path segment.
 pub fn split_account<'a>(
     host: Option<&str>,
     raw_path: &'a str,
     is_known_account: impl Fn(&str) -> bool,
+    allow_host_style: bool,
 ) -> Option<AccountPath<'a>> {
-    if let Some(host) = host {
+    if let Some(host) = host.filter(|_| allow_host_style) {
         let host_only = strip_port(host);
         if let Some((label, rest)) = host_only.split_once('.') {
             let is_ip = host_only.parse::<std::net::IpAddr>().is_ok();
@@ -358,7 +361,13 @@ mod tests {
     #[test]
     fn accounts() {
         let known = |a: &str| a == "devstoreaccount1";
-        let p = split_account(Some("127.0.0.1:10002"), "/devstoreaccount1/Tables", known).unwrap();
+        let p = split_account(
+            Some("127.0.0.1:10002"),
+            "/devstoreaccount1/Tables",
+            known,
+            true,
+        )
+        .unwrap();
         assert_eq!(
             (p.account.as_str(), p.path_style, p.rest),
             ("devstoreaccount1", true, "/Tables")
@@ -367,18 +376,37 @@ mod tests {
             Some("devstoreaccount1.table.localhost:10002"),
             "/Tables",
             known,
+            true,
         )
         .unwrap();
         assert_eq!(
             (h.account.as_str(), h.path_style, h.rest),
             ("devstoreaccount1", false, "/Tables")
         );
-        let s = split_account(Some("localhost"), "/devstoreaccount1-secondary", known).unwrap();
+        let s = split_account(
+            Some("localhost"),
+            "/devstoreaccount1-secondary",
+            known,
+            true,
+        )
+        .unwrap();
         assert_eq!(
             (s.account.as_str(), s.rest),
             ("devstoreaccount1-secondary", "")
         );
-        assert!(split_account(Some("localhost"), "/", known).is_none());
+        assert!(split_account(Some("localhost"), "/", known, true).is_none());
+        // --disableProductStyleUrl: the first path segment, whatever the Host says.
+        let p = split_account(
+            Some("devstoreaccount1.table.localhost:10002"),
+            "/devstoreaccount1/Tables",
+            known,
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.account.as_str(), p.path_style, p.rest),
+            ("devstoreaccount1", true, "/Tables")
+        );
     }
 
     #[test]

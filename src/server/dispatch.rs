@@ -61,7 +61,10 @@ pub async fn dispatch(
         return r.into_response();
     }
     if let Some(v) = parts.headers.get(headers::X_MS_VERSION) {
-        if !v.to_str().map(is_valid_version).unwrap_or(false) {
+        // `--skipApiVersionCheck` accepts any value, as Azurite's switch does.
+        if !state.config.skip_api_version_check
+            && !v.to_str().map(is_valid_version).unwrap_or(false)
+        {
             return ctx.error(&ApiError::new(ErrorCode::InvalidHeaderValue));
         }
     }
@@ -71,7 +74,8 @@ pub async fn dispatch(
         .and_then(|h| h.to_str().ok())
         .or(parts.uri.host());
     let accounts = &state.accounts;
-    let Some(account_path) = split_account(host, path, |a| accounts.contains(a)) else {
+    let host_style = !state.config.disable_product_style_url;
+    let Some(account_path) = split_account(host, path, |a| accounts.contains(a), host_style) else {
         return ctx.error(&ApiError::new(ErrorCode::InvalidUri));
     };
     ctx.account = account_path.account.clone();

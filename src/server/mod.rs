@@ -6,6 +6,8 @@ pub mod auth;
 pub mod context;
 pub mod dispatch;
 pub mod handlers;
+pub mod health;
+pub mod middleware;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -60,17 +62,25 @@ pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     if config.in_memory {
         return Ok(KvStore::open(MemoryKv::new(), config.durability())?);
     }
-    std::fs::create_dir_all(&config.location).map_err(|e| StoreError::Io(e.to_string()))?;
+    let dir = config.store_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| StoreError::Io(e.to_string()))?;
     let options = SledOptions {
         cache_capacity: config.cache_mb * 1024 * 1024,
         ..SledOptions::default()
     };
-    let kv = SledKv::open(&config.location, &options)?;
+    let kv = SledKv::open(&dir, &options)?;
     Ok(KvStore::open(kv, config.durability())?)
 }
 
+/// The whole HTTP application: the catch-all dispatch route behind the request-log layer.
 pub fn app(state: AppState) -> Router {
-    Router::new().fallback(dispatch::dispatch).with_state(state)
+    Router::new()
+        .fallback(dispatch::dispatch)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::request_log,
+        ))
+        .with_state(state)
 }
 
 /// Serves until `shutdown` completes, then flushes the store.

@@ -39,13 +39,26 @@ fn io(e: sled::Error) -> StoreError {
 
 impl SledKv {
     pub fn open(path: &Path, options: &SledOptions) -> Result<SledKv, StoreError> {
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(path)
             .cache_capacity(options.cache_capacity)
             .flush_every_ms(options.flush_every_ms)
-            .mode(sled::Mode::HighThroughput)
-            .open()
-            .map_err(io)?;
+            .mode(sled::Mode::HighThroughput);
+        // sled's file lock outlives a closed database by a moment (its flusher thread exits
+        // asynchronously), so a restart in the same process retries briefly; another live
+        // instance still gets the error after the wait.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        let db = loop {
+            match config.open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(e))
+                    if e.to_string().contains("lock") && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => return Err(io(e)),
+            }
+        };
         let tables = db.open_tree("tables").map_err(io)?;
         let entities = db.open_tree("entities").map_err(io)?;
         Ok(SledKv {

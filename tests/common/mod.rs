@@ -5,7 +5,6 @@
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tablestore::config::Config;
-use tablestore::server::RunningServer;
 
 pub const JSON_MINIMAL: &str = "application/json;odata=minimalmetadata";
 pub const JSON_NONE: &str = "application/json;odata=nometadata";
@@ -28,7 +27,9 @@ pub fn sign_lite(raw_path: &str, raw_query: Option<&str>) -> (String, String) {
 }
 
 pub struct TestServer {
-    pub server: RunningServer,
+    /// The library's fixture (`tablestore::testing::TestServer`): `endpoint()`,
+    /// `account_url()`, `connection_string()`, `shutdown()`.
+    pub server: tablestore::testing::TestServer,
     pub client: reqwest::Client,
 }
 
@@ -71,7 +72,9 @@ impl TestServer {
     }
 
     pub async fn start_with(config: Config) -> TestServer {
-        let server = RunningServer::start(config).await.expect("server starts");
+        let server = tablestore::testing::TestServer::start_with(config)
+            .await
+            .expect("server starts");
         TestServer {
             server,
             client: reqwest::Client::new(),
@@ -82,7 +85,7 @@ impl TestServer {
     pub async fn start_with_store(
         store: std::sync::Arc<dyn tablestore::store::Store>,
     ) -> TestServer {
-        let server = RunningServer::start_with_store(Config::for_tests(), store)
+        let server = tablestore::testing::TestServer::start_with_store(Config::for_tests(), store)
             .await
             .expect("server starts");
         TestServer {

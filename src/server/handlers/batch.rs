@@ -77,7 +77,7 @@ fn error_sub_response(
 /// The path of a sub-request below the account: absolute or relative URL, path or host style.
 fn sub_request_path<'a>(call: &Call, path: &'a str) -> &'a str {
     let account = &call.ctx.account;
-    match split_account(None, path, |_| false) {
+    match split_account(None, path, |_| false, false) {
         Some(p) if p.account == *account => p.rest,
         _ => path,
     }

@@ -1,0 +1,49 @@
+# tablestore: an Azure Table storage-compatible server, usable in place of the Table
+# endpoint of mcr.microsoft.com/azure-storage/azurite (see docs/configuration.md).
+#
+#   docker build -t tablestore .
+#   docker run -p 10002:10002 -v tablestore-data:/data tablestore
+#
+# The image listens on 0.0.0.0:10002, keeps its data in the /data volume
+# (/data/__tablestore__), runs as the unprivileged user 10002, and answers the
+# HEALTHCHECK through `tablestore --healthcheck` (GET /_health; no curl needed).
+# A command written for the Azurite image (`azurite-table --tableHost 0.0.0.0 …`) works
+# unchanged: the entrypoint skips a leading `azurite`/`azurite-table` word.
+#
+# scripts/verify-docker-build.sh runs the same build steps outside a container.
+
+ARG RUST_VERSION=1
+ARG DEBIAN_RELEASE=bookworm
+
+FROM rust:${RUST_VERSION}-${DEBIAN_RELEASE} AS builder
+WORKDIR /src
+COPY . .
+# The target folder is a cache mount: touching the crate roots makes cargo rebuild this crate
+# even when a copied source file is older than the cached build (dependencies stay cached).
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    touch src/lib.rs src/main.rs \
+ && cargo build --release --locked --bin tablestore \
+ && install -D -m 0755 target/release/tablestore /out/tablestore \
+ && strip /out/tablestore \
+ && /out/tablestore --version
+
+FROM debian:${DEBIAN_RELEASE}-slim
+ARG UID=10002
+RUN groupadd --system --gid "${UID}" tablestore \
+ && useradd --system --uid "${UID}" --gid tablestore --home-dir /data --no-create-home \
+      --shell /usr/sbin/nologin tablestore \
+ && mkdir -p /data \
+ && chown tablestore:tablestore /data
+COPY --from=builder /out/tablestore /usr/local/bin/tablestore
+ENV TABLESTORE_HOST=0.0.0.0 \
+    TABLESTORE_PORT=10002 \
+    TABLESTORE_LOCATION=/data
+VOLUME ["/data"]
+EXPOSE 10002
+USER tablestore:tablestore
+WORKDIR /data
+HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
+  CMD ["tablestore", "--healthcheck"]
+ENTRYPOINT ["tablestore"]
+CMD []

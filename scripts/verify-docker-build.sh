@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Performs the Dockerfile's build and run steps outside a container, for machines without a
+# container engine or without access to a container registry (the rust and debian base images):
+#
+#   1. checks the Dockerfile's promises (non-root user, /data volume, port 10002, health check,
+#      0.0.0.0 listen address, entrypoint);
+#   2. runs the builder stage's cargo command, taken from the Dockerfile itself, then
+#      installs and strips the binary as the builder stage does;
+#   3. lays out the runtime stage (binary, /data owned by the image's UID) in a scratch
+#      folder and starts the binary as that UID (when run as root) with the image's ENV and
+#      an Azurite-style command (`azurite-table --tableHost 0.0.0.0 -l <data>`);
+#   4. checks `tablestore --healthcheck` (the HEALTHCHECK command) exits 0, a table round
+#      trip, that the store is written under <data>/__tablestore__ by that UID, that SIGTERM
+#      stops the server cleanly and that the health check then exits 1.
+#
+# A real image build was also verified on this machine kind (2026-11-21) with Debian's podman
+# and runc (crun cannot run under this kernel's hybrid cgroups): no container registry is
+# reachable, so the two base images were local stand-ins — a `debootstrap bookworm` root
+# imported as debian:bookworm-slim, and the same root plus the machine's Rust toolchain and CA
+# bundle as rust:1-bookworm — then `podman --runtime runc build --format docker --pull=never
+# --network host -t tablestore .` (`--format docker` keeps the HEALTHCHECK), and the container
+# ran as user 10002 with the /data volume, passed `podman healthcheck run` (also with
+# `--tablePort` changed on the command line) and stopped cleanly on SIGTERM.
+#
+# Usage: scripts/verify-docker-build.sh            (from anywhere in the repository)
+# Env:   VERIFY_WORK=dir  scratch folder (default: a fresh temporary folder, removed at exit)
+#        CARGO_BUILD_JOBS is honoured as usual.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+root=$(pwd)
+dockerfile="$root/Dockerfile"
+fail() { echo "verify-docker-build: FAIL: $*" >&2; exit 1; }
+step() { echo "verify-docker-build: $*"; }
+
+work=${VERIFY_WORK:-}
+if [[ -z "$work" ]]; then
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
+mkdir -p "$work"
+
+# 1. The Dockerfile's promises.
+step "checking the Dockerfile"
+[[ -f "$dockerfile" && -f "$root/.dockerignore" ]] || fail "Dockerfile or .dockerignore missing"
+require() { grep -Eq -- "$1" "$dockerfile" || fail "Dockerfile lacks: $2"; }
+require '^FROM rust:.* AS builder' 'a rust builder stage'
+require '^FROM debian:.*-slim' 'a debian slim runtime stage'
+require '^USER tablestore' 'a non-root USER'
+require '^VOLUME \["/data"\]' 'the /data volume'
+require '^EXPOSE 10002' 'EXPOSE 10002'
+require 'TABLESTORE_HOST=0\.0\.0\.0' 'TABLESTORE_HOST=0.0.0.0'
+require 'TABLESTORE_LOCATION=/data' 'TABLESTORE_LOCATION=/data'
+require '^HEALTHCHECK ' 'a HEALTHCHECK'
+require 'CMD \["tablestore", "--healthcheck"\]' 'the health check command'
+require '^ENTRYPOINT \["tablestore"\]' 'the tablestore entrypoint'
+grep -Eq '^target$' "$root/.dockerignore" || fail ".dockerignore does not exclude target"
+uid=$(sed -n 's/^ARG UID=\([0-9]*\)$/\1/p' "$dockerfile")
+[[ -n "$uid" && "$uid" != 0 ]] || fail "no non-root ARG UID in the Dockerfile"
+
+# 2. The builder stage's cargo command, as written in the Dockerfile.
+cargo_cmd=$(grep -Eo 'cargo build [^\\&]*' "$dockerfile" | head -n1 | sed 's/[[:space:]]*$//')
+[[ -n "$cargo_cmd" ]] || fail "no cargo build command in the Dockerfile"
+step "builder: $cargo_cmd"
+# Same command; the target folder is the repository's own (the image build uses a cache mount).
+eval "$cargo_cmd"
+rootfs="$work/rootfs"
+rm -rf "$rootfs"
+install -D -m 0755 target/release/tablestore "$rootfs/out/tablestore"
+strip "$rootfs/out/tablestore"
+"$rootfs/out/tablestore" --version
+
+# 3. The runtime stage's layout.
+step "runtime: /usr/local/bin/tablestore and /data owned by $uid"
+install -D -m 0755 "$rootfs/out/tablestore" "$rootfs/usr/local/bin/tablestore"
+data="$rootfs/data"
+mkdir -p "$data"
+run_as=()
+if [[ $(id -u) == 0 ]]; then
+  chown "$uid:$uid" "$data"
+  chmod 0755 "$work" "$rootfs"
+  run_as=(setpriv --reuid "$uid" --regid "$uid" --clear-groups)
+  "${run_as[@]}" true || fail "cannot switch to uid $uid (setpriv)"
+else
+  step "not root: running as $(id -u) instead of $uid"
+fi
+bin="$rootfs/usr/local/bin/tablestore"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# The image's ENV, with a free port instead of 10002 so the check can run beside other servers.
+image_env=(TABLESTORE_HOST=0.0.0.0 TABLESTORE_PORT="$port" TABLESTORE_LOCATION="$data")
+
+# 4. Run it as the container would, with a command line written for the Azurite image.
+log="$work/server.log"
+(cd "$data" && exec env -i "${image_env[@]}" "${run_as[@]}" "$bin" azurite-table --tableHost 0.0.0.0 -l "$data") >"$log" 2>&1 &
+pid=$!
+stop() { kill -TERM "$pid" 2>/dev/null || true; }
+trap 'stop; [[ -z "${VERIFY_WORK:-}" ]] && rm -rf "$work"' EXIT
+healthy=""
+for _ in $(seq 1 50); do
+  if env -i "${image_env[@]}" "${run_as[@]}" "$bin" --healthcheck 2>/dev/null; then healthy=1; break; fi
+  sleep 0.2
+done
+[[ -n "$healthy" ]] || { cat "$log" >&2; fail "the health check never passed"; }
+step "health check passes on 0.0.0.0:$port"
+base="http://127.0.0.1:$port/devstoreaccount1"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$base/Tables" \
+  -H 'Content-Type: application/json' -H 'Accept: application/json;odata=nometadata' \
+  -d '{"TableName":"dockercheck"}')
+[[ "$code" == 201 ]] || fail "create table answered $code"
+body=$(curl -s "$base/Tables" -H 'Accept: application/json;odata=nometadata')
+[[ "$body" == *'"TableName":"dockercheck"'* ]] || fail "query tables answered $body"
+[[ -d "$data/__tablestore__" ]] || fail "no store in $data/__tablestore__"
+owner=$(stat -c %u "$data/__tablestore__")
+if [[ $(id -u) == 0 ]]; then
+  [[ "$owner" == "$uid" ]] || fail "the store is owned by $owner, not $uid"
+fi
+step "table round trip ok; store in /data/__tablestore__ owned by $owner"
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+[[ "$status" == 0 ]] || { cat "$log" >&2; fail "the server exited with $status after SIGTERM"; }
+if env -i "${image_env[@]}" "$bin" --healthcheck 2>/dev/null; then
+  fail "the health check passes with the server stopped"
+fi
+grep -q "Table service is successfully listening at http://0.0.0.0:$port" "$log" \
+  || { cat "$log" >&2; fail "no readiness line in the log"; }
+step "SIGTERM stops the server cleanly; the health check then fails"
+echo "verify-docker-build: OK"

@@ -1,0 +1,101 @@
+//! The client side of the readiness probe, for `tablestore --healthcheck` (container health
+//! checks in images without curl): `GET /_health` on the configured host and port.
+//!
+//! Depends only on [`super::dispatch::HEALTH_PATH`].
+
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::dispatch::HEALTH_PATH;
+
+/// The address to probe for a listening address: a wildcard (`0.0.0.0`, `::`) means this
+/// machine, so the loopback address of the same family is probed.
+pub fn probe_host(listen_host: &str) -> &str {
+    match listen_host.trim_start_matches('[').trim_end_matches(']') {
+        "" | "0.0.0.0" => "127.0.0.1",
+        "::" => "::1",
+        other => other,
+    }
+}
+
+/// Asks `http://{host}:{port}/_health`; `Ok` when it answers 200 within `timeout`.
+pub async fn probe(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+    let host = probe_host(host);
+    let exchange = async {
+        let mut stream = TcpStream::connect((host, port))
+            .await
+            .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
+        let request = format!(
+            "GET {HEALTH_PATH} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            host_header(host, port)
+        );
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| format!("cannot send the probe: {e}"))?;
+        let mut answer = Vec::new();
+        stream
+            .read_to_end(&mut answer)
+            .await
+            .map_err(|e| format!("cannot read the answer: {e}"))?;
+        let status_line = answer
+            .split(|b| *b == b'\n')
+            .next()
+            .map(|l| String::from_utf8_lossy(l).trim().to_string())
+            .unwrap_or_default();
+        let mut words = status_line.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some(v), Some("200")) if v.starts_with("HTTP/") => Ok(()),
+            _ => Err(format!("unexpected answer: {status_line:?}")),
+        }
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(result) => result,
+        Err(_) => Err(format!("no answer from {host}:{port} within {timeout:?}")),
+    }
+}
+
+/// Like [`probe`] but only checks that the port accepts connections (used when the server
+/// speaks HTTPS, which this probe does not).
+pub async fn probe_tcp(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+    let host = probe_host(host);
+    match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("cannot connect to {host}:{port}: {e}")),
+        Err(_) => Err(format!("no connection to {host}:{port} within {timeout:?}")),
+    }
+}
+
+fn host_header(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_probe_loopback() {
+        assert_eq!(probe_host("0.0.0.0"), "127.0.0.1");
+        assert_eq!(probe_host("::"), "::1");
+        assert_eq!(probe_host("[::]"), "::1");
+        assert_eq!(probe_host("10.1.2.3"), "10.1.2.3");
+        assert_eq!(host_header("::1", 5), "[::1]:5");
+    }
+
+    #[tokio::test]
+    async fn closed_port_fails() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        assert!(probe("127.0.0.1", port, Duration::from_secs(2))
+            .await
+            .is_err());
+    }
+}

@@ -1,0 +1,244 @@
+//! The request-log layer: one `tablestore::request` line per request (method, path, status,
+//! latency, request id, auth outcome) unless `--silent`, and with `--debug FILE` a
+//! `tablestore::debug` trace of each request and response (headers and bodies, secrets
+//! redacted). It wraps the whole application, so the latency includes everything.
+//!
+//! Only observes: it never changes a request or a response (it re-assembles a body it
+//! buffered for the debug trace byte for byte).
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use axum::body::{to_bytes, Body};
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::middleware::Next;
+use axum::response::Response;
+use bytes::Bytes;
+
+use super::dispatch::HEALTH_PATH;
+use super::AppState;
+use crate::model::limits::MAX_REQUEST_BODY;
+use crate::protocol::headers::X_MS_REQUEST_ID;
+
+/// The log target of the per-request access line.
+pub const REQUEST_LOG_TARGET: &str = "tablestore::request";
+/// The log target of the `--debug` request and response trace.
+pub const DEBUG_LOG_TARGET: &str = "tablestore::debug";
+
+/// How a request was authenticated, for the access log's `auth` field (for example
+/// `SharedKey`, `SAS`, `anonymous`, or `denied`). The authentication layer puts it in the
+/// *response* extensions; the log shows `-` when it is absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthOutcome(pub String);
+
+/// Bodies longer than this are cut in the debug trace.
+const DEBUG_BODY_LIMIT: usize = 4096;
+
+/// The middleware function (see `server::app`).
+pub async fn request_log(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let tracing_io = state.config.debug.is_some();
+    let (request, request_trace) = if tracing_io {
+        let (request, trace) = capture_request(request).await;
+        (request, Some(trace))
+    } else {
+        (request, None)
+    };
+
+    let response = next.run(request).await;
+
+    let latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let request_id = response
+        .headers()
+        .get(X_MS_REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-")
+        .to_string();
+    let response = match request_trace {
+        Some(trace) => {
+            tracing::debug!(target: DEBUG_LOG_TARGET, request_id = %request_id, "request {trace}");
+            let (response, trace) = capture_response(response).await;
+            tracing::debug!(target: DEBUG_LOG_TARGET, request_id = %request_id, "response {trace}");
+            response
+        }
+        None => response,
+    };
+
+    if !state.config.silent {
+        let status = response.status().as_u16();
+        let auth = response
+            .extensions()
+            .get::<AuthOutcome>()
+            .map(|a| a.0.as_str())
+            .unwrap_or("-");
+        let latency_ms = (latency_ms * 1000.0).round() / 1000.0;
+        // Readiness probes run every few seconds in containers: keep them out of the info log.
+        if path == HEALTH_PATH {
+            tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, "request");
+        } else {
+            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, "request");
+        }
+    }
+    response
+}
+
+/// Buffers the request body (when its declared length is within the request limit, so the
+/// handler still sees an over-long body and answers `RequestBodyTooLarge`) and describes the
+/// request.
+async fn capture_request(request: Request) -> (Request, String) {
+    let (parts, body) = request.into_parts();
+    let mut trace = format!(
+        "{} {}",
+        parts.method,
+        redact_query(
+            parts
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/")
+        )
+    );
+    write_headers(&mut trace, &parts.headers);
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let body = match declared {
+        Some(len) if len <= MAX_REQUEST_BODY => match to_bytes(body, MAX_REQUEST_BODY).await {
+            Ok(bytes) => {
+                write_body(&mut trace, &bytes);
+                Body::from(bytes)
+            }
+            Err(e) => {
+                let _ = write!(trace, " body=<unreadable: {e}>");
+                Body::empty()
+            }
+        },
+        Some(_) => {
+            trace.push_str(" body=<not captured: larger than the request limit>");
+            body
+        }
+        None if parts
+            .headers
+            .contains_key(axum::http::header::TRANSFER_ENCODING) =>
+        {
+            trace.push_str(" body=<not captured: no Content-Length>");
+            body
+        }
+        None => body,
+    };
+    (Request::from_parts(parts, body), trace)
+}
+
+/// Buffers the response body and describes the response.
+async fn capture_response(response: Response) -> (Response, String) {
+    let (parts, body) = response.into_parts();
+    let mut trace = format!("{}", parts.status.as_u16());
+    write_headers(&mut trace, &parts.headers);
+    let body = match to_bytes(body, usize::MAX).await {
+        Ok(bytes) => {
+            write_body(&mut trace, &bytes);
+            Body::from(bytes)
+        }
+        Err(e) => {
+            let _ = write!(trace, " body=<unreadable: {e}>");
+            Body::empty()
+        }
+    };
+    (Response::from_parts(parts, body), trace)
+}
+
+fn write_headers(out: &mut String, headers: &HeaderMap) {
+    out.push_str(" headers={");
+    for (i, (name, value)) in headers.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let value = value.to_str().unwrap_or("<binary>");
+        let shown = if name == axum::http::header::AUTHORIZATION {
+            redact_authorization(value)
+        } else {
+            value.to_string()
+        };
+        let _ = write!(out, "{name}: {shown}");
+    }
+    out.push('}');
+}
+
+fn write_body(out: &mut String, bytes: &Bytes) {
+    let _ = write!(out, " body_bytes={}", bytes.len());
+    if bytes.is_empty() {
+        return;
+    }
+    let shown = &bytes[..bytes.len().min(DEBUG_BODY_LIMIT)];
+    let text = String::from_utf8_lossy(shown);
+    let _ = write!(out, " body={text:?}");
+    if bytes.len() > DEBUG_BODY_LIMIT {
+        out.push('…');
+    }
+}
+
+/// `SharedKey account:signature` → `SharedKey account:<redacted>`; anything else (bearer
+/// tokens) is redacted after the scheme.
+fn redact_authorization(value: &str) -> String {
+    match value.split_once(' ') {
+        Some((scheme, credential)) => match credential.split_once(':') {
+            Some((account, _)) if scheme.starts_with("SharedKey") => {
+                format!("{scheme} {account}:<redacted>")
+            }
+            _ => format!("{scheme} <redacted>"),
+        },
+        None => "<redacted>".to_string(),
+    }
+}
+
+/// Replaces the value of a SAS signature (`sig=`) in a path and query.
+fn redact_query(path_and_query: &str) -> String {
+    let Some((path, query)) = path_and_query.split_once('?') else {
+        return path_and_query.to_string();
+    };
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, _)) if k.eq_ignore_ascii_case("sig") => format!("{k}=<redacted>"),
+            _ => pair.to_string(),
+        })
+        .collect();
+    format!("{path}?{}", parts.join("&"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted() {
+        assert_eq!(
+            redact_authorization("SharedKey devstoreaccount1:abc+/="),
+            "SharedKey devstoreaccount1:<redacted>"
+        );
+        assert_eq!(
+            redact_authorization("SharedKeyLite a:x"),
+            "SharedKeyLite a:<redacted>"
+        );
+        assert_eq!(redact_authorization("Bearer eyJ.x.y"), "Bearer <redacted>");
+        assert_eq!(redact_authorization("token"), "<redacted>");
+        assert_eq!(
+            redact_query("/a/t()?sv=2019-02-02&sig=abc%2B&se=x"),
+            "/a/t()?sv=2019-02-02&sig=<redacted>&se=x"
+        );
+        assert_eq!(redact_query("/a/Tables"), "/a/Tables");
+    }
+
+    #[test]
+    fn bodies_are_cut() {
+        let mut s = String::new();
+        write_body(&mut s, &Bytes::from(vec![b'a'; DEBUG_BODY_LIMIT + 10]));
+        assert!(s.starts_with(&format!(" body_bytes={}", DEBUG_BODY_LIMIT + 10)));
+        assert!(s.ends_with('…'));
+    }
+}

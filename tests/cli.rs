@@ -1,0 +1,409 @@
+//! The `tablestore` binary as users start it: Azurite-style command lines and environment,
+//! `--help`/`--version`, bad flags, `--silent`, `--debug FILE` and `--healthcheck`
+//! (issue 6: drop-in replacement for Azurite's table endpoint).
+//!
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use reqwest::StatusCode;
+
+mod common;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tablestore");
+
+/// A `tablestore` process on a free port; killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+    output: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// Starts the binary with `args` and only the environment in `env`, and waits for the
+    /// line naming its port.
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .env_clear()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("the binary starts");
+        let output = Arc::new(Mutex::new(String::new()));
+        let (port_tx, port_rx) = mpsc::channel::<u16>();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let out = Arc::clone(&output);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("tablestore listening on http://") {
+                    if let Some(port) = rest.rsplit(':').next().and_then(|p| p.parse().ok()) {
+                        let _ = port_tx.send(port);
+                    }
+                }
+                let mut o = out.lock().unwrap();
+                o.push_str(&line);
+                o.push('\n');
+            }
+        });
+        let mut stderr = child.stderr.take().expect("stderr is piped");
+        let err = Arc::clone(&output);
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr.read_to_string(&mut text);
+            err.lock().unwrap().push_str(&text);
+        });
+        let port = match port_rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(p) => p,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                std::thread::sleep(Duration::from_millis(200));
+                panic!(
+                    "no listening line; output:\n{}",
+                    output.lock().unwrap().as_str()
+                );
+            }
+        };
+        Server {
+            child,
+            port,
+            output,
+        }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn account_url(&self) -> String {
+        format!("{}/devstoreaccount1", self.endpoint())
+    }
+
+    /// Everything printed so far, after a short pause for the reader threads.
+    fn output(&self) -> String {
+        std::thread::sleep(Duration::from_millis(300));
+        self.output.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .output()
+        .expect("the binary runs")
+}
+
+/// Signs a request to `url` for the development account (Shared Key Lite).
+fn signed(req: reqwest::RequestBuilder, url: &str) -> reqwest::RequestBuilder {
+    let parsed = reqwest::Url::parse(url).expect("valid url");
+    let (date, authorization) = common::sign_lite(parsed.path(), parsed.query());
+    req.header("x-ms-date", date)
+        .header("Authorization", authorization)
+}
+
+async fn post_json(url: &str, body: &str, headers: &[(&str, &str)]) -> (StatusCode, String) {
+    let mut req = signed(reqwest::Client::new().post(url), url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json;odata=nometadata")
+        .body(body.to_string());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let r = req.send().await.expect("answered");
+    let status = r.status();
+    (status, r.text().await.expect("body"))
+}
+
+async fn get(url: &str) -> (StatusCode, String) {
+    let r = signed(reqwest::Client::new().get(url), url)
+        .header("Accept", "application/json;odata=nometadata")
+        .send()
+        .await
+        .expect("answered");
+    let status = r.status();
+    (status, r.text().await.expect("body"))
+}
+
+#[tokio::test]
+async fn azurite_table_flags_serve_health_and_a_table_round_trip() {
+    let s = Server::start(
+        &[
+            "--tableHost",
+            "127.0.0.1",
+            "--tablePort",
+            "0",
+            "--inMemoryPersistence",
+            "--loose",
+            "--skipApiVersionCheck",
+        ],
+        &[],
+    );
+    let (status, body) = get(&format!("{}/_health", s.endpoint())).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "OK"));
+
+    // --skipApiVersionCheck: a version this server has never heard of is accepted.
+    let future = [("x-ms-version", "2099-01-01-preview")];
+    let (status, body) = post_json(
+        &format!("{}/Tables", s.account_url()),
+        r#"{"TableName":"people"}"#,
+        &future,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = post_json(
+        &format!("{}/people", s.account_url()),
+        r#"{"PartitionKey":"nl","RowKey":"1","Name":"Ada"}"#,
+        &future,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = get(&format!(
+        "{}/people(PartitionKey='nl',RowKey='1')",
+        s.account_url()
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains(r#""Name":"Ada""#), "{body}");
+
+    let out = s.output();
+    assert!(out.contains("Table service is successfully listening at http://127.0.0.1:"));
+    assert!(out.contains("Storage: in memory"), "{out}");
+    // The access log: one line per request with its status and request id.
+    let line = out
+        .lines()
+        .find(|l| l.contains("tablestore::request") && l.contains("path=/devstoreaccount1/people"))
+        .unwrap_or_else(|| panic!("no access log line:\n{out}"));
+    for part in [
+        "method=POST",
+        "status=201",
+        "latency_ms=",
+        "request_id=",
+        "auth=-",
+    ] {
+        assert!(line.contains(part), "{part} missing from {line}");
+    }
+}
+
+#[tokio::test]
+async fn azurite_image_command_line_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    // The shape of the Azurite image's command line (`azurite -l /data --blobHost … `).
+    let s = Server::start(
+        &[
+            "azurite",
+            "-l",
+            location,
+            "--blobHost",
+            "127.0.0.1",
+            "--queueHost",
+            "127.0.0.1",
+            "--tableHost",
+            "127.0.0.1",
+            "--tablePort",
+            "0",
+            "--disableTelemetry",
+        ],
+        &[],
+    );
+    let (status, _) = post_json(
+        &format!("{}/Tables", s.account_url()),
+        r#"{"TableName":"ondisk"}"#,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert!(dir.path().join("__tablestore__").is_dir());
+    let out = s.output();
+    assert!(
+        out.contains("ignoring --blobHost, --queueHost: tablestore serves only the Table service"),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn environment_configures_the_server() {
+    let s = Server::start(
+        &[],
+        &[
+            ("TABLESTORE_HOST", "0.0.0.0"),
+            ("TABLESTORE_PORT", "0"),
+            ("TABLESTORE_IN_MEMORY", "1"),
+            ("TABLESTORE_SILENT", "yes"),
+            ("TABLESTORE_LOOSE", "off"),
+            ("AZURITE_SKIP_API_VERSION_CHECK", "true"),
+        ],
+    );
+    let (status, body) = post_json(
+        &format!("{}/Tables", s.account_url()),
+        r#"{"TableName":"fromenv"}"#,
+        &[("x-ms-version", "not-a-version")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let out = s.output();
+    assert!(out.contains("Storage: in memory"), "{out}");
+    assert!(
+        !out.contains("tablestore::request"),
+        "TABLESTORE_SILENT=yes: {out}"
+    );
+    // Listening on the wildcard address, the printed connection string names loopback.
+    assert!(
+        out.contains("tablestore listening on http://0.0.0.0:"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "TableEndpoint=http://127.0.0.1:{}/devstoreaccount1;",
+            s.port
+        )),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn silent_and_debug_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let debug_file = dir.path().join("debug.log");
+    let s = Server::start(
+        &[
+            "--tablePort",
+            "0",
+            "--inMemoryPersistence",
+            "-s",
+            "-d",
+            debug_file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let url = format!("{}/Tables", s.account_url());
+    let parsed = reqwest::Url::parse(&url).unwrap();
+    let (date, authorization) = common::sign_lite(parsed.path(), parsed.query());
+    let signature = authorization.rsplit(':').next().unwrap().to_string();
+    let r = reqwest::Client::new()
+        .post(&url)
+        .header("Content-Type", "application/json")
+        .header("x-ms-date", date)
+        .header("Authorization", &authorization)
+        .body(r#"{"TableName":"traced"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let out = s.output();
+    assert!(!out.contains("tablestore::request"), "--silent: {out}");
+    let trace = std::fs::read_to_string(&debug_file).unwrap();
+    assert!(
+        trace.contains("request POST /devstoreaccount1/Tables"),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(r#"body="{\"TableName\":\"traced\"}""#),
+        "{trace}"
+    );
+    assert!(trace.contains("response 201"), "{trace}");
+    assert!(
+        trace.contains("SharedKeyLite devstoreaccount1:<redacted>"),
+        "{trace}"
+    );
+    assert!(!trace.contains(&signature), "the signature leaked: {trace}");
+}
+
+#[tokio::test]
+async fn healthcheck_mode() {
+    let s = Server::start(&["--tablePort", "0", "--inMemoryPersistence"], &[]);
+    let port = s.port.to_string();
+    let ok = run(&["--healthcheck", "--tablePort", &port]);
+    assert!(ok.status.success(), "{ok:?}");
+    // The probe maps a wildcard listen address to loopback, as inside a container.
+    let ok = run(&[
+        "--healthcheck",
+        "--tableHost",
+        "0.0.0.0",
+        "--tablePort",
+        &port,
+    ]);
+    assert!(ok.status.success(), "{ok:?}");
+    drop(s);
+    let down = run(&["--healthcheck", "--tablePort", &port]);
+    assert_eq!(down.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&down.stderr).contains("not healthy"));
+}
+
+#[test]
+fn help_lists_the_azurite_options() {
+    let out = run(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for option in [
+        "--tableHost",
+        "--tablePort",
+        "--location",
+        "--inMemoryPersistence",
+        "--loose",
+        "--skipApiVersionCheck",
+        "--disableProductStyleUrl",
+        "--silent",
+        "--debug",
+        "--cert",
+        "--key",
+        "--pwd",
+        "--oauth",
+        "--disable-auth",
+        "--healthcheck",
+        "--blobHost",
+        "--queueHost",
+        "AZURITE_ACCOUNTS",
+    ] {
+        assert!(
+            help.contains(option),
+            "{option} missing from --help:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn version_is_printed() {
+    for flag in ["--version", "-v", "-V"] {
+        let out = run(&[flag]);
+        assert!(out.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            format!("tablestore {}", env!("CARGO_PKG_VERSION"))
+        );
+    }
+}
+
+#[test]
+fn bad_command_lines_fail_with_a_message() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--tableHots", "0.0.0.0"],
+            "unexpected argument '--tableHots'",
+        ),
+        (&["--debug"], "a value is required for '--debug <FILE>'"),
+        (&["--tablePort", "http"], "invalid value 'http'"),
+        (&["azurite-blob"], "only the Table service"),
+    ];
+    for (args, message) in cases {
+        let out = run(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
