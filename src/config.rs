@@ -115,7 +115,7 @@ pub struct Config {
     #[arg(
         long,
         env = "TABLESTORE_CACHE_MB",
-        default_value_t = 64,
+        default_value_t = 32,
         value_name = "MIB"
     )]
     pub cache_mb: u64,

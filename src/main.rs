@@ -16,6 +16,11 @@ use tracing_subscriber::{EnvFilter, Layer};
 /// and only warnings from dependencies.
 const DEBUG_FILE_FILTER: &str = "warn,tablestore=debug";
 
+/// mimalloc: the request path allocates many small short-lived buffers, which glibc's
+/// allocator serves markedly slower and with more fragmentation.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let config = Config::from_env_and_args();

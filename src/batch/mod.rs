@@ -26,7 +26,7 @@ pub enum RuleViolation {
 /// Checks the change-set rules. Returns the first violation and the index Azure reports for
 /// it: the first operation that breaks it, and index 99 for the count limit (as Azure
 /// reports a 101-operation change set, spec §7.3).
-pub fn check_rules(ops: &[(String, WriteOp)]) -> Result<(), (usize, RuleViolation)> {
+pub fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleViolation)> {
     if ops.len() > MAX_OPERATIONS {
         return Err((MAX_OPERATIONS - 1, RuleViolation::TooManyOperations));
     }
@@ -34,7 +34,7 @@ pub fn check_rules(ops: &[(String, WriteOp)]) -> Result<(), (usize, RuleViolatio
         return Ok(());
     };
     let mut seen = HashSet::with_capacity(ops.len());
-    for (index, (t, op)) in ops.iter().enumerate() {
+    for (index, &(t, op)) in ops.iter().enumerate() {
         if !t.eq_ignore_ascii_case(table) {
             return Err((index, RuleViolation::DifferentTables));
         }
@@ -48,13 +48,14 @@ pub fn check_rules(ops: &[(String, WriteOp)]) -> Result<(), (usize, RuleViolatio
     Ok(())
 }
 
-/// Applies a checked change set atomically: every operation or none.
+/// Applies a checked change set atomically: every operation or none. Durability is the
+/// caller's: the server acknowledges after its group commit covers the change set.
 pub fn execute(
     store: &dyn Store,
     table_id: u64,
     ops: &[WriteOp],
 ) -> Result<Vec<EdmDateTime>, CommitError> {
-    store.commit(table_id, ops)
+    store.commit_unsynced(table_id, ops)
 }
 
 /// Convenience for callers that only need the failing index and error.
@@ -81,8 +82,13 @@ mod tests {
         }
     }
 
-    fn t(o: WriteOp) -> (String, WriteOp) {
-        ("tbl".into(), o)
+    fn t(o: WriteOp) -> (&'static str, WriteOp) {
+        ("tbl", o)
+    }
+
+    fn check(ops: &[(&'static str, WriteOp)]) -> Result<(), (usize, RuleViolation)> {
+        let refs: Vec<(&str, &WriteOp)> = ops.iter().map(|(t, o)| (*t, o)).collect();
+        check_rules(&refs)
     }
 
     #[test]
@@ -91,36 +97,27 @@ mod tests {
             t(op(WriteKind::Insert, "p", "1")),
             t(op(WriteKind::Insert, "p", "2")),
         ];
-        assert_eq!(check_rules(&ok), Ok(()));
+        assert_eq!(check(&ok), Ok(()));
         let parts = vec![
             t(op(WriteKind::Insert, "p", "1")),
             t(op(WriteKind::Insert, "q", "2")),
         ];
-        assert_eq!(
-            check_rules(&parts),
-            Err((1, RuleViolation::DifferentPartitions))
-        );
+        assert_eq!(check(&parts), Err((1, RuleViolation::DifferentPartitions)));
         let dup = vec![
             t(op(WriteKind::Merge, "p", "1")),
             t(op(WriteKind::Insert, "p", "2")),
             t(op(WriteKind::Update, "p", "1")),
         ];
-        assert_eq!(check_rules(&dup), Err((2, RuleViolation::DuplicateRow)));
+        assert_eq!(check(&dup), Err((2, RuleViolation::DuplicateRow)));
         let tables = vec![
             t(op(WriteKind::Insert, "p", "1")),
-            ("other".into(), op(WriteKind::Insert, "p", "2")),
+            ("other", op(WriteKind::Insert, "p", "2")),
         ];
-        assert_eq!(
-            check_rules(&tables),
-            Err((1, RuleViolation::DifferentTables))
-        );
+        assert_eq!(check(&tables), Err((1, RuleViolation::DifferentTables)));
         let many: Vec<_> = (0..101)
             .map(|i| t(op(WriteKind::Insert, "p", &i.to_string())))
             .collect();
-        assert_eq!(
-            check_rules(&many),
-            Err((99, RuleViolation::TooManyOperations))
-        );
+        assert_eq!(check(&many), Err((99, RuleViolation::TooManyOperations)));
     }
 
     #[test]

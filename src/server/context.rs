@@ -10,6 +10,27 @@ use crate::protocol::error::ErrorFormat;
 use crate::protocol::headers::{self, DEFAULT_VERSION};
 use crate::protocol::ApiError;
 
+/// The `Date` header value for the current second, formatted once per second per thread
+/// instead of once per response.
+fn http_date_now() -> HeaderValue {
+    use std::cell::RefCell;
+    thread_local! {
+        static CACHE: RefCell<(i64, HeaderValue)> =
+            const { RefCell::new((i64::MIN, HeaderValue::from_static(""))) };
+    }
+    let now = EdmDateTime::now();
+    let second = now.0.div_euclid(10_000_000);
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.0 != second {
+            if let Ok(v) = HeaderValue::from_str(&now.to_rfc1123()) {
+                *cache = (second, v);
+            }
+        }
+        cache.1.clone()
+    })
+}
+
 pub struct RequestContext {
     pub request_id: String,
     /// The request's `x-ms-version`, echoed back.
@@ -58,9 +79,7 @@ impl RequestContext {
         if let Some(v) = &self.client_request_id {
             h.insert(headers::X_MS_CLIENT_REQUEST_ID, v.clone());
         }
-        if let Ok(v) = HeaderValue::from_str(&EdmDateTime::now().to_rfc1123()) {
-            h.insert("date", v);
-        }
+        h.insert("date", http_date_now());
         h.insert(
             "server",
             HeaderValue::from_static("Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0"),

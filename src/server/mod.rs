@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod context;
 pub mod dispatch;
+pub mod group_commit;
 pub mod handlers;
 pub mod health;
 pub mod middleware;
@@ -29,16 +30,39 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub config: Arc<Config>,
     pub accounts: Arc<Accounts>,
+    pub group_commit: Arc<group_commit::GroupCommit>,
 }
 
 impl AppState {
     pub fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
         let accounts = config.accounts()?;
         Ok(AppState {
+            group_commit: Arc::new(group_commit::GroupCommit::start(Arc::clone(&store))),
             store,
             config: Arc::new(config),
             accounts: Arc::new(accounts),
         })
+    }
+
+    /// Runs short store work (point reads, applying a write) right here on the async worker:
+    /// a lookup or an in-memory apply takes microseconds, much less than a round trip
+    /// through the blocking pool. Scans and flushes use [`AppState::blocking`].
+    pub fn inline<T>(
+        &self,
+        work: impl FnOnce(&dyn Store) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        work(&*self.store)
+    }
+
+    /// Applies entity writes with `apply` and acknowledges them only once they are durable
+    /// (through the asynchronous group commit).
+    pub async fn write<T>(
+        &self,
+        apply: impl FnOnce(&dyn Store) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let result = apply(&*self.store)?;
+        self.group_commit.wait().await?;
+        Ok(result)
     }
 
     /// Runs store work on the blocking pool (the store is synchronous).

@@ -83,6 +83,17 @@ pub trait Store: Send + Sync + 'static {
     /// none. Returns the new Timestamp of each operation (`Delete`'s is unused). Durable on
     /// return when the store is in durable mode.
     fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError>;
+    /// Like [`Store::commit`] but returns as soon as the operations are applied (visible to
+    /// reads), before they are durable. The caller must make them durable ([`Store::flush`],
+    /// or the server's asynchronous group commit) before acknowledging them when
+    /// [`Store::needs_sync`] says so.
+    fn commit_unsynced(
+        &self,
+        table_id: u64,
+        ops: &[WriteOp],
+    ) -> Result<Vec<EdmDateTime>, CommitError>;
+    /// Whether acknowledged writes must wait for a flush (durable mode on disk).
+    fn needs_sync(&self) -> bool;
     /// Forces everything written so far to stable storage.
     fn flush(&self) -> Result<(), StoreError>;
     /// The account's service properties document (opaque to the store), if ever set.
@@ -487,6 +498,23 @@ impl<B: Kv> Store for KvStore<B> {
     }
 
     fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
+        let stamps = self.commit_unsynced(table_id, ops)?;
+        self.make_durable().map_err(|error| CommitError {
+            index: ops.len().saturating_sub(1),
+            error,
+        })?;
+        Ok(stamps)
+    }
+
+    fn needs_sync(&self) -> bool {
+        self.durability == Durability::Durable && self.kv.is_persistent()
+    }
+
+    fn commit_unsynced(
+        &self,
+        table_id: u64,
+        ops: &[WriteOp],
+    ) -> Result<Vec<EdmDateTime>, CommitError> {
         let Some(first) = ops.first() else {
             return Ok(Vec::new());
         };
@@ -511,9 +539,6 @@ impl<B: Kv> Store for KvStore<B> {
         let last = ops.len() - 1;
         self.kv
             .apply(Space::Entities, batch)
-            .map_err(|error| CommitError { index: last, error })?;
-        drop(_guard);
-        self.make_durable()
             .map_err(|error| CommitError { index: last, error })?;
         Ok(stamps)
     }

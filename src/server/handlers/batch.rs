@@ -239,10 +239,7 @@ async fn changeset(
             encode_changeset_response(&[]).1,
         ));
     }
-    let pairs: Vec<(String, WriteOp)> = writes
-        .iter()
-        .map(|w| (w.table.clone(), w.op.clone()))
-        .collect();
+    let pairs: Vec<(&str, &WriteOp)> = writes.iter().map(|w| (w.table.as_str(), &w.op)).collect();
     if let Err((index, v)) = check_rules(&pairs) {
         return Ok(changeset_failure(
             call,
@@ -251,11 +248,32 @@ async fn changeset(
             writes[index].prefer,
         ));
     }
-    let ops: Vec<WriteOp> = pairs.into_iter().map(|(_, op)| op).collect();
+    drop(pairs);
+    // The store takes the operations as one slice; the rest of each write stays for its
+    // sub-response.
+    let (ops, writes): (Vec<WriteOp>, Vec<ChangesetWrite>) = writes
+        .into_iter()
+        .map(|mut w| {
+            let (kind, if_match) = (w.op.kind, w.op.if_match);
+            let op = std::mem::replace(
+                &mut w.op,
+                WriteOp {
+                    kind,
+                    key: EntityKey {
+                        partition_key: String::new(),
+                        row_key: String::new(),
+                    },
+                    properties: Vec::new(),
+                    if_match,
+                },
+            );
+            (op, w)
+        })
+        .unzip();
     let account = call.ctx.data_account().to_string();
     let table = writes[0].table.clone();
     let outcome = state
-        .blocking(move |store| {
+        .write(|store| {
             let info = match table_info(store, &account, &table) {
                 Ok(i) => i,
                 Err(e) => return Ok(Err((0, e))),
@@ -272,8 +290,12 @@ async fn changeset(
     };
     let responses: Vec<SubResponse> = writes
         .into_iter()
+        .zip(ops)
         .zip(stamps)
-        .map(|(w, ts)| success_sub_response(call, &info.name, w, ts))
+        .map(|((mut w, op), ts)| {
+            w.op = op;
+            success_sub_response(call, &info.name, w, ts)
+        })
         .collect();
     let (ct, body) = encode_changeset_response(&responses);
     Ok(accepted(call, ct, body))
@@ -383,16 +405,14 @@ async fn query(state: &AppState, call: &Call, sub: SubRequest) -> Result<Respons
         Err(e) => return Ok(respond(error_sub_response(call, 0, &e, None))),
     };
     let account = call.ctx.data_account().to_string();
-    let found = state
-        .blocking(move |store| {
-            let info = table_info(store, &account, &entity.table)?;
-            let found = store
-                .get_entity(info.id, &entity.partition_key, &entity.row_key)
-                .map_err(store_error)?
-                .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
-            Ok((info, found))
-        })
-        .await;
+    let found = state.inline(|store| {
+        let info = table_info(store, &account, &entity.table)?;
+        let found = store
+            .get_entity(info.id, &entity.partition_key, &entity.row_key)
+            .map_err(store_error)?
+            .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
+        Ok((info, found))
+    });
     let (info, found) = match found {
         Ok(v) => v,
         Err(e) => return Ok(respond(error_sub_response(call, 0, &e, None))),

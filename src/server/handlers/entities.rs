@@ -132,17 +132,15 @@ pub async fn get_entity(
     // answered like a missing one (the swagger accepts the parameter; Azure's use is unknown).
     let filter = filter::parse_param(call.query.get("$filter"))?;
     let account = call.ctx.data_account().to_string();
-    let (info, found) = state
-        .blocking(move |store| {
-            let info = table_info(store, &account, &entity.table)?;
-            let found = store
-                .get_entity(info.id, &entity.partition_key, &entity.row_key)
-                .map_err(store_error)?
-                .filter(|e| eval::matches_opt(filter.as_ref(), e))
-                .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
-            Ok((info, found))
-        })
-        .await?;
+    let (info, found) = state.inline(|store| {
+        let info = table_info(store, &account, &entity.table)?;
+        let found = store
+            .get_entity(info.id, &entity.partition_key, &entity.row_key)
+            .map_err(store_error)?
+            .filter(|e| eval::matches_opt(filter.as_ref(), e))
+            .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
+        Ok((info, found))
+    })?;
     let select = json::parse_select(call.query.get("$select"));
     let ctx = entity_context(call, metadata, &info.name, select.as_deref());
     let mut r = call.ctx.odata_response(StatusCode::OK);
@@ -174,13 +172,13 @@ pub async fn insert_entity(
         if_match: IfMatch::Any,
     };
     let account = call.ctx.data_account().to_string();
-    let (info, op, timestamp) = state
-        .blocking(move |store| {
+    let (info, timestamp) = state
+        .write(|store| {
             let info = table_info(store, &account, &table)?;
             let stamps = store
-                .commit(info.id, std::slice::from_ref(&op))
+                .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
-            Ok((info, op, stamps[0]))
+            Ok((info, stamps[0]))
         })
         .await?;
     let location = format!(
@@ -280,10 +278,10 @@ pub async fn write_entity(
     let is_delete = op.kind == WriteKind::Delete;
     let account = call.ctx.data_account().to_string();
     let timestamp = state
-        .blocking(move |store| {
+        .write(|store| {
             let info = table_info(store, &account, &table)?;
             let stamps = store
-                .commit(info.id, std::slice::from_ref(&op))
+                .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
             Ok(stamps[0])
         })
