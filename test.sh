@@ -23,6 +23,7 @@
 #                               JS groups to skip (the Python equivalent is -m).
 #   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_PYTHON=1, TABLESTORE_SKIP_JS=1
 #                               leave out a stage.
+#   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,6 +44,7 @@ esac
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tablestore-test.XXXXXX")"
 SERVER_PID=""
+SERVER_LOG=""
 STEPS=()        # "name|status|detail"
 TOTAL_PASS=0
 TOTAL_FAIL=0
@@ -336,6 +338,10 @@ if [ "$RUN_JS" = "1" ]; then
 fi
 
 stop_server
+if [ "$FAILED" -ne 0 ] && [ -s "${SERVER_LOG:-}" ]; then
+  log "Server log (last 40 lines of $SERVER_LOG)"
+  tail -n 40 "$SERVER_LOG" || true
+fi
 print_summary
 if [ "$FAILED" -ne 0 ]; then
   exit 1
