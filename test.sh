@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # The project's one test command.
 #
-#   1. cargo test --release, cargo build --release   (one profile for both)
+#   1. cargo test, cargo build   (one profile for both: dev by default, see below)
 #   2. .venv with the pinned azure-data-tables suite deps; npm ci for @azure/data-tables
-#   3. start target/release/tablestore on a free loopback port and a temp data dir,
+#   3. start target/debug/tablestore on a free loopback port and a temp data dir,
 #      wait for GET /_health, run the Python and JS SDK suites against it, stop it
 #   4. print a summary; exit non-zero if anything failed
 #
+# Why the dev (debug) profile: on the 2-core machine a clean debug build of the
+# crate, its dependencies and every test binary takes ~5 min; the release
+# profile took ~15 min (optimising + debuginfo for every integration-test
+# binary). The SDK suites are client-bound, so a debug server runs them about
+# as fast (Python suite ~15 s on disk either way). TABLESTORE_CARGO_PROFILE=release
+# switches both steps to --release.
+#
 # Environment knobs (all optional):
+#   TABLESTORE_CARGO_PROFILE=debug|release
+#                               cargo profile for the build and the tests (default debug).
 #   TABLESTORE_TEST_TARGET=tablestore|azurite
 #                               what the SDK suites run against (default tablestore).
 #                               azurite: skips cargo and starts `azurite-table` from PATH
@@ -23,6 +32,7 @@
 #                               JS groups to skip (the Python equivalent is -m).
 #   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_PYTHON=1, TABLESTORE_SKIP_JS=1
 #                               leave out a stage.
+#   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,6 +53,7 @@ esac
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tablestore-test.XXXXXX")"
 SERVER_PID=""
+SERVER_LOG=""
 STEPS=()        # "name|status|detail"
 TOTAL_PASS=0
 TOTAL_FAIL=0
@@ -108,19 +119,25 @@ die_with_summary() { # message
 
 # --- 1. Rust: build + unit/integration tests --------------------------------
 
+PROFILE="${TABLESTORE_CARGO_PROFILE:-debug}"
+case "$PROFILE" in
+  debug) CARGO_FLAGS=() ;;
+  release) CARGO_FLAGS=(--release) ;;
+  *) echo "test.sh: TABLESTORE_CARGO_PROFILE must be 'debug' or 'release', not '$PROFILE'" >&2; exit 2 ;;
+esac
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$ROOT/$TARGET_DIR" ;; esac
-SERVER_BIN="$TARGET_DIR/release/tablestore"
+SERVER_BIN="$TARGET_DIR/$PROFILE/tablestore"
 if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; then
-  # One profile (release) for both steps. `cargo test` runs first because it
+  # One profile for both steps. `cargo test` runs first because it
   # also builds the binary for the integration tests (CARGO_BIN_EXE_tablestore)
   # with the dev-dependency feature set; a separate `cargo build` before it
   # would compile the crates whose features differ a second time. The explicit
   # build below only runs when the test build did not produce the binary.
   touch "$WORK/cargo-start"
-  log "cargo test --release"
+  log "cargo test ${CARGO_FLAGS[*]}"
   set +e
-  cargo test --release 2>&1 | tee "$WORK/cargo-test.log"
+  cargo test "${CARGO_FLAGS[@]}" 2>&1 | tee "$WORK/cargo-test.log"
   cargo_rc=${PIPESTATUS[0]}
   set -e
   read -r c_pass c_fail c_skip < <(awk '
@@ -140,11 +157,11 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; the
   fi
 
   if [ -x "$SERVER_BIN" ] && [ "$SERVER_BIN" -nt "$WORK/cargo-start" ]; then
-    record "cargo build" ok "target/release/tablestore (built by cargo test)"
+    record "cargo build" ok "$PROFILE binary (built by cargo test)"
   else
-    log "cargo build --release"
-    if cargo build --release; then
-      record "cargo build" ok "target/release/tablestore"
+    log "cargo build ${CARGO_FLAGS[*]}"
+    if cargo build "${CARGO_FLAGS[@]}"; then
+      record "cargo build" ok "$PROFILE binary"
     else
       record "cargo build" FAILED "see output above"
       die_with_summary "cargo build failed"
@@ -336,6 +353,10 @@ if [ "$RUN_JS" = "1" ]; then
 fi
 
 stop_server
+if [ "$FAILED" -ne 0 ] && [ -s "${SERVER_LOG:-}" ]; then
+  log "Server log (last 40 lines of $SERVER_LOG)"
+  tail -n 40 "$SERVER_LOG" || true
+fi
 print_summary
 if [ "$FAILED" -ne 0 ]; then
   exit 1

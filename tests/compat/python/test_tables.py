@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timezone
 
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
+from azure.data.tables import TableAccessPolicy
 
 from conftest import unique_table_name
 from support import ResponseCapture, error_code_of, wire_error
@@ -238,3 +240,48 @@ def test_query_tables_prefix_range(service, make_table):
         )
     )
     assert found == mine
+
+
+# ---------------------------------------------------------------------------
+# Stored access policies (spec §2.4, §2.5)
+# ---------------------------------------------------------------------------
+
+
+def test_table_access_policy_round_trip(table):
+    start = datetime(2021, 7, 8, 9, 10, 9, tzinfo=timezone.utc)
+    expiry = datetime(2031, 7, 8, 9, 10, 9, tzinfo=timezone.utc)
+    table.set_table_access_policy(
+        {
+            "full": TableAccessPolicy(start=start, expiry=expiry, permission="raud"),
+            "permonly": TableAccessPolicy(permission="r"),
+            "empty": None,
+        }
+    )
+    got = table.get_table_access_policy()
+    assert set(got) == {"full", "permonly", "empty"}
+    assert got["full"].permission == "raud"
+    assert got["full"].start == start and got["full"].expiry == expiry
+    assert got["permonly"].permission == "r"
+    assert got["permonly"].start is None and got["permonly"].expiry is None
+    assert got["empty"] is None
+
+
+def test_table_access_policy_replace_and_clear(table):
+    table.set_table_access_policy({"a": TableAccessPolicy(permission="r"), "b": TableAccessPolicy(permission="a")})
+    table.set_table_access_policy({"c": TableAccessPolicy(permission="u")})
+    assert set(table.get_table_access_policy()) == {"c"}
+    table.set_table_access_policy({})
+    assert table.get_table_access_policy() == {}
+
+
+def test_table_access_policy_at_most_five(table):
+    five = {f"id{i}": TableAccessPolicy(permission="r") for i in range(5)}
+    table.set_table_access_policy(five)
+    assert set(table.get_table_access_policy()) == set(five)
+    six = {f"id{i}": TableAccessPolicy(permission="r") for i in range(6)}
+    # The SDK turns Azure's 400 InvalidXmlDocument into ValueError.
+    with pytest.raises((ValueError, HttpResponseError)) as info:
+        table.set_table_access_policy(six)
+    assert wire_error(info.value)[:2] == (400, "InvalidXmlDocument")
+    assert isinstance(info.value, ValueError)
+    assert set(table.get_table_access_policy()) == set(five)
