@@ -30,7 +30,8 @@
 #   TABLESTORE_PYTEST_WORKERS=N run the Python suite with pytest-xdist on N workers.
 #   TABLESTORE_SKIP="batch,query"
 #                               JS groups to skip (the Python equivalent is -m).
-#   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_PYTHON=1, TABLESTORE_SKIP_JS=1
+#   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_PYTHON=1, TABLESTORE_SKIP_JS=1,
+#   TABLESTORE_SKIP_EXAMPLES=1
 #                               leave out a stage.
 #   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
@@ -349,6 +350,25 @@ if [ "$RUN_JS" = "1" ]; then
     record "js sdk" ok "$j_pass passed, $j_fail failed, $j_skip skipped"
   else
     record "js sdk" FAILED "exit $js_rc; $j_pass passed, $j_fail failed, $j_skip skipped"
+  fi
+fi
+
+if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_EXAMPLES:-0}" != "1" ] && [ -x "$SERVER_BIN" ]; then
+  log "SDK documentation examples (scripts/check-sdk-examples.sh)"
+  # The JS example runs with the suite's installed SDK instead of a second npm install.
+  if [ ! -e docs/sdk/examples/javascript/node_modules ] && [ -d "$JS_DIR/node_modules/@azure/data-tables" ]; then
+    ln -s "../../../../$JS_DIR/node_modules" docs/sdk/examples/javascript/node_modules
+  fi
+  set +e
+  scripts/check-sdk-examples.sh --binary "$SERVER_BIN" 2>&1 | tee "$WORK/examples.log"
+  ex_rc=${PIPESTATUS[0]}
+  set -e
+  read -r e_pass e_fail < <(sed -n 's/^sdk examples: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$WORK/examples.log" | tail -n1)
+  add_counts "${e_pass:-0}" "${e_fail:-0}" 0
+  if [ "$ex_rc" -eq 0 ]; then
+    record "sdk doc examples" ok "${e_pass:-0} passed, ${e_fail:-0} failed"
+  else
+    record "sdk doc examples" FAILED "exit $ex_rc; ${e_pass:-0} passed, ${e_fail:-0} failed"
   fi
 fi
 
