@@ -2,6 +2,9 @@
 //! HTTP client speaking to it.
 #![allow(dead_code)] // each test file uses a different subset of these helpers
 
+pub mod child;
+pub mod raw;
+
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tablestore::config::Config;
