@@ -11,6 +11,7 @@ use axum::response::Response;
 use bytes::Bytes;
 
 use super::auth;
+use super::connections::is_body_timeout;
 use super::context::RequestContext;
 use super::handlers::{acl, batch, entities, service, tables};
 use super::AppState;
@@ -144,11 +145,19 @@ pub async fn dispatch(
             Err(e) => return ctx.error_response(&e, error_format),
         }
     };
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_REQUEST_BODY as u64) {
+        return closing(
+            ctx.error_response(&ApiError::new(ErrorCode::RequestBodyTooLarge), error_format),
+        );
+    }
     let body = match to_bytes(body, MAX_REQUEST_BODY).await {
         Ok(b) => b,
-        Err(_) => {
-            return ctx.error_response(&ApiError::new(ErrorCode::RequestBodyTooLarge), error_format)
-        }
+        Err(e) => return closing(ctx.error_response(&body_error(&e), error_format)),
     };
     let call = Call {
         ctx,
@@ -194,5 +203,36 @@ pub async fn dispatch(
         )
         .await;
     }
+    response
+}
+
+/// The error for a request body that could not be read: too large, too slow (the
+/// connection's body deadline, `ServeLimits::body_read_timeout`), or broken off.
+fn body_error(e: &axum::Error) -> ApiError {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return ApiError::new(ErrorCode::RequestBodyTooLarge);
+        }
+        current = err.source();
+    }
+    if is_body_timeout(e) {
+        // Azure's code for a request that exceeded the server's time; 408 tells HTTP
+        // clients (and the SDK retry policies) that the request was not processed.
+        return ApiError::new(ErrorCode::OperationTimedOut)
+            .with_status(StatusCode::REQUEST_TIMEOUT);
+    }
+    ApiError::with_message(
+        ErrorCode::InvalidInput,
+        "The request body could not be read completely.",
+    )
+}
+
+/// Marks a response as the last on its connection (the request body was not consumed).
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
     response
 }

@@ -3,6 +3,7 @@
 //! store through [`AppState::blocking`], and every error becomes Azure's error response.
 
 pub mod auth;
+pub mod connections;
 pub mod context;
 pub mod dispatch;
 pub mod handlers;
@@ -20,6 +21,7 @@ use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
 use crate::store::sled_kv::{SledKv, SledOptions};
 use crate::store::{KvStore, Store, StoreError};
+pub use connections::ServeLimits;
 
 /// Shared by every request.
 #[derive(Clone)]
@@ -79,13 +81,18 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_limits(listener, state, shutdown, ServeLimits::default()).await
+}
+
+/// [`serve`] with explicit connection limits and timeouts.
+pub async fn serve_with_limits(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: ServeLimits,
+) -> std::io::Result<()> {
     let store = Arc::clone(&state.store);
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await?;
+    connections::run(listener, app(state), shutdown, limits).await;
     tokio::task::spawn_blocking(move || store.flush())
         .await
         .map_err(std::io::Error::other)?
@@ -102,14 +109,23 @@ pub struct RunningServer {
 impl RunningServer {
     /// Starts a server for `config` on its host and port (port 0 picks a free one).
     pub async fn start(config: Config) -> std::io::Result<RunningServer> {
+        RunningServer::start_with_limits(config, ServeLimits::default()).await
+    }
+
+    /// [`RunningServer::start`] with explicit connection limits and timeouts.
+    pub async fn start_with_limits(
+        config: Config,
+        limits: ServeLimits,
+    ) -> std::io::Result<RunningServer> {
         let store = open_store(&config).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
         let state = AppState::new(store, config).map_err(std::io::Error::other)?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(serve(listener, state, async move {
+        let shutdown = async move {
             let _ = rx.await;
-        }));
+        };
+        let task = tokio::spawn(serve_with_limits(listener, state, shutdown, limits));
         Ok(RunningServer {
             addr,
             shutdown: Some(tx),
