@@ -374,8 +374,11 @@ async fn malformed_batches_are_refused_before_running() {
 async fn query_batch_reads_one_entity() {
     let t = TestServer::start().await;
     t.create_table("qbatch").await;
-    t.insert("qbatch", &json!({"PartitionKey": "p", "RowKey": "1", "v": 7}))
-        .await;
+    t.insert(
+        "qbatch",
+        &json!({"PartitionKey": "p", "RowKey": "1", "v": 7}),
+    )
+    .await;
     let body = format!(
         "--batch_q\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nGET {}/qbatch(PartitionKey='p',RowKey='1') HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\n\r\n\r\n--batch_q--\r\n",
         t.base()

@@ -73,6 +73,20 @@ impl TestServer {
         TestServer::start_with(Config::for_tests()).await
     }
 
+    /// A server with explicit connection limits and timeouts.
+    pub async fn start_with_limits(
+        config: Config,
+        limits: tablestore::server::ServeLimits,
+    ) -> TestServer {
+        let server = RunningServer::start_with_limits(config, limits)
+            .await
+            .expect("server starts");
+        TestServer {
+            server,
+            client: reqwest::Client::new(),
+        }
+    }
+
     pub async fn start_with(config: Config) -> TestServer {
         let server = RunningServer::start(config).await.expect("server starts");
         TestServer {

@@ -44,16 +44,20 @@ impl RawReply {
     }
 }
 
-/// Parses the first response in `buf`, if it is complete.
-fn parse_response(buf: &[u8], eof: bool) -> Option<RawReply> {
+/// Parses the first response in `buf`, if it is complete: the reply and its length.
+fn parse_response(buf: &[u8], eof: bool) -> Option<(RawReply, usize)> {
     let head_end = buf.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
     let status = head.split(' ').nth(1)?.parse().ok()?;
     let rest = &buf[head_end + 4..];
-    let reply = |body: &[u8]| RawReply {
-        status,
-        head: head.clone(),
-        body: body.to_vec(),
+    let start = head_end + 4;
+    let reply = |body: &[u8], used: usize| {
+        let r = RawReply {
+            status,
+            head: head.clone(),
+            body: body.to_vec(),
+        };
+        (r, start + used)
     };
     let length = head.lines().skip(1).find_map(|l| {
         let (k, v) = l.split_once(':')?;
@@ -62,20 +66,22 @@ fn parse_response(buf: &[u8], eof: bool) -> Option<RawReply> {
             .then(|| v.trim().parse::<usize>().ok())?
     });
     match length {
-        Some(n) if rest.len() >= n => Some(reply(&rest[..n])),
+        Some(n) if rest.len() >= n => Some(reply(&rest[..n], n)),
         Some(_) => None,
         None if head
             .to_ascii_lowercase()
             .contains("transfer-encoding: chunked") =>
         {
-            decode_chunked(rest).map(|b| reply(&b))
+            decode_chunked(rest).map(|(b, used)| reply(&b, used))
         }
-        None if eof || status == 204 || status == 304 => Some(reply(rest)),
+        None if status == 204 || status == 304 => Some(reply(&[], 0)),
+        None if eof => Some(reply(rest, rest.len())),
         None => None,
     }
 }
 
-fn decode_chunked(mut rest: &[u8]) -> Option<Vec<u8>> {
+fn decode_chunked(all: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let mut rest = all;
     let mut out = Vec::new();
     loop {
         let line_end = rest.windows(2).position(|w| w == b"\r\n")?;
@@ -83,7 +89,8 @@ fn decode_chunked(mut rest: &[u8]) -> Option<Vec<u8>> {
         let size = usize::from_str_radix(size_text.split(';').next()?.trim(), 16).ok()?;
         rest = &rest[line_end + 2..];
         if size == 0 {
-            return Some(out);
+            let used = all.len() - rest.len() + 2;
+            return (rest.len() >= 2).then_some((out, used));
         }
         if rest.len() < size + 2 {
             return None;
@@ -113,24 +120,38 @@ impl Outcome {
     }
 }
 
-/// Reads one response (or close, or time-out) from `stream`.
+/// Reads one response (or close, or time-out) from `stream`; bytes past the response are
+/// lost (use [`Pipeline`] for several responses on one connection).
 pub async fn read_response(stream: &mut TcpStream, limit: Duration) -> Outcome {
-    let mut buf = Vec::new();
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(r) = parse_response(&buf, false) {
-            return Outcome::Reply(r);
-        }
-        let mut chunk = [0u8; 16 * 1024];
-        match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => {
-                return match parse_response(&buf, true) {
-                    Some(r) => Outcome::Reply(r),
-                    None => Outcome::Closed(buf),
-                }
+    Pipeline::default().read(stream, limit).await
+}
+
+/// Reads successive responses from one connection, keeping bytes that belong to the next.
+#[derive(Default)]
+pub struct Pipeline {
+    buf: Vec<u8>,
+}
+
+impl Pipeline {
+    pub async fn read(&mut self, stream: &mut TcpStream, limit: Duration) -> Outcome {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if let Some((r, used)) = parse_response(&self.buf, false) {
+                self.buf.drain(..used);
+                return Outcome::Reply(r);
             }
-            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
-            Err(_) => return Outcome::TimedOut(buf),
+            let mut chunk = [0u8; 16 * 1024];
+            match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    let buf = std::mem::take(&mut self.buf);
+                    return match parse_response(&buf, true) {
+                        Some((r, _)) => Outcome::Reply(r),
+                        None => Outcome::Closed(buf),
+                    };
+                }
+                Ok(Ok(n)) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(_) => return Outcome::TimedOut(std::mem::take(&mut self.buf)),
+            }
         }
     }
 }
