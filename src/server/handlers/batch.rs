@@ -268,6 +268,10 @@ async fn changeset(
         .await?;
     let (info, stamps) = match outcome {
         Ok(v) => v,
+        // A server-side failure (disk full, I/O error) is not the operation's fault: answer
+        // it at the top level (503 ServerBusy, 500), which clients retry, instead of as a
+        // failed operation inside a 202. Nothing of the change set was applied.
+        Err((_, e)) if e.status().is_server_error() => return Err(e),
         Err((index, e)) => return Ok(changeset_failure(call, index, &e, writes[index].prefer)),
     };
     let responses: Vec<SubResponse> = writes
