@@ -114,9 +114,89 @@ fn open_handles(path: &Path, options: &SledOptions) -> Result<Handles, StoreErro
     })
 }
 
+/// A file beside sled's own, saying that tablestore initialised the folder's store.
+const MARKER_FILE: &str = "tablestore-format";
+const MARKER_TEXT: &str = "tablestore data folder, store format 1\n";
+/// The same fact inside the store (table-metadata keyspace, outside every account's range).
+const FORMAT_KEY: &[u8] = b"\xFF\xFCstore-format";
+const FORMAT: &[u8] = b"1";
+
+/// Written into the store as its very last write at a clean shutdown, and into the marker
+/// file: if the next start does not find the same value, the log lost its end (truncated or
+/// damaged; sled would silently recover the readable prefix).
+const CLEAN_SHUTDOWN_KEY: &[u8] = b"\xFF\xFCclean-shutdown";
+
+/// The marker file's content: the format line, and after a clean shutdown its token.
+fn marker_text(clean_token: Option<&str>) -> String {
+    match clean_token {
+        Some(t) => format!("{MARKER_TEXT}clean-shutdown {t}\n"),
+        None => MARKER_TEXT.to_string(),
+    }
+}
+
+/// Reads the marker: `None` if absent, else the clean-shutdown token if there is one.
+fn read_marker(path: &Path) -> Option<Option<String>> {
+    let text = std::fs::read_to_string(path.join(MARKER_FILE)).ok()?;
+    Some(text.lines().find_map(|l| {
+        l.strip_prefix("clean-shutdown ")
+            .map(|t| t.trim().to_string())
+    }))
+}
+
+/// Replaces the marker atomically (write, sync, rename, sync the folder).
+fn write_marker(path: &Path, clean_token: Option<&str>) -> std::io::Result<()> {
+    let tmp = path.join(format!("{MARKER_FILE}.tmp"));
+    std::fs::write(&tmp, marker_text(clean_token))?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, path.join(MARKER_FILE))?;
+    std::fs::File::open(path)?.sync_all()
+}
+
+/// Checks that an existing store was found where one was initialised, and marks a new one.
+/// sled recovers a damaged log as far as it is readable, which can be nothing at all; the
+/// marker file turns "my data vanished" into a start-up error.
+fn check_format(path: &Path, handles: &Handles) -> Result<(), StoreError> {
+    let marker = read_marker(path);
+    let stored = handles.tables.get(FORMAT_KEY).map_err(io)?;
+    let marker_error = |e: std::io::Error| StoreError::Io(format!("writing {MARKER_FILE}: {e}"));
+    match (marker, stored) {
+        (_, Some(v)) if v.as_ref() != FORMAT => Err(StoreError::Corrupt(format!(
+            "unknown store format {:?}",
+            String::from_utf8_lossy(&v)
+        ))),
+        (Some(_), None) => Err(StoreError::Corrupt(
+            "the folder holds a tablestore store, but its data is missing or unreadable \
+             (damaged or deleted files); refusing to start over it. Move the folder away to \
+             start afresh."
+                .into(),
+        )),
+        (Some(Some(token)), Some(_)) => {
+            let last = handles.tables.get(CLEAN_SHUTDOWN_KEY).map_err(io)?;
+            if last.as_deref() != Some(token.as_bytes()) {
+                return Err(StoreError::Corrupt(
+                    "the store's log ends before the last write of its last clean shutdown: \
+                     the folder was truncated or damaged; refusing to start over it"
+                        .into(),
+                ));
+            }
+            // The token is only good for the next start.
+            write_marker(path, None).map_err(marker_error)
+        }
+        (Some(None), Some(_)) => Ok(()),
+        (None, stored) => {
+            if stored.is_none() {
+                handles.tables.insert(FORMAT_KEY, FORMAT).map_err(io)?;
+                handles.db.flush().map_err(io)?;
+            }
+            write_marker(path, None).map_err(marker_error)
+        }
+    }
+}
+
 impl SledKv {
     pub fn open(path: &Path, options: &SledOptions) -> Result<SledKv, StoreError> {
         let handles = open_handles(path, options)?;
+        check_format(path, &handles)?;
         Ok(SledKv {
             path: path.to_path_buf(),
             options: options.clone(),
@@ -212,6 +292,33 @@ impl SledKv {
                     tracing::error!(error = ?e, "the store could not be reopened");
                     return Err(e);
                 }
+            }
+        }
+    }
+}
+
+impl Drop for SledKv {
+    /// Closes the database; if nothing failed, ends its log with a clean-shutdown token and
+    /// records the token in the marker file for the next start to check.
+    fn drop(&mut self) {
+        let handles = self
+            .current
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(handles) = handles else { return };
+        if self.failed.load(Ordering::Acquire) {
+            return;
+        }
+        let token = uuid::Uuid::new_v4().to_string();
+        let written = handles
+            .tables
+            .insert(CLEAN_SHUTDOWN_KEY, token.as_bytes())
+            .and_then(|_| handles.db.flush());
+        drop(handles);
+        if written.is_ok() {
+            if let Err(e) = write_marker(&self.path, Some(&token)) {
+                tracing::warn!(error = %e, "could not record the clean shutdown");
             }
         }
     }
