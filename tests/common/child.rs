@@ -23,6 +23,8 @@ pub struct ChildServer {
     pub dir: PathBuf,
     /// Everything the child printed on stderr after start-up, collected in the background.
     stderr: mpsc::Receiver<String>,
+    /// Stdout (the log) after start-up.
+    stdout: mpsc::Receiver<String>,
 }
 
 /// A start-up that failed: the exit status (if the process ended) and what it printed.
@@ -92,6 +94,7 @@ impl ChildServer {
                             addr,
                             dir: dir.to_path_buf(),
                             stderr: err_rx,
+                            stdout: line_rx,
                         });
                     }
                 }
@@ -154,6 +157,11 @@ impl ChildServer {
     /// What the child printed on stderr so far.
     pub fn stderr_so_far(&self) -> String {
         drain(&self.stderr, Duration::from_millis(50))
+    }
+
+    /// What the child logged (stdout) so far.
+    pub fn log_so_far(&self) -> String {
+        drain(&self.stdout, Duration::from_millis(50))
     }
 }
 
