@@ -73,7 +73,7 @@ async fn incrementer(client: Client, id: usize, stop: Arc<AtomicBool>, stats: Ar
         let body = json!({"count": n + 1, "shadow": n + 1})
             .to_string()
             .into_bytes();
-        let method = if x % 2 == 0 { "PUT" } else { "MERGE" };
+        let method = if x.is_multiple_of(2) { "PUT" } else { "MERGE" };
         let w = client
             .send(method, &counter_path(c), &[("If-Match", &etag)], Some(body))
             .await
