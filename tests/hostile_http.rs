@@ -485,3 +485,30 @@ async fn shutdown_is_not_held_up_by_slow_or_idle_clients() {
         started.elapsed()
     );
 }
+
+/// Regression (found by `tests/arbitrary_input.rs`): a stored-access-policy time with a
+/// multi-byte character made the ISO 8601 parser slice inside the character and panic,
+/// dropping the connection without an answer.
+#[tokio::test]
+async fn non_ascii_policy_times_are_refused_not_panicked_on() {
+    let (t, addr) = start().await;
+    for time in [
+        "2020-01-0\u{e9}T00:00:00Z",
+        "2020-01-01T00:00:00\u{1F600}Z",
+        "\u{20AC}\u{20AC}\u{20AC}\u{20AC}",
+    ] {
+        let body = format!(
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers><SignedIdentifier><Id>p1</Id><AccessPolicy><Start>{time}</Start><Expiry>{time}</Expiry><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>"
+        );
+        let r = t
+            .send(
+                "PUT",
+                "/hostile?comp=acl",
+                &[("Content-Type", "application/xml")],
+                Some(&body),
+            )
+            .await;
+        assert_eq!(r.status.as_u16(), 400, "{time}: {}", r.text());
+    }
+    assert_healthy(addr).await;
+}
