@@ -344,7 +344,7 @@ async fn thousands_of_idle_connections_do_not_starve_new_clients() {
     let started = Instant::now();
     assert_healthy(addr).await;
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        started.elapsed() < Duration::from_secs(5),
         "new client waited {:?}",
         started.elapsed()
     );
