@@ -718,3 +718,19 @@ async fn relaxed_mode_flushes_on_sigterm() {
     verify(&mut run.workers, &stored, Expect::Durable, 0);
     assert!(server.terminate().success());
 }
+
+/// Relaxed mode flushes in the background: writes acknowledged more than a flush interval
+/// (500 ms) before a `kill -9` survive it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relaxed_mode_flushes_in_the_background() {
+    let mut run = Run::new(&["--durability", "relaxed"], 3);
+    let (server, client) = run.start();
+    run.create_table(&client).await;
+    run.drive(&client, Duration::from_millis(200), 30).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.kill9();
+    let (server, client) = run.start();
+    let stored = read_all(&client).await;
+    verify(&mut run.workers, &stored, Expect::Durable, 0);
+    assert!(server.terminate().success());
+}
