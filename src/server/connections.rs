@@ -122,6 +122,46 @@ impl HttpBody for TimedBody {
     }
 }
 
+/// Runs a future, turning a panic while polling it into `None` (the request is answered 500
+/// instead of the connection being dropped without an answer).
+struct CatchPanic<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchPanic<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || inner.poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Some(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(None),
+        }
+    }
+}
+
+/// The answer to a request whose handler panicked.
+fn internal_error() -> axum::response::Response {
+    let body = r#"{"odata.error":{"code":"InternalError","message":{"lang":"en-US","value":"The server encountered an internal error. Please retry the request."}}}"#;
+    let mut r = axum::response::Response::new(axum::body::Body::from(body));
+    *r.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+    let headers = r.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(
+            "application/json;odata=minimalmetadata;streaming=true;charset=utf-8",
+        ),
+    );
+    headers.insert(
+        "x-ms-error-code",
+        http::HeaderValue::from_static("InternalError"),
+    );
+    headers.insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    r
+}
+
 /// What the accept loop knows about one open connection.
 struct ConnState {
     /// Requests being handled right now.
@@ -335,10 +375,17 @@ pub async fn run(
                 async move {
                     let mut request = request.map(|inner| TimedBody { inner, deadline });
                     request.extensions_mut().insert(ConnectInfo(peer));
-                    let response = router
-                        .oneshot(request.map(axum::body::Body::new))
-                        .await
-                        .unwrap_or_else(|e| match e {});
+                    let handled =
+                        CatchPanic(Box::pin(router.oneshot(request.map(axum::body::Body::new))))
+                            .await;
+                    let response = match handled {
+                        Some(Ok(r)) => r,
+                        Some(Err(e)) => match e {},
+                        None => {
+                            tracing::error!(%peer, "a request handler panicked; answered 500");
+                            internal_error()
+                        }
+                    };
                     drop(guard);
                     Ok::<_, Infallible>(response)
                 }
@@ -393,4 +440,27 @@ pub async fn run(
         tasks.shutdown().await;
     }
     refusals.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_future_yields_none() {
+        let ok = CatchPanic(Box::pin(async { 5 })).await;
+        assert_eq!(ok, Some(5));
+        let panicked = CatchPanic(Box::pin(async {
+            if ok.is_some() {
+                panic!("handler bug");
+            }
+            1
+        }))
+        .await;
+        assert_eq!(panicked, None);
+        assert_eq!(
+            internal_error().status(),
+            http::StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
 }
