@@ -73,6 +73,16 @@ impl TestServer {
         })
     }
 
+    /// A server with explicit connection limits and timeouts.
+    pub async fn start_with_limits(
+        config: Config,
+        limits: crate::server::ServeLimits,
+    ) -> std::io::Result<TestServer> {
+        Ok(TestServer {
+            server: RunningServer::start_with_limits(config, limits).await?,
+        })
+    }
+
     /// A server over a store the caller built (e.g. pre-filled through the store API).
     pub async fn start_with_store(
         config: Config,

@@ -32,7 +32,9 @@ pub fn format_http_date(time: DateTime<Utc>) -> String {
 /// Anything else (missing zone, lower-case `t`/`z`, more than 7 fractional digits) is `None`.
 pub fn parse_iso8601(text: &str) -> Option<DateTime<Utc>> {
     let bytes = text.as_bytes();
-    if bytes.len() < 10 {
+    // Byte offsets below are character offsets only for ASCII text (slicing inside a
+    // multi-byte character would panic).
+    if bytes.len() < 10 || !text.is_ascii() {
         return None;
     }
     let date = parse_date(&text[..10])?;

@@ -4,8 +4,8 @@
 
 use std::collections::HashSet;
 
-use crate::model::{EdmDateTime, WriteOp};
-use crate::store::{CommitError, Store, StoreError};
+use crate::model::WriteOp;
+use crate::store::{CommitError, Committed, Store, StoreError};
 
 /// Most operations in one change set.
 pub const MAX_OPERATIONS: usize = 100;
@@ -54,7 +54,7 @@ pub fn execute(
     store: &dyn Store,
     table_id: u64,
     ops: &[WriteOp],
-) -> Result<Vec<EdmDateTime>, CommitError> {
+) -> Result<Committed, CommitError> {
     store.commit_unsynced(table_id, ops)
 }
 

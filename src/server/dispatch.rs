@@ -11,6 +11,7 @@ use axum::response::Response;
 use bytes::Bytes;
 
 use super::auth;
+use super::connections::is_body_timeout;
 use super::context::RequestContext;
 use super::handlers::{acl, batch, entities, service, tables};
 use super::AppState;
@@ -159,21 +160,19 @@ pub async fn dispatch(
             Err(e) => return ctx.error_response(&e, error_format),
         }
     };
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_REQUEST_BODY as u64) {
+        return closing(
+            ctx.error_response(&ApiError::new(ErrorCode::RequestBodyTooLarge), error_format),
+        );
+    }
     let body = match to_bytes(body, MAX_REQUEST_BODY).await {
         Ok(b) => b,
-        Err(e) => {
-            // Only the size limit is 413; a body that cannot be read (bad chunked framing,
-            // connection cut) is a bad request.
-            let error = if is_length_limit(&e) {
-                ApiError::new(ErrorCode::RequestBodyTooLarge)
-            } else {
-                ApiError::with_message(
-                    ErrorCode::InvalidInput,
-                    "The request body could not be read.",
-                )
-            };
-            return ctx.error_response(&error, error_format);
-        }
+        Err(e) => return closing(ctx.error_response(&body_error(&e), error_format)),
     };
     let call = Call {
         ctx,
@@ -222,14 +221,33 @@ pub async fn dispatch(
     response
 }
 
-/// Whether a body read failed because the body is larger than the limit.
-fn is_length_limit(error: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = source {
-        if e.is::<http_body_util::LengthLimitError>() {
-            return true;
+/// The error for a request body that could not be read: too large, too slow (the
+/// connection's body deadline, `ServeLimits::body_read_timeout`), or broken off.
+fn body_error(e: &axum::Error) -> ApiError {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return ApiError::new(ErrorCode::RequestBodyTooLarge);
         }
-        source = e.source();
+        current = err.source();
     }
-    false
+    if is_body_timeout(e) {
+        // Azure's code for a request that exceeded the server's time; 408 tells HTTP
+        // clients (and the SDK retry policies) that the request was not processed.
+        return ApiError::new(ErrorCode::OperationTimedOut)
+            .with_status(StatusCode::REQUEST_TIMEOUT);
+    }
+    ApiError::with_message(
+        ErrorCode::InvalidInput,
+        "The request body could not be read completely.",
+    )
+}
+
+/// Marks a response as the last on its connection (the request body was not consumed).
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
 }

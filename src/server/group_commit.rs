@@ -18,16 +18,25 @@ struct Flushed {
     through: u64,
     /// The flush that covered tickets up to this one failed.
     failed_through: u64,
+    /// The store generation when the last flush ended.
+    generation: u64,
 }
 
 struct Shared {
     store: Arc<dyn Store>,
     /// Tickets handed out so far.
     requested: AtomicU64,
-    /// Set when a waiter arrives; the flusher sleeps on it.
+    flushed: watch::Sender<Flushed>,
+    signal: Arc<Signal>,
+}
+
+/// Where the flusher sleeps. It holds this strongly but the store only weakly, so closing the
+/// server drops the store at once (and the store's clean-shutdown work runs).
+#[derive(Default)]
+struct Signal {
+    /// Set when a waiter arrives.
     pending: Mutex<bool>,
     wake: Condvar,
-    flushed: watch::Sender<Flushed>,
 }
 
 pub struct GroupCommit {
@@ -38,44 +47,43 @@ impl GroupCommit {
     /// Starts the flusher thread; it ends once this value is dropped.
     pub fn start(store: Arc<dyn Store>) -> GroupCommit {
         let (flushed, _) = watch::channel(Flushed::default());
+        let signal = Arc::new(Signal::default());
         let shared = Arc::new(Shared {
             store,
             requested: AtomicU64::new(0),
-            pending: Mutex::new(false),
-            wake: Condvar::new(),
             flushed,
+            signal: Arc::clone(&signal),
         });
         let weak = Arc::downgrade(&shared);
         let spawned = std::thread::Builder::new()
             .name("group-commit".into())
-            .spawn(move || flusher(weak));
+            .spawn(move || flusher(weak, signal));
         if let Err(e) = spawned {
             tracing::error!(error = %e, "could not start the group-commit thread");
         }
         GroupCommit { shared }
     }
 
-    /// Waits until everything applied before this call is durable. Returns at once when the
-    /// store does not need syncing (memory, relaxed durability).
-    pub async fn wait(&self) -> Result<(), ApiError> {
+    /// Waits until everything applied before this call (in store generation `generation`)
+    /// is durable. Returns at once when the store does not need syncing (memory, relaxed
+    /// durability). A write whose generation ended before a flush covered it may be lost, so
+    /// it is refused (503 ServerBusy), never acknowledged.
+    pub async fn wait(&self, generation: u64) -> Result<(), ApiError> {
         if !self.shared.store.needs_sync() {
             return Ok(());
         }
         let mut rx = self.shared.flushed.subscribe();
         let ticket = self.shared.requested.fetch_add(1, Ordering::SeqCst) + 1;
         {
-            let mut pending = self
-                .shared
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let signal = &self.shared.signal;
+            let mut pending = signal.pending.lock().unwrap_or_else(|e| e.into_inner());
             *pending = true;
-            self.shared.wake.notify_one();
+            signal.wake.notify_one();
         }
         loop {
             let state = *rx.borrow_and_update();
             if state.through >= ticket {
-                if state.failed_through >= ticket {
+                if state.failed_through >= ticket || state.generation != generation {
                     return Err(ApiError::new(ErrorCode::ServerBusy));
                 }
                 return Ok(());
@@ -87,31 +95,38 @@ impl GroupCommit {
     }
 }
 
-fn flusher(shared: Weak<Shared>) {
+fn flusher(shared: Weak<Shared>, signal: Arc<Signal>) {
     loop {
-        let Some(s) = shared.upgrade() else {
-            return;
-        };
         {
-            let pending = s.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let (mut pending, _) = s
+            let pending = signal.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let (mut pending, _) = signal
                 .wake
                 .wait_timeout_while(pending, Duration::from_millis(100), |p| !*p)
                 .unwrap_or_else(|e| e.into_inner());
-            if !*pending {
+            let woken = *pending;
+            *pending = false;
+            drop(pending);
+            if shared.strong_count() == 0 {
+                return;
+            }
+            if !woken {
                 continue;
             }
-            *pending = false;
         }
+        let Some(s) = shared.upgrade() else {
+            return;
+        };
         // Every ticket handed out before this point belongs to a write already applied.
         let covers = s.requested.load(Ordering::SeqCst);
         let result = s.store.flush();
+        let generation = s.store.generation();
         let failed = result.is_err();
         if let Err(e) = result {
             tracing::error!(error = ?e, "flushing the store failed; the waiting writes are refused");
         }
         s.flushed.send_modify(|f| {
             f.through = f.through.max(covers);
+            f.generation = generation;
             if failed {
                 f.failed_through = f.failed_through.max(covers);
             }

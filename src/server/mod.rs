@@ -3,6 +3,7 @@
 //! store through [`AppState::blocking`], and every error becomes Azure's error response.
 
 pub mod auth;
+pub mod connections;
 pub mod context;
 pub mod dispatch;
 pub mod group_commit;
@@ -23,6 +24,7 @@ use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
 use crate::store::sled_kv::{SledKv, SledOptions};
 use crate::store::{KvStore, Store, StoreError};
+pub use connections::ServeLimits;
 
 /// Shared by every request.
 #[derive(Clone)]
@@ -54,14 +56,15 @@ impl AppState {
         work(&*self.store)
     }
 
-    /// Applies entity writes with `apply` and acknowledges them only once they are durable
-    /// (through the asynchronous group commit).
+    /// Applies entity writes with `apply`, which returns its result and the backend
+    /// generation the writes were applied in, and acknowledges them only once they are
+    /// durable (through the asynchronous group commit).
     pub async fn write<T>(
         &self,
-        apply: impl FnOnce(&dyn Store) -> Result<T, ApiError>,
+        apply: impl FnOnce(&dyn Store) -> Result<(T, u64), ApiError>,
     ) -> Result<T, ApiError> {
-        let result = apply(&*self.store)?;
-        self.group_commit.wait().await?;
+        let (result, generation) = apply(&*self.store)?;
+        self.group_commit.wait(generation).await?;
         Ok(result)
     }
 
@@ -113,13 +116,18 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    serve_with_limits(listener, state, shutdown, ServeLimits::default()).await
+}
+
+/// [`serve`] with explicit connection limits and timeouts.
+pub async fn serve_with_limits(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: ServeLimits,
+) -> std::io::Result<()> {
     let store = Arc::clone(&state.store);
-    axum::serve(
-        listener,
-        app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await?;
+    connections::run(listener, app(state), shutdown, limits).await;
     tokio::task::spawn_blocking(move || store.flush())
         .await
         .map_err(std::io::Error::other)?
@@ -136,8 +144,16 @@ pub struct RunningServer {
 impl RunningServer {
     /// Starts a server for `config` on its host and port (port 0 picks a free one).
     pub async fn start(config: Config) -> std::io::Result<RunningServer> {
+        RunningServer::start_with_limits(config, ServeLimits::default()).await
+    }
+
+    /// [`RunningServer::start`] with explicit connection limits and timeouts.
+    pub async fn start_with_limits(
+        config: Config,
+        limits: ServeLimits,
+    ) -> std::io::Result<RunningServer> {
         let store = open_store(&config).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
-        RunningServer::start_with_store(config, store).await
+        RunningServer::start_with_store_and_limits(config, store, limits).await
     }
 
     /// Starts a server over an already opened (and possibly pre-filled) store; `config`'s
@@ -146,13 +162,22 @@ impl RunningServer {
         config: Config,
         store: Arc<dyn Store>,
     ) -> std::io::Result<RunningServer> {
+        RunningServer::start_with_store_and_limits(config, store, ServeLimits::default()).await
+    }
+
+    async fn start_with_store_and_limits(
+        config: Config,
+        store: Arc<dyn Store>,
+        limits: ServeLimits,
+    ) -> std::io::Result<RunningServer> {
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
         let state = AppState::new(store, config).map_err(std::io::Error::other)?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(serve(listener, state, async move {
+        let shutdown = async move {
             let _ = rx.await;
-        }));
+        };
+        let task = tokio::spawn(serve_with_limits(listener, state, shutdown, limits));
         Ok(RunningServer {
             addr,
             shutdown: Some(tx),

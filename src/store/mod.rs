@@ -45,6 +45,14 @@ pub struct CommitError {
     pub error: StoreError,
 }
 
+/// Operations applied by [`Store::commit_unsynced`]: their Timestamps and the backend
+/// generation they were applied in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    pub stamps: Vec<EdmDateTime>,
+    pub generation: u64,
+}
+
 /// A table as the store knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableInfo {
@@ -87,13 +95,13 @@ pub trait Store: Send + Sync + 'static {
     /// reads), before they are durable. The caller must make them durable ([`Store::flush`],
     /// or the server's asynchronous group commit) before acknowledging them when
     /// [`Store::needs_sync`] says so.
-    fn commit_unsynced(
-        &self,
-        table_id: u64,
-        ops: &[WriteOp],
-    ) -> Result<Vec<EdmDateTime>, CommitError>;
+    fn commit_unsynced(&self, table_id: u64, ops: &[WriteOp]) -> Result<Committed, CommitError>;
     /// Whether acknowledged writes must wait for a flush (durable mode on disk).
     fn needs_sync(&self) -> bool;
+    /// The backend generation: it changes when the backend discarded unflushed writes (a
+    /// reopen after a failed write). A write is durable only if a flush completed in the
+    /// generation it was applied in.
+    fn generation(&self) -> u64;
     /// Forces everything written so far to stable storage.
     fn flush(&self) -> Result<(), StoreError>;
     /// The account's service properties document (opaque to the store), if ever set.
@@ -116,6 +124,17 @@ pub trait Kv: Send + Sync + 'static {
     fn flush(&self) -> Result<(), StoreError>;
     /// Whether [`Kv::flush`] does any work (false for memory).
     fn is_persistent(&self) -> bool;
+    /// Called before a write: a backend may reopen itself here after a failed write (sled
+    /// refuses all writes after one failed). Returns the backend's generation.
+    fn begin_write(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+    /// A number that changes whenever the backend discarded writes that were not yet flushed
+    /// (by reopening). A write is durable only if its flush ended in the generation it was
+    /// applied in.
+    fn generation(&self) -> u64 {
+        0
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,12 +247,26 @@ impl<B: Kv> KvStore<B> {
         &self.partition_locks[(h.finish() as usize) % LOCK_STRIPES]
     }
 
-    fn make_durable(&self) -> Result<(), StoreError> {
+    /// Makes writes applied in backend generation `generation` durable (durable mode).
+    fn make_durable(&self, generation: u64) -> Result<(), StoreError> {
         if self.durability == Durability::Durable && self.kv.is_persistent() {
-            self.group_commit.sync(|| self.kv.flush())
-        } else {
-            Ok(())
+            self.group_commit.sync(|| self.kv.flush())?;
+            if self.kv.generation() != generation {
+                // The backend was reopened after a failure between the write and the flush:
+                // the write may be gone, so it must not be acknowledged.
+                return Err(StoreError::Io(
+                    "the store was reopened before the write was flushed".into(),
+                ));
+            }
         }
+        Ok(())
+    }
+
+    /// Applies one metadata write and makes it durable.
+    fn write_tables(&self, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<(), StoreError> {
+        let generation = self.kv.begin_write()?;
+        self.kv.apply(Space::Tables, batch)?;
+        self.make_durable(generation)
     }
 
     fn read_table(&self, account: &str, folded: &str) -> Result<Option<TableRecord>, StoreError> {
@@ -360,20 +393,16 @@ impl<B: Kv> Store for KvStore<B> {
             name: name.as_str().to_string(),
             acl: Vec::new(),
         };
-        self.kv.apply(
-            Space::Tables,
-            vec![
-                (
-                    NEXT_TABLE_ID_KEY.to_vec(),
-                    Some((id + 1).to_le_bytes().to_vec()),
-                ),
-                (
-                    key::table_meta_key(account, &folded),
-                    Some(codec::encode_table(&record)),
-                ),
-            ],
-        )?;
-        self.make_durable()?;
+        self.write_tables(vec![
+            (
+                NEXT_TABLE_ID_KEY.to_vec(),
+                Some((id + 1).to_le_bytes().to_vec()),
+            ),
+            (
+                key::table_meta_key(account, &folded),
+                Some(codec::encode_table(&record)),
+            ),
+        ])?;
         Ok(TableInfo {
             id,
             name: record.name,
@@ -389,14 +418,10 @@ impl<B: Kv> Store for KvStore<B> {
             .ok_or(StoreError::TableNotFound)?;
         let mut marker = DELETED_TABLE_PREFIX.to_vec();
         marker.extend_from_slice(&record.id.to_be_bytes());
-        self.kv.apply(
-            Space::Tables,
-            vec![
-                (key::table_meta_key(account, &folded), None),
-                (marker, Some(Vec::new())),
-            ],
-        )?;
-        self.make_durable()?;
+        self.write_tables(vec![
+            (key::table_meta_key(account, &folded), None),
+            (marker, Some(Vec::new())),
+        ])?;
         self.spawn_purge(record.id);
         Ok(())
     }
@@ -448,14 +473,10 @@ impl<B: Kv> Store for KvStore<B> {
             .read_table(account, &folded)?
             .ok_or(StoreError::TableNotFound)?;
         record.acl = acl;
-        self.kv.apply(
-            Space::Tables,
-            vec![(
-                key::table_meta_key(account, &folded),
-                Some(codec::encode_table(&record)),
-            )],
-        )?;
-        self.make_durable()
+        self.write_tables(vec![(
+            key::table_meta_key(account, &folded),
+            Some(codec::encode_table(&record)),
+        )])
     }
 
     fn get_entity(
@@ -498,26 +519,35 @@ impl<B: Kv> Store for KvStore<B> {
     }
 
     fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
-        let stamps = self.commit_unsynced(table_id, ops)?;
-        self.make_durable().map_err(|error| CommitError {
-            index: ops.len().saturating_sub(1),
-            error,
-        })?;
-        Ok(stamps)
+        let committed = self.commit_unsynced(table_id, ops)?;
+        self.make_durable(committed.generation)
+            .map_err(|error| CommitError {
+                index: ops.len().saturating_sub(1),
+                error,
+            })?;
+        Ok(committed.stamps)
+    }
+
+    fn generation(&self) -> u64 {
+        self.kv.generation()
     }
 
     fn needs_sync(&self) -> bool {
         self.durability == Durability::Durable && self.kv.is_persistent()
     }
 
-    fn commit_unsynced(
-        &self,
-        table_id: u64,
-        ops: &[WriteOp],
-    ) -> Result<Vec<EdmDateTime>, CommitError> {
+    fn commit_unsynced(&self, table_id: u64, ops: &[WriteOp]) -> Result<Committed, CommitError> {
         let Some(first) = ops.first() else {
-            return Ok(Vec::new());
+            return Ok(Committed {
+                stamps: Vec::new(),
+                generation: self.kv.generation(),
+            });
         };
+        let last = ops.len() - 1;
+        let generation = self
+            .kv
+            .begin_write()
+            .map_err(|error| CommitError { index: last, error })?;
         let _guard = self
             .partition_lock(table_id, &first.key.partition_key)
             .lock()
@@ -536,11 +566,10 @@ impl<B: Kv> Store for KvStore<B> {
             batch.push((key, value));
             stamps.push(ts);
         }
-        let last = ops.len() - 1;
         self.kv
             .apply(Space::Entities, batch)
             .map_err(|error| CommitError { index: last, error })?;
-        Ok(stamps)
+        Ok(Committed { stamps, generation })
     }
 
     fn flush(&self) -> Result<(), StoreError> {
@@ -555,11 +584,7 @@ impl<B: Kv> Store for KvStore<B> {
     }
 
     fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError> {
-        self.kv.apply(
-            Space::Tables,
-            vec![(service_properties_key(account), Some(properties))],
-        )?;
-        self.make_durable()
+        self.write_tables(vec![(service_properties_key(account), Some(properties))])
     }
 }
 

@@ -2,6 +2,9 @@
 //! HTTP client speaking to it.
 #![allow(dead_code)] // each test file uses a different subset of these helpers
 
+pub mod child;
+pub mod raw;
+
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tablestore::config::Config;
@@ -69,6 +72,20 @@ impl Reply {
 impl TestServer {
     pub async fn start() -> TestServer {
         TestServer::start_with(Config::for_tests()).await
+    }
+
+    /// A server with explicit connection limits and timeouts.
+    pub async fn start_with_limits(
+        config: Config,
+        limits: tablestore::server::ServeLimits,
+    ) -> TestServer {
+        let server = tablestore::testing::TestServer::start_with_limits(config, limits)
+            .await
+            .expect("server starts");
+        TestServer {
+            server,
+            client: reqwest::Client::new(),
+        }
     }
 
     pub async fn start_with(config: Config) -> TestServer {

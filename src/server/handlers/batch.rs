@@ -276,16 +276,20 @@ async fn changeset(
         .write(|store| {
             let info = match table_info(store, &account, &table) {
                 Ok(i) => i,
-                Err(e) => return Ok(Err((0, e))),
+                Err(e) => return Ok((Err((0, e)), store.generation())),
             };
             Ok(match crate::batch::execute(store, info.id, &ops) {
-                Ok(stamps) => Ok((info, stamps)),
-                Err(e) => Err((e.index, store_error(e.error))),
+                Ok(committed) => (Ok((info, committed.stamps)), committed.generation),
+                Err(e) => (Err((e.index, store_error(e.error))), store.generation()),
             })
         })
         .await?;
     let (info, stamps) = match outcome {
         Ok(v) => v,
+        // A server-side failure (disk full, I/O error) is not the operation's fault: answer
+        // it at the top level (503 ServerBusy, 500), which clients retry, instead of as a
+        // failed operation inside a 202. Nothing of the change set was applied.
+        Err((_, e)) if e.status().is_server_error() => return Err(e),
         Err((index, e)) => return Ok(changeset_failure(call, index, &e, writes[index].prefer)),
     };
     let responses: Vec<SubResponse> = writes

@@ -175,10 +175,10 @@ pub async fn insert_entity(
     let (info, timestamp) = state
         .write(|store| {
             let info = table_info(store, &account, &table)?;
-            let stamps = store
+            let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
-            Ok((info, stamps[0]))
+            Ok(((info, committed.stamps[0]), committed.generation))
         })
         .await?;
     let location = format!(
@@ -280,10 +280,10 @@ pub async fn write_entity(
     let timestamp = state
         .write(|store| {
             let info = table_info(store, &account, &table)?;
-            let stamps = store
+            let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
-            Ok(stamps[0])
+            Ok((committed.stamps[0], committed.generation))
         })
         .await?;
     let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);

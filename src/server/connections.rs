@@ -1,0 +1,466 @@
+//! The HTTP/1.1 front end: accepts connections and serves each with hyper under limits that
+//! keep one client from tying the server up — a deadline for the request head (which also
+//! closes idle keep-alive connections), a deadline for the request body, a cap on header
+//! bytes, and a cap on open connections. At the cap the connection that has been idle the
+//! longest is closed to make room (as nginx reuses idle keep-alive connections); when every
+//! connection is busy a newcomer waits briefly and is then answered 503 `ServerBusy`.
+//! Graceful shutdown stops accepting, lets requests in flight finish within a grace period,
+//! then drops what is left.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::extract::ConnectInfo;
+use axum::Router;
+use bytes::Bytes;
+use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::AsyncWriteExt as _;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use tower::ServiceExt as _;
+
+/// Limits of the HTTP front end. The defaults suit a development server on one machine.
+#[derive(Debug, Clone)]
+pub struct ServeLimits {
+    /// Time a client has to send a complete request head, counted from the connection's
+    /// start or the end of its previous response; so it is also how long an idle keep-alive
+    /// connection stays open. Hyper closes the connection when it runs out.
+    pub header_read_timeout: Duration,
+    /// Time a client has to send the whole request body once the head has arrived; beyond it
+    /// the request is answered 408 (`OperationTimedOut`) and the connection closed.
+    pub body_read_timeout: Duration,
+    /// Most bytes of a request head (request line and headers): 431 beyond (hyper), and 414
+    /// for a request line beyond 64 KiB.
+    pub max_header_bytes: usize,
+    /// Most headers in one request: 431 beyond.
+    pub max_headers: usize,
+    /// Most connections open at once.
+    pub max_connections: usize,
+    /// At the connection cap with no idle connection to close, how long a new connection
+    /// waits for a slot before it is answered 503 `ServerBusy`.
+    pub connection_wait: Duration,
+    /// How long graceful shutdown waits for requests in flight.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        ServeLimits {
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
+            max_header_bytes: 96 * 1024,
+            max_headers: 100,
+            max_connections: 4096,
+            connection_wait: Duration::from_secs(2),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The error a request body yields when its [`ServeLimits::body_read_timeout`] runs out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyReadTimeout;
+
+impl std::fmt::Display for BodyReadTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the client did not send the request body in time")
+    }
+}
+
+impl std::error::Error for BodyReadTimeout {}
+
+/// Whether `error` (or anything in its source chain) is a [`BodyReadTimeout`].
+pub fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if e.is::<BodyReadTimeout>() {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+/// A request body that fails with [`BodyReadTimeout`] once its deadline has passed.
+struct TimedBody {
+    inner: Incoming,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl HttpBody for TimedBody {
+    type Data = Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|r| r.map_err(Into::into))),
+            Poll::Pending => match this.deadline.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyReadTimeout)))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// Runs a future, turning a panic while polling it into `None` (the request is answered 500
+/// instead of the connection being dropped without an answer).
+struct CatchPanic<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchPanic<F> {
+    type Output = Option<F::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || inner.poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Some(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => Poll::Ready(None),
+        }
+    }
+}
+
+/// The answer to a request whose handler panicked.
+fn internal_error() -> axum::response::Response {
+    let body = r#"{"odata.error":{"code":"InternalError","message":{"lang":"en-US","value":"The server encountered an internal error. Please retry the request."}}}"#;
+    let mut r = axum::response::Response::new(axum::body::Body::from(body));
+    *r.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+    let headers = r.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(
+            "application/json;odata=minimalmetadata;streaming=true;charset=utf-8",
+        ),
+    );
+    headers.insert(
+        "x-ms-error-code",
+        http::HeaderValue::from_static("InternalError"),
+    );
+    headers.insert(
+        http::header::CONNECTION,
+        http::HeaderValue::from_static("close"),
+    );
+    r
+}
+
+/// What the accept loop knows about one open connection.
+struct ConnState {
+    /// Requests being handled right now.
+    busy: AtomicUsize,
+    /// When the connection last became idle, in ms since the tracker's start.
+    idle_since_ms: AtomicU64,
+    /// Set once the connection was picked to make room.
+    closing: AtomicBool,
+    /// Asks the connection to close: at once if it is idle, else after its request.
+    close: Notify,
+}
+
+/// Open connections, so that an idle one can be closed when the cap is reached.
+struct Tracker {
+    started: Instant,
+    next_id: AtomicU64,
+    conns: Mutex<HashMap<u64, Arc<ConnState>>>,
+}
+
+impl Tracker {
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn register(self: &Arc<Self>) -> Registration {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let state = Arc::new(ConnState {
+            busy: AtomicUsize::new(0),
+            idle_since_ms: AtomicU64::new(self.now_ms()),
+            closing: AtomicBool::new(false),
+            close: Notify::new(),
+        });
+        self.conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, Arc::clone(&state));
+        Registration {
+            tracker: Arc::clone(self),
+            id,
+            state,
+        }
+    }
+
+    /// Asks the connection idle the longest to close; false if every connection is busy.
+    fn close_one_idle(&self) -> bool {
+        let conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        let victim = conns
+            .values()
+            .filter(|c| c.busy.load(Ordering::Acquire) == 0 && !c.closing.load(Ordering::Relaxed))
+            .min_by_key(|c| c.idle_since_ms.load(Ordering::Relaxed));
+        match victim {
+            Some(c) => {
+                c.closing.store(true, Ordering::Relaxed);
+                c.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+struct Registration {
+    tracker: Arc<Tracker>,
+    id: u64,
+    state: Arc<ConnState>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.tracker
+            .conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+/// Marks a connection busy while one of its requests is handled.
+struct BusyGuard {
+    state: Arc<ConnState>,
+    tracker: Arc<Tracker>,
+}
+
+impl BusyGuard {
+    fn new(state: &Arc<ConnState>, tracker: &Arc<Tracker>) -> BusyGuard {
+        state.busy.fetch_add(1, Ordering::AcqRel);
+        BusyGuard {
+            state: Arc::clone(state),
+            tracker: Arc::clone(tracker),
+        }
+    }
+}
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.state
+            .idle_since_ms
+            .store(self.tracker.now_ms(), Ordering::Relaxed);
+        self.state.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The 503 written to a connection that found no free slot (no request is read).
+fn busy_response() -> Vec<u8> {
+    let body = r#"{"odata.error":{"code":"ServerBusy","message":{"lang":"en-US","value":"The server is currently unable to receive requests. Please retry your request."}}}"#;
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-8\r\nx-ms-error-code: ServerBusy\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Answers 503 and closes, after giving the client a moment to see the answer.
+async fn refuse(mut stream: TcpStream) {
+    let _ = tokio::time::timeout(Duration::from_millis(500), async {
+        let _ = stream.write_all(&busy_response()).await;
+        let _ = stream.shutdown().await;
+        // Drain a little of the request so closing does not reset the connection before
+        // the client has read the answer.
+        let mut sink = [0u8; 4096];
+        loop {
+            match tokio::io::AsyncReadExt::read(&mut stream, &mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+}
+
+/// Whether an accept error concerns only the connection being accepted.
+fn is_connection_error(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then drains (bounded).
+pub async fn run(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: ServeLimits,
+) {
+    let limits = Arc::new(limits);
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let tracker = Arc::new(Tracker {
+        started: Instant::now(),
+        next_id: AtomicU64::new(0),
+        conns: Mutex::new(HashMap::new()),
+    });
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let mut refusals = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        while tasks.try_join_next().is_some() {}
+        while refusals.try_join_next().is_some() {}
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) if is_connection_error(&e) => continue,
+            Err(e) => {
+                // Typically out of file descriptors: make room and back off briefly.
+                tracing::warn!(error = %e, "accept failed");
+                tracker.close_one_idle();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let permit = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                let closing = tracker.close_one_idle();
+                let wait = if closing {
+                    limits.connection_wait.max(Duration::from_secs(1))
+                } else {
+                    limits.connection_wait
+                };
+                match tokio::time::timeout(wait, Arc::clone(&slots).acquire_owned()).await {
+                    Ok(Ok(p)) => p,
+                    _ => {
+                        tracing::warn!(%peer, "connection limit reached; answering 503");
+                        if refusals.len() < 64 {
+                            refusals.spawn(refuse(stream));
+                        }
+                        continue;
+                    }
+                }
+            }
+        };
+        let registration = tracker.register();
+        let router = router.clone();
+        let limits = Arc::clone(&limits);
+        let tracker_for_conn = Arc::clone(&tracker);
+        let mut stop = stop_rx.clone();
+        tasks.spawn(async move {
+            let _permit = permit;
+            let state = Arc::clone(&registration.state);
+            let body_read_timeout = limits.body_read_timeout;
+            let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                let guard = BusyGuard::new(&state, &tracker_for_conn);
+                let router = router.clone();
+                let deadline = Box::pin(tokio::time::sleep(body_read_timeout));
+                async move {
+                    let mut request = request.map(|inner| TimedBody { inner, deadline });
+                    request.extensions_mut().insert(ConnectInfo(peer));
+                    let handled =
+                        CatchPanic(Box::pin(router.oneshot(request.map(axum::body::Body::new))))
+                            .await;
+                    let response = match handled {
+                        Some(Ok(r)) => r,
+                        Some(Err(e)) => match e {},
+                        None => {
+                            tracing::error!(%peer, "a request handler panicked; answered 500");
+                            internal_error()
+                        }
+                    };
+                    drop(guard);
+                    Ok::<_, Infallible>(response)
+                }
+            });
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_read_timeout)
+                .max_buf_size(limits.max_header_bytes.max(8192))
+                .max_headers(limits.max_headers)
+                .keep_alive(true);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    result = conn.as_mut() => {
+                        if let Err(e) = result {
+                            tracing::debug!(%peer, error = %e, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    () = registration.state.close.notified(), if !closing => {
+                        // Picked to make room. With no request in flight (waiting for a
+                        // head, perhaps a slow one) it is dropped at once; nothing is lost.
+                        if registration.state.busy.load(Ordering::Acquire) == 0 {
+                            break;
+                        }
+                        closing = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                    _ = stop.changed(), if !closing => {
+                        closing = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+            drop(registration);
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(limits.shutdown_grace, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            connections = tasks.len(),
+            "requests still running after the shutdown grace period; closing them"
+        );
+        tasks.shutdown().await;
+    }
+    refusals.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_future_yields_none() {
+        let ok = CatchPanic(Box::pin(async { 5 })).await;
+        assert_eq!(ok, Some(5));
+        let panicked = CatchPanic(Box::pin(async {
+            if ok.is_some() {
+                panic!("handler bug");
+            }
+            1
+        }))
+        .await;
+        assert_eq!(panicked, None);
+        assert_eq!(
+            internal_error().status(),
+            http::StatusCode::INTERNAL_SERVER_ERROR
+        );
+    }
+}

@@ -1,0 +1,314 @@
+//! The `tablestore` binary as a child process on a data folder (crash, fault and durability
+//! tests), and a signing HTTP client for any account and endpoint.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use reqwest::Method;
+
+use super::Reply;
+use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+
+/// How long a child may take to print its address.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running `tablestore` process. Killed (SIGKILL) when dropped.
+pub struct ChildServer {
+    child: Child,
+    pub addr: SocketAddr,
+    pub dir: PathBuf,
+    /// Everything the child printed on stderr after start-up, collected in the background.
+    stderr: mpsc::Receiver<String>,
+    /// Stdout (the log) after start-up.
+    stdout: mpsc::Receiver<String>,
+}
+
+/// A start-up that failed: the exit status (if the process ended) and what it printed.
+#[derive(Debug)]
+pub struct StartFailure {
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_tablestore")
+}
+
+impl ChildServer {
+    /// Starts the binary on `dir` with `--port 0` (plus `args`) and waits for its address.
+    pub fn start(dir: &Path, args: &[&str]) -> ChildServer {
+        match ChildServer::try_start(dir, args) {
+            Ok(s) => s,
+            Err(f) => panic!("tablestore did not start: {f:?}"),
+        }
+    }
+
+    pub fn try_start(dir: &Path, args: &[&str]) -> Result<ChildServer, StartFailure> {
+        let mut child = Command::new(binary())
+            .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
+            .arg("--location")
+            .arg(dir)
+            .args(args)
+            .env_remove("AZURITE_ACCOUNTS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tablestore");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (line_tx, line_rx) = mpsc::channel::<String>();
+        let out_tx = line_tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = out_tx.send(format!("out:{line}"));
+            }
+        });
+        let (err_tx, err_rx) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = err_tx.send(line);
+            }
+        });
+        drop(line_tx);
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut seen = String::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match line_rx.recv_timeout(left.min(Duration::from_millis(100))) {
+                Ok(line) => {
+                    let line = line.trim_start_matches("out:").to_string();
+                    seen.push_str(&line);
+                    seen.push('\n');
+                    if let Some(addr) = line
+                        .strip_prefix("tablestore listening on http://")
+                        .and_then(|a| a.trim().parse().ok())
+                    {
+                        return Ok(ChildServer {
+                            child,
+                            addr,
+                            dir: dir.to_path_buf(),
+                            stderr: err_rx,
+                            stdout: line_rx,
+                        });
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        return Err(StartFailure {
+                            status: Some(status),
+                            stdout: seen,
+                            stderr: drain(&err_rx, Duration::from_secs(2)),
+                        });
+                    }
+                }
+                Err(_) => {
+                    // Stdout closed or time is up: the process ended or hangs.
+                    let status = wait_bounded(&mut child, Duration::from_secs(5));
+                    if status.is_none() {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                    }
+                    return Err(StartFailure {
+                        status,
+                        stdout: seen,
+                        stderr: drain(&err_rx, Duration::from_secs(2)),
+                    });
+                }
+            }
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9`: no flush, no clean-up.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits (bounded) for the exit status.
+    pub fn terminate(mut self) -> ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        match wait_bounded(&mut self.child, Duration::from_secs(30)) {
+            Some(s) => s,
+            None => panic!("tablestore did not exit within 30 s of SIGTERM"),
+        }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// What the child printed on stderr so far.
+    pub fn stderr_so_far(&self) -> String {
+        drain(&self.stderr, Duration::from_millis(50))
+    }
+
+    /// What the child logged (stdout) so far.
+    pub fn log_so_far(&self) -> String {
+        drain(&self.stdout, Duration::from_millis(50))
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn drain(rx: &mpsc::Receiver<String>, wait: Duration) -> String {
+    let deadline = Instant::now() + wait;
+    let mut out = String::new();
+    while let Ok(line) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
+}
+
+/// Signs requests with Shared Key Lite for one account.
+#[derive(Clone)]
+pub struct Signer {
+    pub account: String,
+    pub key: Vec<u8>,
+}
+
+impl Signer {
+    pub fn dev() -> Signer {
+        Signer::new(DEV_ACCOUNT, DEV_ACCOUNT_KEY)
+    }
+
+    pub fn new(account: &str, key_base64: &str) -> Signer {
+        let key = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, key_base64)
+            .expect("key is base64");
+        Signer {
+            account: account.to_string(),
+            key,
+        }
+    }
+
+    /// `x-ms-date` and `Authorization` for a request line's raw path and query.
+    pub fn sign(&self, raw_path: &str, raw_query: Option<&str>) -> (String, String) {
+        use tablestore::auth::canonical;
+        let date = chrono::Utc::now()
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string();
+        let resource = canonical::canonicalized_resource(&self.account, raw_path, raw_query);
+        let sts = canonical::shared_key_lite_string_to_sign(&date, &resource);
+        let signature = canonical::compute_signature(&self.key, &sts);
+        (date, format!("SharedKeyLite {}:{signature}", self.account))
+    }
+}
+
+/// A signing client for one account at one endpoint, path style; errors are returned (a
+/// killed server is expected in crash tests).
+#[derive(Clone)]
+pub struct Client {
+    pub http: reqwest::Client,
+    /// `http://127.0.0.1:port`
+    pub endpoint: String,
+    pub signer: Signer,
+}
+
+impl Client {
+    pub fn new(endpoint: &str, signer: Signer) -> Client {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .pool_max_idle_per_host(4)
+            .build()
+            .expect("client");
+        Client {
+            http,
+            endpoint: endpoint.to_string(),
+            signer,
+        }
+    }
+
+    /// Sends `method` to `path` below the account (path style), signed, JSON Accept unless
+    /// given; a body defaults to `Content-Type: application/json`.
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Result<Reply, reqwest::Error> {
+        let url = format!("{}/{}{}", self.endpoint, self.signer.account, path);
+        let method = Method::from_bytes(method.as_bytes()).expect("valid method");
+        let parsed = reqwest::Url::parse(&url).expect("valid url");
+        let (date, authorization) = self.signer.sign(parsed.path(), parsed.query());
+        let mut req = self
+            .http
+            .request(method, parsed)
+            .header("x-ms-date", date)
+            .header("x-ms-version", "2019-02-02")
+            .header("Authorization", authorization);
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
+        {
+            req = req.header("Accept", super::JSON_MINIMAL);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            if !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            {
+                req = req.header("Content-Type", "application/json");
+            }
+            req = req.body(b);
+        }
+        let resp = req.send().await?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = resp.bytes().await?.to_vec();
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// `GET /_health` answers 200.
+    pub async fn healthy(&self) -> bool {
+        match self
+            .http
+            .get(format!("{}/_health", self.endpoint))
+            .send()
+            .await
+        {
+            Ok(r) => r.status().is_success(),
+            Err(_) => false,
+        }
+    }
+}

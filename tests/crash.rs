@@ -1,0 +1,736 @@
+//! Crash safety of the real binary: concurrent inserts, merges, replaces, deletes, upserts and
+//! `$batch` change sets against a data folder, `kill -9` at a random moment, restart on the
+//! same folder, and a check of everything the server had acknowledged.
+//!
+//! Each worker owns one partition and runs its operations one after another, so its model is
+//! a sequence of steps. After a restart the partition must look exactly like the model after
+//! some number `k` of steps (a prefix, which also makes every change set all-or-nothing):
+//!
+//! * `durable` mode: `k` is every acknowledged step, plus possibly the one in flight when the
+//!   server died; acknowledged states must match in content *and* ETag.
+//! * `relaxed` mode: any `k` (the last moments may be lost), but still a prefix, and after a
+//!   graceful shutdown (SIGTERM) every acknowledged step.
+//!
+//! Rounds, workers and the time before each kill are bounded; `TABLESTORE_LONG_TESTS=1` runs
+//! many more rounds, `TABLESTORE_CRASH_SEED=<n>` replays a run (the seed is printed).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::child::{ChildServer, Client, Signer};
+use serde_json::{json, Map, Value};
+
+const TABLE: &str = "crashtest";
+const KEYS_PER_WORKER: usize = 24;
+
+fn long_tests() -> bool {
+    std::env::var("TABLESTORE_LONG_TESTS").is_ok_and(|v| v == "1")
+}
+
+fn seed() -> u64 {
+    std::env::var("TABLESTORE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        })
+}
+
+/// xorshift64*: small, seedable, good enough to pick operations.
+#[derive(Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.max(1))
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo)
+    }
+}
+
+/// Custom properties of an entity (no keys, no Timestamp).
+type Props = BTreeMap<String, Value>;
+
+#[derive(Clone, Debug, PartialEq)]
+enum State {
+    Absent,
+    /// `etag` is `None` when the write was never acknowledged (its ETag is unknown).
+    Present {
+        etag: Option<String>,
+        props: Props,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Insert,
+    /// PUT with If-Match.
+    Replace,
+    /// MERGE with If-Match.
+    Merge,
+    /// DELETE with If-Match.
+    Delete,
+    /// PUT without If-Match.
+    InsertOrReplace,
+    /// MERGE without If-Match.
+    InsertOrMerge,
+}
+
+struct SubOp {
+    key: usize,
+    kind: Kind,
+    /// Properties sent (empty for deletes).
+    props: Props,
+    /// The ETag sent in If-Match.
+    if_match: Option<String>,
+}
+
+/// One request of a worker: a single operation or a change set, and what it did to the model.
+#[derive(Debug)]
+struct Step {
+    what: String,
+    changes: Vec<(usize, State)>,
+    acknowledged: bool,
+}
+
+struct Worker {
+    id: usize,
+    rng: Rng,
+    /// State verified after the last restart.
+    base: Vec<State>,
+    /// Steps since then.
+    steps: Vec<Step>,
+    /// Batches acknowledged, over the whole test.
+    batches: usize,
+    acknowledged: usize,
+}
+
+fn row_key(k: usize) -> String {
+    format!("r{k:03}")
+}
+
+fn partition(worker: usize) -> String {
+    format!("w{worker:02}")
+}
+
+impl Worker {
+    fn current(&self) -> Vec<State> {
+        let mut s = self.base.clone();
+        for step in &self.steps {
+            for (k, state) in &step.changes {
+                s[*k] = state.clone();
+            }
+        }
+        s
+    }
+
+    fn random_props(&mut self, seq: usize) -> Props {
+        let mut p = Props::new();
+        p.insert("worker".into(), json!(self.id as i64));
+        p.insert("seq".into(), json!(seq as i64));
+        let field = format!("f{}", self.rng.below(4));
+        p.insert(field, json!(self.rng.range(0, 1 << 30) as i64));
+        let len = match self.rng.below(20) {
+            0 => 20_000, // occasionally a large value
+            _ => self.rng.below(1500),
+        };
+        let c = (b'a' + self.rng.below(26) as u8) as char;
+        p.insert("data".into(), json!(c.to_string().repeat(len)));
+        p
+    }
+
+    fn choose(&mut self, key: usize, current: &State, seq: usize) -> SubOp {
+        let props = self.random_props(seq);
+        match current {
+            State::Absent => {
+                let kind = match self.rng.below(3) {
+                    0 => Kind::InsertOrMerge,
+                    1 => Kind::InsertOrReplace,
+                    _ => Kind::Insert,
+                };
+                SubOp {
+                    key,
+                    kind,
+                    props,
+                    if_match: None,
+                }
+            }
+            State::Present { etag, .. } => {
+                let kind = match self.rng.below(6) {
+                    0 | 1 => Kind::Merge,
+                    2 => Kind::Replace,
+                    3 => Kind::Delete,
+                    4 => Kind::InsertOrReplace,
+                    _ => Kind::InsertOrMerge,
+                };
+                let if_match = match kind {
+                    Kind::Merge | Kind::Replace | Kind::Delete => {
+                        Some(etag.clone().expect("verified states carry ETags"))
+                    }
+                    _ => None,
+                };
+                let props = if matches!(kind, Kind::Delete) {
+                    Props::new()
+                } else {
+                    props
+                };
+                SubOp {
+                    key,
+                    kind,
+                    props,
+                    if_match,
+                }
+            }
+        }
+    }
+}
+
+fn entity_body(worker: usize, op: &SubOp) -> Vec<u8> {
+    let mut m = Map::new();
+    m.insert("PartitionKey".into(), json!(partition(worker)));
+    m.insert("RowKey".into(), json!(row_key(op.key)));
+    for (k, v) in &op.props {
+        m.insert(k.clone(), v.clone());
+    }
+    Value::Object(m).to_string().into_bytes()
+}
+
+fn entity_path(worker: usize, key: usize) -> String {
+    format!(
+        "/{TABLE}(PartitionKey='{}',RowKey='{}')",
+        partition(worker),
+        row_key(key)
+    )
+}
+
+/// The state an operation leaves, given the state before and the ETag it got.
+fn after(op: &SubOp, before: &State, etag: Option<String>) -> State {
+    let merged = |old: &State| {
+        let mut p = match old {
+            State::Present { props, .. } => props.clone(),
+            State::Absent => Props::new(),
+        };
+        for (k, v) in &op.props {
+            p.insert(k.clone(), v.clone());
+        }
+        p
+    };
+    match op.kind {
+        Kind::Delete => State::Absent,
+        Kind::Insert | Kind::Replace | Kind::InsertOrReplace => State::Present {
+            etag,
+            props: op.props.clone(),
+        },
+        Kind::Merge | Kind::InsertOrMerge => State::Present {
+            etag,
+            props: merged(before),
+        },
+    }
+}
+
+/// Method, path and headers of one operation.
+fn request_line(worker: usize, op: &SubOp) -> (&'static str, String, Vec<(&'static str, String)>) {
+    let mut headers = Vec::new();
+    if let Some(e) = &op.if_match {
+        headers.push(("If-Match", e.clone()));
+    }
+    match op.kind {
+        Kind::Insert => {
+            headers.push(("Prefer", "return-no-content".into()));
+            ("POST", format!("/{TABLE}"), headers)
+        }
+        Kind::Replace | Kind::InsertOrReplace => ("PUT", entity_path(worker, op.key), headers),
+        Kind::Merge | Kind::InsertOrMerge => ("MERGE", entity_path(worker, op.key), headers),
+        Kind::Delete => ("DELETE", entity_path(worker, op.key), headers),
+    }
+}
+
+fn batch_body(endpoint: &str, worker: usize, ops: &[SubOp]) -> (String, Vec<u8>) {
+    let b = format!("batch_w{worker}");
+    let cs = format!("changeset_w{worker}");
+    let mut body = format!("--{b}\r\nContent-Type: multipart/mixed; boundary={cs}\r\n\r\n");
+    for op in ops {
+        let (method, path, headers) = request_line(worker, op);
+        body.push_str(&format!(
+            "--{cs}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"
+        ));
+        body.push_str(&format!(
+            "{method} {endpoint}/devstoreaccount1{path} HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0;\r\n"
+        ));
+        for (k, v) in headers {
+            body.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if matches!(op.kind, Kind::Delete) {
+            body.push_str("\r\n");
+        } else {
+            let e = String::from_utf8(entity_body(worker, op)).expect("utf-8");
+            body.push_str(&format!("Content-Type: application/json\r\n\r\n{e}\r\n"));
+        }
+    }
+    body.push_str(&format!("--{cs}--\r\n--{b}--\r\n"));
+    (format!("multipart/mixed; boundary={b}"), body.into_bytes())
+}
+
+/// Sub-response statuses and ETags, in order.
+fn sub_responses(text: &str) -> Vec<(u16, Option<String>)> {
+    let mut out = Vec::new();
+    for part in text.split("\r\nHTTP/1.1 ").skip(1) {
+        let status = part
+            .split(' ')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let etag = part
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| l.strip_prefix("ETag: ").map(str::to_string));
+        out.push((status, etag));
+    }
+    out
+}
+
+/// Runs one worker until `stop`, a transport error (the server died), or `max_steps`.
+async fn run_worker(
+    mut w: Worker,
+    client: Client,
+    stop: Arc<AtomicBool>,
+    max_steps: usize,
+) -> Worker {
+    let mut seq = w.acknowledged * 1000;
+    let mut done = 0;
+    while !stop.load(Ordering::Relaxed) && done < max_steps {
+        done += 1;
+        seq += 1;
+        let current = w.current();
+        let batch = w.rng.below(4) == 0;
+        let result = if batch {
+            let n = 2 + w.rng.below(4);
+            let mut keys: Vec<usize> = Vec::new();
+            while keys.len() < n {
+                let k = w.rng.below(KEYS_PER_WORKER);
+                if !keys.contains(&k) {
+                    keys.push(k);
+                }
+            }
+            let ops: Vec<SubOp> = keys
+                .iter()
+                .map(|&k| w.choose(k, &current[k], seq))
+                .collect();
+            let (ct, body) = batch_body(&client.endpoint, w.id, &ops);
+            let reply = client
+                .send(
+                    "POST",
+                    "/$batch",
+                    &[("Content-Type", ct.as_str())],
+                    Some(body),
+                )
+                .await;
+            let what = format!(
+                "batch {:?}",
+                ops.iter().map(|o| (o.key, o.kind)).collect::<Vec<_>>()
+            );
+            match reply {
+                Ok(r) => {
+                    let text = r.text();
+                    let subs = sub_responses(&text);
+                    assert_eq!(r.status.as_u16(), 202, "{what}: {text}");
+                    assert_eq!(subs.len(), ops.len(), "{what}: {text}");
+                    let changes = ops
+                        .iter()
+                        .zip(&subs)
+                        .map(|(op, (status, etag))| {
+                            assert_eq!(*status, 204, "{what}: {text}");
+                            (op.key, after(op, &current[op.key], etag.clone()))
+                        })
+                        .collect();
+                    w.batches += 1;
+                    Ok(Step {
+                        what,
+                        changes,
+                        acknowledged: true,
+                    })
+                }
+                Err(_) => Err(Step {
+                    what,
+                    changes: ops
+                        .iter()
+                        .map(|op| (op.key, after(op, &current[op.key], None)))
+                        .collect(),
+                    acknowledged: false,
+                }),
+            }
+        } else {
+            let k = w.rng.below(KEYS_PER_WORKER);
+            let op = w.choose(k, &current[k], seq);
+            let (method, path, headers) = request_line(w.id, &op);
+            let header_refs: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let body = (!matches!(op.kind, Kind::Delete)).then(|| entity_body(w.id, &op));
+            let what = format!("{:?} of {}", op.kind, row_key(k));
+            match client.send(method, &path, &header_refs, body).await {
+                Ok(r) => {
+                    assert_eq!(r.status.as_u16(), 204, "{what}: {}", r.text());
+                    let etag = r.header("etag").map(str::to_string);
+                    assert_eq!(
+                        etag.is_some(),
+                        !matches!(op.kind, Kind::Delete),
+                        "{what}: ETag header"
+                    );
+                    Ok(Step {
+                        what,
+                        changes: vec![(k, after(&op, &current[k], etag))],
+                        acknowledged: true,
+                    })
+                }
+                Err(_) => Err(Step {
+                    what,
+                    changes: vec![(k, after(&op, &current[k], None))],
+                    acknowledged: false,
+                }),
+            }
+        };
+        match result {
+            Ok(step) => {
+                w.acknowledged += 1;
+                w.steps.push(step);
+            }
+            Err(step) => {
+                w.steps.push(step);
+                break;
+            }
+        }
+    }
+    w
+}
+
+/// Every entity of the table, by partition and row key, with its ETag and custom properties.
+async fn read_all(client: &Client) -> BTreeMap<(String, String), (String, Props)> {
+    let mut out = BTreeMap::new();
+    let mut next: Option<(String, String)> = None;
+    for _ in 0..1000 {
+        let path = match &next {
+            None => format!("/{TABLE}()"),
+            Some((pk, rk)) => format!("/{TABLE}()?NextPartitionKey={pk}&NextRowKey={rk}"),
+        };
+        let r = client.send("GET", &path, &[], None).await.expect("query");
+        assert_eq!(r.status.as_u16(), 200, "{}", r.text());
+        for e in r.json()["value"].as_array().expect("value").iter() {
+            let obj = e.as_object().expect("entity object");
+            let pk = obj["PartitionKey"].as_str().expect("pk").to_string();
+            let rk = obj["RowKey"].as_str().expect("rk").to_string();
+            let etag = obj["odata.etag"].as_str().expect("etag").to_string();
+            let props: Props = obj
+                .iter()
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "PartitionKey" | "RowKey" | "Timestamp")
+                        && !k.starts_with("odata.")
+                        && !k.contains("@odata")
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            out.insert((pk, rk), (etag, props));
+        }
+        let pk = r.header("x-ms-continuation-NextPartitionKey");
+        let rk = r.header("x-ms-continuation-NextRowKey");
+        match (pk, rk) {
+            (Some(pk), Some(rk)) => next = Some((pk.to_string(), rk.to_string())),
+            _ => return out,
+        }
+    }
+    panic!("more than 1000 pages");
+}
+
+fn matches(expected: &State, observed: Option<&(String, Props)>) -> bool {
+    match (expected, observed) {
+        (State::Absent, None) => true,
+        (State::Present { etag, props }, Some((e, p))) => {
+            props == p && etag.as_ref().is_none_or(|want| want == e)
+        }
+        _ => false,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Expect {
+    /// Every acknowledged step, and maybe the one in flight.
+    Durable,
+    /// Any prefix of the steps.
+    Prefix,
+}
+
+/// Checks each worker's partition against its model and resets the model to what is stored.
+fn verify(
+    workers: &mut [Worker],
+    stored: &BTreeMap<(String, String), (String, Props)>,
+    expect: Expect,
+    round: usize,
+) {
+    for (pk, rk) in stored.keys() {
+        let known = workers.iter().any(|w| *pk == partition(w.id))
+            && (0..KEYS_PER_WORKER).any(|k| *rk == row_key(k));
+        assert!(known, "round {round}: unexpected entity ({pk}, {rk})");
+    }
+    for w in workers.iter_mut() {
+        let pk = partition(w.id);
+        let observed: Vec<Option<&(String, Props)>> = (0..KEYS_PER_WORKER)
+            .map(|k| stored.get(&(pk.clone(), row_key(k))))
+            .collect();
+        let acked = w.steps.iter().filter(|s| s.acknowledged).count();
+        assert!(
+            w.steps.iter().take(acked).all(|s| s.acknowledged),
+            "only the last step may be unacknowledged"
+        );
+        let candidates: Vec<usize> = match expect {
+            Expect::Durable => (acked..=w.steps.len()).collect(),
+            Expect::Prefix => (0..=w.steps.len()).rev().collect(),
+        };
+        let mut state = w.base.clone();
+        let mut prefixes = vec![state.clone()];
+        for step in &w.steps {
+            for (k, s) in &step.changes {
+                state[*k] = s.clone();
+            }
+            prefixes.push(state.clone());
+        }
+        let found = candidates.iter().find(|&&n| {
+            prefixes[n]
+                .iter()
+                .zip(&observed)
+                .all(|(e, o)| matches(e, *o))
+        });
+        if found.is_none() {
+            let n = candidates[0];
+            let diffs: Vec<String> = prefixes[n]
+                .iter()
+                .zip(&observed)
+                .enumerate()
+                .filter(|(_, (e, o))| !matches(e, **o))
+                .map(|(k, (e, o))| format!("{}: expected {e:?}, stored {o:?}", row_key(k)))
+                .collect();
+            let last: Vec<String> = w
+                .steps
+                .iter()
+                .rev()
+                .take(3)
+                .map(|s| format!("{} (ack {})", s.what, s.acknowledged))
+                .collect();
+            panic!(
+                "round {round}, worker {}: stored state matches no allowed prefix ({expect:?}, {} steps, {acked} acknowledged); first candidate {n} differs: {diffs:#?}; last steps: {last:#?}",
+                w.id,
+                w.steps.len()
+            );
+        }
+        w.base = observed
+            .iter()
+            .map(|o| match o {
+                None => State::Absent,
+                Some((etag, props)) => State::Present {
+                    etag: Some(etag.clone()),
+                    props: props.clone(),
+                },
+            })
+            .collect();
+        w.steps.clear();
+    }
+}
+
+struct Run {
+    dir: tempfile::TempDir,
+    args: Vec<&'static str>,
+    workers: Vec<Worker>,
+    rng: Rng,
+}
+
+impl Run {
+    fn new(args: &[&'static str], n_workers: usize) -> Run {
+        let seed = seed();
+        println!("TABLESTORE_CRASH_SEED={seed}");
+        let mut rng = Rng::new(seed);
+        let workers = (0..n_workers)
+            .map(|id| Worker {
+                id,
+                rng: Rng::new(rng.next()),
+                base: vec![State::Absent; KEYS_PER_WORKER],
+                steps: Vec::new(),
+                batches: 0,
+                acknowledged: 0,
+            })
+            .collect();
+        Run {
+            dir: tempfile::tempdir().expect("temp dir"),
+            args: args.to_vec(),
+            workers,
+            rng,
+        }
+    }
+
+    fn start(&self) -> (ChildServer, Client) {
+        let started = Instant::now();
+        let server = ChildServer::start(self.dir.path(), &self.args);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "start-up took {:?}",
+            started.elapsed()
+        );
+        let client = Client::new(&server.endpoint(), Signer::dev());
+        (server, client)
+    }
+
+    /// Drives all workers for a while, then stops them (`kill`: by killing the server).
+    async fn drive(
+        &mut self,
+        client: &Client,
+        run_for: Duration,
+        max_steps: usize,
+    ) -> Arc<AtomicBool> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks: Vec<_> = std::mem::take(&mut self.workers)
+            .into_iter()
+            .map(|w| tokio::spawn(run_worker(w, client.clone(), Arc::clone(&stop), max_steps)))
+            .collect();
+        tokio::time::sleep(run_for).await;
+        stop.store(true, Ordering::Relaxed);
+        for t in tasks {
+            self.workers.push(t.await.expect("worker panicked"));
+        }
+        stop
+    }
+
+    /// Like `drive`, but `kill -9`s the server while the workers run.
+    async fn drive_and_kill(&mut self, server: ChildServer, client: &Client, run_for: Duration) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks: Vec<_> = std::mem::take(&mut self.workers)
+            .into_iter()
+            .map(|w| tokio::spawn(run_worker(w, client.clone(), Arc::clone(&stop), 100_000)))
+            .collect();
+        tokio::time::sleep(run_for).await;
+        server.kill9();
+        // Workers stop at their first failed request; the flag bounds the rest.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stop.store(true, Ordering::Relaxed);
+        for t in tasks {
+            self.workers.push(t.await.expect("worker panicked"));
+        }
+    }
+
+    async fn create_table(&self, client: &Client) {
+        let r = client
+            .send(
+                "POST",
+                "/Tables",
+                &[],
+                Some(format!(r#"{{"TableName":"{TABLE}"}}"#).into_bytes()),
+            )
+            .await
+            .expect("create table");
+        assert_eq!(r.status.as_u16(), 201, "{}", r.text());
+    }
+
+    fn totals(&self) -> (usize, usize) {
+        (
+            self.workers.iter().map(|w| w.acknowledged).sum(),
+            self.workers.iter().map(|w| w.batches).sum(),
+        )
+    }
+}
+
+async fn crash_rounds(args: &[&'static str], expect: Expect, rounds: usize) {
+    let started = Instant::now();
+    let mut run = Run::new(args, 6);
+    let (server, client) = run.start();
+    run.create_table(&client).await;
+    let mut server = Some(server);
+    let mut client = client;
+    for round in 0..rounds {
+        let run_for = Duration::from_millis(run.rng.range(150, 900));
+        let s = server.take().expect("a running server");
+        run.drive_and_kill(s, &client, run_for).await;
+        let (next, next_client) = run.start();
+        assert!(
+            next_client.healthy().await,
+            "round {round}: not healthy after restart"
+        );
+        let stored = read_all(&next_client).await;
+        verify(&mut run.workers, &stored, expect, round);
+        server = Some(next);
+        client = next_client;
+    }
+    // A last round ends gracefully: everything acknowledged must be there, in every mode.
+    run.drive(&client, Duration::from_millis(300), 100_000)
+        .await;
+    let status = server.take().expect("server").terminate();
+    assert!(status.success(), "graceful shutdown exit status {status:?}");
+    let (last, last_client) = run.start();
+    let stored = read_all(&last_client).await;
+    verify(&mut run.workers, &stored, Expect::Durable, rounds);
+    let (acked, batches) = run.totals();
+    println!(
+        "{rounds} kill -9 rounds + 1 graceful, {acked} acknowledged requests ({batches} batches), {} entities, {:?}",
+        stored.len(),
+        started.elapsed()
+    );
+    assert!(acked > 0 && batches > 0, "the workload did run");
+    assert!(last.terminate().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_mode_keeps_every_acknowledged_write_across_kill_9() {
+    let rounds = if long_tests() { 40 } else { 5 };
+    crash_rounds(&["--durability", "durable"], Expect::Durable, rounds).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relaxed_mode_keeps_a_consistent_prefix_across_kill_9() {
+    let rounds = if long_tests() { 20 } else { 3 };
+    crash_rounds(&["--durability", "relaxed"], Expect::Prefix, rounds).await;
+}
+
+/// Relaxed mode flushes at a graceful shutdown: a write acknowledged just before SIGTERM
+/// survives even though the background flush (every 500 ms) had no time to run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relaxed_mode_flushes_on_sigterm() {
+    let mut run = Run::new(&["--durability", "relaxed"], 3);
+    let (server, client) = run.start();
+    run.create_table(&client).await;
+    run.drive(&client, Duration::from_millis(100), 20).await;
+    assert!(server.terminate().success());
+    let (server, client) = run.start();
+    let stored = read_all(&client).await;
+    verify(&mut run.workers, &stored, Expect::Durable, 0);
+    assert!(server.terminate().success());
+}
+
+/// Relaxed mode flushes in the background: writes acknowledged more than a flush interval
+/// (500 ms) before a `kill -9` survive it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relaxed_mode_flushes_in_the_background() {
+    let mut run = Run::new(&["--durability", "relaxed"], 3);
+    let (server, client) = run.start();
+    run.create_table(&client).await;
+    run.drive(&client, Duration::from_millis(200), 30).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    server.kill9();
+    let (server, client) = run.start();
+    let stored = read_all(&client).await;
+    verify(&mut run.workers, &stored, Expect::Durable, 0);
+    assert!(server.terminate().success());
+}
