@@ -44,6 +44,39 @@ impl Row for Entity {
     }
 }
 
+/// A stored entity read in place: the same rules as [`Entity`]'s impl, on the encoded bytes.
+impl Row for super::RawRow<'_> {
+    fn compare(&self, property: &Property, value: &EdmValue) -> Option<Ordering> {
+        use crate::store::codec::RawValue;
+        match property {
+            Property::PartitionKey | Property::RowKey => {
+                let (pk, rk) = crate::store::key::decode_entity_key(self.key)?;
+                let key = if matches!(property, Property::PartitionKey) {
+                    pk
+                } else {
+                    rk
+                };
+                compare_string(&key, value)
+            }
+            Property::Timestamp => match value {
+                EdmValue::DateTime(t) => Some(self.value.timestamp()?.cmp(t)),
+                _ => None,
+            },
+            Property::Named(name) => match (self.value.property(name)?, value) {
+                (RawValue::String(a), EdmValue::String(b)) => Some(compare_ordinal(a, b)),
+                (RawValue::Int32(a), EdmValue::Int32(b)) => Some(a.cmp(b)),
+                (RawValue::Int64(a), EdmValue::Int64(b)) => Some(a.cmp(b)),
+                (RawValue::Double(a), EdmValue::Double(b)) => a.partial_cmp(b),
+                (RawValue::Boolean(a), EdmValue::Boolean(b)) => Some(a.cmp(b)),
+                (RawValue::DateTime(a), EdmValue::DateTime(b)) => Some(a.cmp(b)),
+                (RawValue::Guid(a), EdmValue::Guid(b)) => Some(a.cmp(b)),
+                (RawValue::Binary(a), EdmValue::Binary(b)) => Some(a.cmp(b.as_slice())),
+                _ => None,
+            },
+        }
+    }
+}
+
 /// A table as Query Tables filters it: a row with the single String property `TableName`,
 /// holding the name with the casing used at creation.
 pub struct TableRow<'a> {

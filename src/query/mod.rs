@@ -11,7 +11,36 @@ use std::time::{Duration, Instant};
 
 use crate::model::Entity;
 use crate::protocol::filter::Expr;
+use crate::store::codec::{decode_entity, RawEntity};
+use crate::store::key::decode_entity_key;
 use crate::store::{KeyRange, Store, StoreError};
+
+/// A stored entity as a filter sees it: its key bytes and its encoded value, read in place.
+/// Only entities that match are decoded.
+#[derive(Debug, Clone, Copy)]
+pub struct RawRow<'a> {
+    pub key: &'a [u8],
+    pub value: RawEntity<'a>,
+}
+
+fn decode_row(key: &[u8], value: &[u8]) -> Result<Entity, StoreError> {
+    let (partition_key, row_key) =
+        decode_entity_key(key).ok_or_else(|| StoreError::Corrupt("entity key".into()))?;
+    let (timestamp, properties) =
+        decode_entity(value).ok_or_else(|| StoreError::Corrupt("entity".into()))?;
+    Ok(Entity {
+        partition_key,
+        row_key,
+        timestamp,
+        properties,
+    })
+}
+
+fn next_position(key: &[u8]) -> Result<Option<(String, String)>, StoreError> {
+    decode_entity_key(key)
+        .map(Some)
+        .ok_or_else(|| StoreError::Corrupt("entity key".into()))
+}
 
 /// Limits on one page of results.
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +58,7 @@ impl Default for PageLimits {
     fn default() -> Self {
         PageLimits {
             top: 1000,
-            max_examined: 100_000,
+            max_examined: 1_000_000,
             max_duration: Duration::from_secs(2),
         }
     }
@@ -46,18 +75,21 @@ pub struct Page {
 }
 
 /// Executes a page: reads `ranges` (sorted, non-overlapping) in order starting at `resume`,
-/// keeps entities for which `matches` holds.
+/// keeps entities for which `matches` holds. Rows are tested in place on their stored bytes;
+/// only matching ones are decoded.
 pub fn execute_page(
     store: &dyn Store,
     table_id: u64,
     ranges: &[KeyRange],
-    matches: &dyn Fn(&Entity) -> bool,
+    matches: &dyn Fn(&RawRow<'_>) -> bool,
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<Page, StoreError> {
     let started = Instant::now();
     let mut page = Page::default();
     let mut filled = false;
+    let mut done = false;
+    let mut failure = None;
     for range in ranges {
         let range = match resume {
             Some((pk, rk)) => match range.resume_from(pk, rk) {
@@ -66,24 +98,42 @@ pub fn execute_page(
             },
             None => range.clone(),
         };
-        for entity in store.scan(table_id, &range) {
-            let entity = entity?;
+        store.scan_raw(table_id, &range, &mut |key, value| {
             page.examined += 1;
-            if filled {
-                // Look-ahead: the first entity after a full page is where the next page starts.
-                page.next = Some((entity.partition_key, entity.row_key));
-                return Ok(page);
-            }
+            // Look-ahead: the first entity after a full page is where the next page starts;
+            // so is the first one past the scan budget.
             let over_budget = page.examined > limits.max_examined
                 || (page.examined % 256 == 0 && started.elapsed() > limits.max_duration);
-            if over_budget {
-                page.next = Some((entity.partition_key, entity.row_key));
-                return Ok(page);
+            if filled || over_budget {
+                match next_position(key) {
+                    Ok(next) => page.next = next,
+                    Err(e) => failure = Some(e),
+                }
+                done = true;
+                return false;
             }
-            if matches(&entity) {
-                page.entities.push(entity);
+            let row = RawRow {
+                key,
+                value: RawEntity::new(value),
+            };
+            if matches(&row) {
+                match decode_row(key, value) {
+                    Ok(entity) => page.entities.push(entity),
+                    Err(e) => {
+                        failure = Some(e);
+                        done = true;
+                        return false;
+                    }
+                }
                 filled = page.entities.len() >= limits.top;
             }
+            true
+        })?;
+        if let Some(e) = failure.take() {
+            return Err(e);
+        }
+        if done {
+            return Ok(page);
         }
     }
     Ok(page)
@@ -184,7 +234,7 @@ mod tests {
         table: u64,
         ranges: &[KeyRange],
         top: usize,
-        pred: &dyn Fn(&Entity) -> bool,
+        pred: &dyn Fn(&RawRow<'_>) -> bool,
     ) -> (Vec<Entity>, usize) {
         let mut out = Vec::new();
         let mut resume: Option<(String, String)> = None;
@@ -232,7 +282,7 @@ mod tests {
     #[test]
     fn selective_scan_is_bounded_and_complete() {
         let (store, t) = store_with(60);
-        let pred = |e: &Entity| matches!(e.property("n"), Some(EdmValue::Int32(n)) if n % 20 == 0);
+        let pred = |r: &RawRow<'_>| matches!(r.value.property("n"), Some(crate::store::codec::RawValue::Int32(n)) if n % 20 == 0);
         let (all, pages) = all_pages(&*store, t, &[KeyRange::all()], 1000, &pred);
         assert_eq!(all.len(), 3);
         assert!(pages > 5, "pages end after max_examined entities");

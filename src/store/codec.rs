@@ -225,3 +225,92 @@ mod tests {
         }
     }
 }
+
+/// A property value read in place from an encoded entity, without allocating.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RawValue<'a> {
+    String(&'a str),
+    Int32(i32),
+    Int64(i64),
+    Double(f64),
+    Boolean(bool),
+    DateTime(EdmDateTime),
+    Guid([u8; 16]),
+    Binary(&'a [u8]),
+}
+
+/// An encoded entity value viewed in place: filters read the properties they name from the
+/// bytes, and only matching entities are decoded in full.
+#[derive(Debug, Clone, Copy)]
+pub struct RawEntity<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> RawEntity<'a> {
+    pub fn new(bytes: &'a [u8]) -> RawEntity<'a> {
+        RawEntity { bytes }
+    }
+
+    pub fn timestamp(&self) -> Option<EdmDateTime> {
+        decode_entity_timestamp(self.bytes)
+    }
+
+    /// The value of property `name`, if the entity has it (and the bytes are well formed).
+    pub fn property(&self, name: &str) -> Option<RawValue<'a>> {
+        let mut r = Reader { buf: self.bytes };
+        if r.u8()? != ENTITY_V1 {
+            return None;
+        }
+        r.take(8)?;
+        let count = r.varint()?;
+        for _ in 0..count {
+            let n = r.bytes()?;
+            let is_it = n == name.as_bytes();
+            let value = match r.u8()? {
+                0 => RawValue::String(std::str::from_utf8(r.bytes()?).ok()?),
+                1 => RawValue::Int32(i32::from_le_bytes(r.array()?)),
+                2 => RawValue::Int64(i64::from_le_bytes(r.array()?)),
+                3 => RawValue::Double(f64::from_bits(u64::from_le_bytes(r.array()?))),
+                4 => RawValue::Boolean(r.u8()? != 0),
+                5 => RawValue::DateTime(EdmDateTime(i64::from_le_bytes(r.array()?))),
+                6 => RawValue::Guid(r.array()?),
+                7 => RawValue::Binary(r.bytes()?),
+                _ => return None,
+            };
+            if is_it {
+                return Some(value);
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod raw_tests {
+    use super::*;
+
+    #[test]
+    fn raw_view_reads_each_type_in_place() {
+        let p = |name: &str, value| Property {
+            name: name.to_string(),
+            value,
+        };
+        let bytes = encode_entity(
+            EdmDateTime(42),
+            &[
+                p("s", EdmValue::String("héllo".into())),
+                p("i", EdmValue::Int32(-5)),
+                p("x", EdmValue::Binary(vec![1, 2])),
+                p("g", EdmValue::Guid([3; 16])),
+            ],
+        );
+        let raw = RawEntity::new(&bytes);
+        assert_eq!(raw.timestamp(), Some(EdmDateTime(42)));
+        assert_eq!(raw.property("s"), Some(RawValue::String("héllo")));
+        assert_eq!(raw.property("i"), Some(RawValue::Int32(-5)));
+        assert_eq!(raw.property("x"), Some(RawValue::Binary(&[1, 2])));
+        assert_eq!(raw.property("g"), Some(RawValue::Guid([3; 16])));
+        assert_eq!(raw.property("missing"), None);
+        assert_eq!(RawEntity::new(&bytes[..5]).property("s"), None);
+    }
+}

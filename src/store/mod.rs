@@ -87,6 +87,15 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<Entity>, StoreError>;
     /// Entities of `range` in key order, read lazily.
     fn scan(&self, table_id: u64, range: &KeyRange) -> EntityIter<'_>;
+    /// Visits the stored `(key, value)` bytes of `range` in key order, without copying or
+    /// decoding, until `visit` returns false. Keys decode with [`key::decode_entity_key`],
+    /// values with [`codec::decode_entity`] or in place with [`codec::RawEntity`].
+    fn scan_raw(
+        &self,
+        table_id: u64,
+        range: &KeyRange,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError>;
     /// Applies all operations atomically (all share one PartitionKey when more than one), or
     /// none. Returns the new Timestamp of each operation (`Delete`'s is unused). Durable on
     /// return when the store is in durable mode.
@@ -516,6 +525,22 @@ impl<B: Kv> Store for KvStore<B> {
                 properties,
             })
         }))
+    }
+
+    fn scan_raw(
+        &self,
+        table_id: u64,
+        range: &KeyRange,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        let (start, end) = range.to_bytes(table_id);
+        for entry in self.kv.range(Space::Entities, start, end) {
+            let (k, v) = entry?;
+            if !visit(k.as_ref(), v.as_ref()) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
