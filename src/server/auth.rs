@@ -61,7 +61,8 @@ pub fn auth_error(e: &AuthError) -> ApiError {
 }
 
 /// Authenticates and authorizes a request for `operation`. Returns the principal, whose SAS
-/// key range the handlers enforce.
+/// key range the handlers enforce. `is_https` is whether the request came over TLS (SAS
+/// `spr=https`, bearer tokens).
 pub fn check(
     state: &AppState,
     parts: &Parts,
@@ -91,7 +92,13 @@ pub fn check(
         client_ip,
         now: chrono::Utc::now(),
     };
-    let principal = authenticate_with(&view, &state.accounts, &policies, &AuthOptions::default())
+    // Bearer tokens only with `--oauth`, as in Azurite (without it Azurite has no token
+    // authenticator and refuses them); the auth library then also requires HTTPS.
+    let options = AuthOptions {
+        allow_bearer: state.config.oauth.is_some(),
+        ..AuthOptions::default()
+    };
+    let principal = authenticate_with(&view, &state.accounts, &policies, &options)
         .map_err(|e| auth_error(&e))?;
     let op = authz_operation(operation);
     op.check_secondary(ctx.account.ends_with("-secondary"))

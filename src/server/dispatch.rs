@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::auth;
 use super::context::RequestContext;
 use super::handlers::{acl, batch, entities, service, tables};
-use super::AppState;
+use super::{AppState, Scheme};
 use crate::auth::Principal;
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::protocol::error::ErrorFormat;
@@ -83,10 +83,12 @@ pub async fn dispatch(
         return ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
     }
     let host_text = host.unwrap_or("127.0.0.1");
+    let scheme = Scheme::of(&parts.extensions);
+    let scheme_text = scheme.as_str();
     ctx.base_url = if account_path.path_style {
-        format!("http://{host_text}/{}", ctx.account)
+        format!("{scheme_text}://{host_text}/{}", ctx.account)
     } else {
-        format!("http://{host_text}")
+        format!("{scheme_text}://{host_text}")
     };
     if parts.method == axum::http::Method::OPTIONS {
         return service::preflight(&state, &ctx, &parts.headers).await;
@@ -153,7 +155,7 @@ pub async fn dispatch(
             account_path.path_style,
             &operation,
             Some(peer.ip()),
-            false,
+            scheme == Scheme::Https,
         ) {
             Ok(p) => Some(p),
             Err(e) => return ctx.error_response(&e, error_format),

@@ -8,16 +8,18 @@ pub mod dispatch;
 pub mod handlers;
 pub mod health;
 pub mod middleware;
+pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::serve::ListenerExt;
 use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::auth::Accounts;
-use crate::config::{connection_string, Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use crate::config::{connection_string, Config};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
 use crate::store::sled_kv::{SledKv, SledOptions};
@@ -83,7 +85,30 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves until `shutdown` completes, then flushes the store.
+/// How requests reached the server. The HTTPS server puts `Scheme::Https` into every
+/// request's extensions; a request without the extension came over plain HTTP. SAS `spr=https`,
+/// bearer tokens and the URLs in responses depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    /// The scheme of a request (from its extensions; `Http` when none was set).
+    pub fn of(extensions: &axum::http::Extensions) -> Scheme {
+        extensions.get::<Scheme>().copied().unwrap_or(Scheme::Http)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// Serves plain HTTP until `shutdown` completes, then flushes the store.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -96,6 +121,33 @@ pub async fn serve(
     )
     .with_graceful_shutdown(shutdown)
     .await?;
+    flush(store).await
+}
+
+/// Serves HTTPS with `tls` until `shutdown` completes, then flushes the store. Requests carry
+/// [`Scheme::Https`] and, as over HTTP, `ConnectInfo<SocketAddr>` with the client's address.
+pub async fn serve_tls(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let store = Arc::clone(&state.store);
+    // `tap_io` (a no-op here) is what gives a custom listener axum's
+    // `ConnectInfo<SocketAddr>` (its `Connected` impl covers `TapIo<L, _>` for any listener
+    // whose address is a `SocketAddr`).
+    let listener = tls::TlsListener::new(listener, tls)?.tap_io(|_| {});
+    let router = app(state).layer(axum::Extension(Scheme::Https));
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await?;
+    flush(store).await
+}
+
+async fn flush(store: Arc<dyn Store>) -> std::io::Result<()> {
     tokio::task::spawn_blocking(move || store.flush())
         .await
         .map_err(std::io::Error::other)?
@@ -105,12 +157,19 @@ pub async fn serve(
 /// A server running in this process (tests and embedding).
 pub struct RunningServer {
     pub addr: SocketAddr,
+    /// `true` when the server speaks HTTPS (the configuration named a certificate).
+    pub https: bool,
+    /// The account [`RunningServer::connection_string`] names and its base64 key
+    /// (see [`Config::default_account`]).
+    pub account: String,
+    pub account_key: String,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl RunningServer {
-    /// Starts a server for `config` on its host and port (port 0 picks a free one).
+    /// Starts a server for `config` on its host and port (port 0 picks a free one). With
+    /// `cert` and `key` (PEM) or `cert` and `pwd` (PFX) set, it speaks HTTPS.
     pub async fn start(config: Config) -> std::io::Result<RunningServer> {
         let store = open_store(&config).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
         RunningServer::start_with_store(config, store).await
@@ -122,32 +181,44 @@ impl RunningServer {
         config: Config,
         store: Arc<dyn Store>,
     ) -> std::io::Result<RunningServer> {
+        let tls = tls::server_config(&config).map_err(std::io::Error::other)?;
+        let (account, account_key) = config.default_account().map_err(std::io::Error::other)?;
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
         let state = AppState::new(store, config).map_err(std::io::Error::other)?;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(serve(listener, state, async move {
+        let shutdown = async move {
             let _ = rx.await;
-        }));
+        };
+        let https = tls.is_some();
+        let task = match tls {
+            Some(tls) => tokio::spawn(serve_tls(listener, tls, state, shutdown)),
+            None => tokio::spawn(serve(listener, state, shutdown)),
+        };
         Ok(RunningServer {
             addr,
+            https,
+            account,
+            account_key,
             shutdown: Some(tx),
             task: Some(task),
         })
     }
 
-    /// `http://127.0.0.1:<port>`
+    /// `http://127.0.0.1:<port>` (`https://…` for an HTTPS server)
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
-    /// `http://127.0.0.1:<port>/devstoreaccount1`
+    /// `http://127.0.0.1:<port>/devstoreaccount1` (or the first configured account)
     pub fn account_url(&self) -> String {
-        format!("{}/{DEV_ACCOUNT}", self.endpoint())
+        format!("{}/{}", self.endpoint(), self.account)
     }
 
+    /// The connection string of [`RunningServer::account`].
     pub fn connection_string(&self) -> String {
-        connection_string(&self.endpoint(), DEV_ACCOUNT, DEV_ACCOUNT_KEY)
+        connection_string(&self.endpoint(), &self.account, &self.account_key)
     }
 
     /// Stops accepting requests, finishes those in flight and flushes the store.
