@@ -88,6 +88,7 @@ enum Auth<'a> {
 
 struct Reply {
     status: StatusCode,
+    headers: reqwest::header::HeaderMap,
     body: Vec<u8>,
 }
 
@@ -159,6 +160,7 @@ async fn send(
     let response = request.send().await.expect("the request is answered");
     Reply {
         status: response.status(),
+        headers: response.headers().clone(),
         body: response.bytes().await.unwrap().to_vec(),
     }
 }
@@ -415,6 +417,13 @@ async fn bearer_tokens_need_oauth_and_https() {
     )
     .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.text());
+    assert_eq!(r.error_code(), "InvalidAuthenticationInfo");
+    // Azure's bearer challenge comes with it.
+    let challenge = r.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.starts_with("Bearer authorization_uri=") && challenge.contains("resource_id="),
+        "{challenge}"
+    );
 
     // --oauth basic over plain HTTP: refused, Azurite's words.
     let mut config = Config::for_tests();

@@ -48,8 +48,9 @@ pub fn auth_error(e: &AuthError) -> ApiError {
         "InsufficientAccountPermissions" => ErrorCode::InsufficientAccountPermissions,
         _ => ErrorCode::AuthenticationFailed,
     };
-    let mut error =
-        ApiError::with_message(code, e.message()).with_detail(e.authentication_error_detail());
+    let mut error = ApiError::with_message(code, e.message())
+        .with_detail(e.authentication_error_detail())
+        .with_challenge(e.www_authenticate());
     // A few reasons have another status than the code's usual one (a stored-policy conflict
     // is 400, a rejected bearer token 401).
     if let Ok(status) = axum::http::StatusCode::from_u16(e.status()) {
