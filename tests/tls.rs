@@ -624,6 +624,11 @@ async fn the_binary_serves_https_and_prints_https_endpoints() {
     )
     .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    // The access log names the credential.
+    let logged = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(5)).ok())
+        .find(|l| l.contains("tablestore::request") && l.contains("/Tables"))
+        .unwrap_or_default();
+    assert!(logged.contains("auth=Bearer"), "{logged}");
 
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])

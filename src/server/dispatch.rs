@@ -13,6 +13,7 @@ use bytes::Bytes;
 use super::auth;
 use super::context::RequestContext;
 use super::handlers::{acl, batch, entities, service, tables};
+use super::middleware::AuthOutcome;
 use super::{AppState, Scheme};
 use crate::auth::Principal;
 use crate::model::limits::MAX_REQUEST_BODY;
@@ -158,7 +159,13 @@ pub async fn dispatch(
             scheme == Scheme::Https,
         ) {
             Ok(p) => Some(p),
-            Err(e) => return ctx.error_response(&e, error_format),
+            Err(e) => {
+                let mut response = ctx.error_response(&e, error_format);
+                response
+                    .extensions_mut()
+                    .insert(AuthOutcome("denied".to_string()));
+                return response;
+            }
         }
     };
     let body = match to_bytes(body, MAX_REQUEST_BODY).await {
@@ -177,6 +184,7 @@ pub async fn dispatch(
             return ctx.error_response(&error, error_format);
         }
     };
+    let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
     let call = Call {
         ctx,
         principal,
@@ -211,6 +219,7 @@ pub async fn dispatch(
         Ok(response) => response,
         Err(e) => call.ctx.error_response(&e, error_format),
     };
+    response.extensions_mut().insert(auth_outcome);
     if let Some(origin) = call.header("origin") {
         service::decorate_cors(
             &state,
@@ -222,6 +231,19 @@ pub async fn dispatch(
         .await;
     }
     response
+}
+
+/// The access log's `auth` field: how the request was let in.
+fn auth_label(principal: Option<&Principal>) -> &'static str {
+    match principal {
+        None => "disabled",
+        Some(Principal::SharedKey { .. }) => "SharedKey",
+        Some(Principal::Sas(grant)) => match grant.kind {
+            crate::auth::SasKind::Service => "ServiceSAS",
+            crate::auth::SasKind::Account => "AccountSAS",
+        },
+        Some(Principal::Bearer { .. }) => "Bearer",
+    }
 }
 
 /// Whether a body read failed because the body is larger than the limit.
