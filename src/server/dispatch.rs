@@ -81,7 +81,11 @@ pub async fn dispatch(
     };
     ctx.account = account_path.account.clone();
     if !accounts.contains(ctx.data_account()) {
-        return ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
+        let mut response = ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
+        response
+            .extensions_mut()
+            .insert(AuthOutcome("denied".to_string()));
+        return response;
     }
     let host_text = host.unwrap_or("127.0.0.1");
     let scheme = Scheme::of(&parts.extensions);
