@@ -76,7 +76,7 @@ def test_connection_string_with_account_key(table):
     assert table.get_entity("p", "r")["v"] == 1
 
 
-def test_named_key_credential(service):
+def test_named_key_credential():
     name = unique_table_name("NamedKey")
     with TableServiceClient(account_url(), credential=named_key(), **CLIENT_KWARGS) as client:
         table = client.create_table(name)
