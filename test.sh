@@ -243,6 +243,7 @@ if [ "$RUN_PY" = "1" ] || [ "$RUN_JS" = "1" ]; then
         args+=(--location "$WORK/data")
       fi
       log "Starting tablestore ${args[*]}"
+      export TABLESTORE_BIN="$SERVER_BIN"  # SDK tests that start their own server (HTTPS, accounts)
       "$SERVER_BIN" "${args[@]}" >"$SERVER_LOG" 2>&1 &
       SERVER_PID=$!
       health_url="$ENDPOINT/_health"

@@ -37,7 +37,8 @@ pub enum DurabilityArg {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OAuthLevel {
-    /// Validate bearer tokens' issuer, audience and expiry, not their signature (as Azurite).
+    /// Accept bearer tokens over HTTPS: their form, audience and lifetime are checked, not
+    /// their signature (docs/tls.md says exactly what is checked).
     Basic,
 }
 
@@ -188,7 +189,8 @@ pub struct Config {
     )]
     pub pwd: Option<String>,
 
-    /// OAuth (bearer token) authentication level; requires HTTPS.
+    /// OAuth (bearer token) authentication level; requires HTTPS. Without it bearer tokens
+    /// are refused, as in Azurite.
     #[arg(long, env = "TABLESTORE_OAUTH", value_enum, value_name = "LEVEL")]
     pub oauth: Option<OAuthLevel>,
 
@@ -367,6 +369,32 @@ impl Config {
         }
     }
 
+    /// The account that start-up output and test fixtures show, with its base64 key1:
+    /// `devstoreaccount1` when it is served, otherwise the first configured account (in name
+    /// order).
+    pub fn default_account(&self) -> Result<(String, String), String> {
+        use base64::Engine as _;
+        let accounts = self.accounts()?;
+        let name = if accounts.contains(DEV_ACCOUNT) {
+            DEV_ACCOUNT
+        } else {
+            accounts
+                .names()
+                .next()
+                .ok_or_else(|| "no accounts configured".to_string())?
+        };
+        let key = accounts
+            .get(name)
+            .map(|k| base64::engine::general_purpose::STANDARD.encode(k.primary()))
+            .ok_or_else(|| format!("account {name} has no key"))?;
+        Ok((name.to_string(), key))
+    }
+
+    /// `true` when a certificate is configured (the server then speaks HTTPS only).
+    pub fn https(&self) -> bool {
+        self.cert.is_some()
+    }
+
     /// The folder of the on-disk store: `<location>/__tablestore__`.
     pub fn store_dir(&self) -> PathBuf {
         self.location.join(STORE_DIR_NAME)
@@ -409,6 +437,20 @@ impl Config {
                     .to_string(),
             );
         }
+        if self.oauth.is_some() && self.cert.is_none() {
+            out.push(
+                "--oauth basic without --cert: the server speaks plain HTTP, where bearer tokens \
+                 are always refused (\"Authentication scheme Bearer is not allowed with HTTP.\"); \
+                 add --cert and --key to accept them"
+                    .to_string(),
+            );
+        }
+        if self.cert.is_some() && self.key.is_some() && self.pwd.is_some() {
+            out.push(
+                "ignoring --pwd: with --key the certificate is read as PEM (--pwd is for PFX files)"
+                    .to_string(),
+            );
+        }
         if self.in_memory && self.location_on_command_line {
             out.push(format!(
                 "ignoring --location {}: --inMemoryPersistence keeps nothing on disk",
@@ -445,10 +487,16 @@ fn skip_azurite_program_word(mut args: Vec<OsString>) -> Result<Vec<OsString>, c
     }
 }
 
-/// The connection string a client pastes to reach `endpoint` (e.g. `http://127.0.0.1:10002`).
+/// The connection string a client pastes to reach `endpoint` (e.g. `http://127.0.0.1:10002`
+/// or `https://…`; `DefaultEndpointsProtocol` follows the endpoint's scheme).
 pub fn connection_string(endpoint: &str, account: &str, key: &str) -> String {
+    let protocol = if endpoint.starts_with("https://") {
+        "https"
+    } else {
+        "http"
+    };
     format!(
-        "DefaultEndpointsProtocol=http;AccountName={account};AccountKey={key};TableEndpoint={endpoint}/{account};"
+        "DefaultEndpointsProtocol={protocol};AccountName={account};AccountKey={key};TableEndpoint={endpoint}/{account};"
     )
 }
 

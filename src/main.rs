@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tablestore::config::{connection_string, Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
-use tablestore::server::{health, open_store, serve, AppState};
+use tablestore::config::{connection_string, Config};
+use tablestore::server::{health, open_store, serve, serve_tls, tls, AppState};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -34,10 +34,27 @@ async fn main() -> ExitCode {
     for warning in config.warnings() {
         tracing::warn!("{warning}");
     }
-    if let Err(e) = config.accounts() {
-        eprintln!("tablestore: invalid accounts (AZURITE_ACCOUNTS / --accounts): {e}");
-        return ExitCode::FAILURE;
-    }
+    let (account, account_key) = match config.default_account() {
+        Ok(pair) => pair,
+        Err(e) => {
+            eprintln!("tablestore: invalid accounts (AZURITE_ACCOUNTS / --accounts): {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Read the certificate before opening the store or the port: a bad file is a start-up
+    // error, never a silent fall back to HTTP.
+    let tls_config = match tls::server_config(&config) {
+        Ok(tls_config) => tls_config,
+        Err(e) => {
+            eprintln!("tablestore: HTTPS: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let scheme = if tls_config.is_some() {
+        "https"
+    } else {
+        "http"
+    };
 
     let store = match open_store(&config) {
         Ok(s) => s,
@@ -70,18 +87,21 @@ async fn main() -> ExitCode {
                 client_host.to_string()
             };
             (
-                format!("http://{addr}"),
-                format!("http://{client_host}:{}", addr.port()),
+                format!("{scheme}://{addr}"),
+                format!("{scheme}://{client_host}:{}", addr.port()),
             )
         }
         Err(_) => (String::new(), String::new()),
     };
     println!("tablestore listening on {endpoint}");
-    println!("Table endpoint: {client_endpoint}/{DEV_ACCOUNT}");
+    println!("Table endpoint: {client_endpoint}/{account}");
     println!(
         "Connection string: {}",
-        connection_string(&client_endpoint, DEV_ACCOUNT, DEV_ACCOUNT_KEY)
+        connection_string(&client_endpoint, &account, &account_key)
     );
+    if tls_config.is_some() && config.oauth.is_some() {
+        println!("OAuth: bearer tokens accepted (--oauth basic; signatures are not verified)");
+    }
     if config.in_memory {
         println!("Storage: in memory (nothing is kept after exit)");
     } else {
@@ -103,7 +123,11 @@ async fn main() -> ExitCode {
             "authentication is DISABLED (--disable-auth): every request is accepted unsigned"
         );
     }
-    match serve(listener, state, shutdown_signal()).await {
+    let served = match tls_config {
+        Some(tls_config) => serve_tls(listener, tls_config, state, shutdown_signal()).await,
+        None => serve(listener, state, shutdown_signal()).await,
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tablestore: {e}");
@@ -157,9 +181,10 @@ async fn healthcheck(own: &Config) -> ExitCode {
     };
     let config = pid1.as_ref().unwrap_or(own);
     let timeout = Duration::from_secs(3);
-    // The probe speaks plain HTTP; over HTTPS it can only see that the port is open.
-    let result = if config.cert.is_some() {
-        health::probe_tcp(&config.host, config.port, timeout).await
+    // A server with a certificate speaks only HTTPS: probe it over TLS (any certificate is
+    // accepted; the probe runs on the same machine and sends nothing secret).
+    let result = if config.https() {
+        health::probe_https(&config.host, config.port, timeout).await
     } else {
         health::probe(&config.host, config.port, timeout).await
     };

@@ -42,7 +42,7 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use crate::config::{Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use crate::config::Config;
 use crate::server::RunningServer;
 
 /// A server running in this process; dropping it stops it (without waiting), and
@@ -66,7 +66,20 @@ impl TestServer {
         TestServer::start_with(config).await
     }
 
-    /// A server with any configuration (start from [`Config::for_tests`]).
+    /// An in-memory HTTPS server on `127.0.0.1` and a free port, with the PEM certificate
+    /// chain `cert` and private key `key` (clients must trust the certificate).
+    pub async fn start_https(
+        cert: impl AsRef<Path>,
+        key: impl AsRef<Path>,
+    ) -> std::io::Result<TestServer> {
+        let mut config = Config::for_tests();
+        config.cert = Some(cert.as_ref().to_path_buf());
+        config.key = Some(key.as_ref().to_path_buf());
+        TestServer::start_with(config).await
+    }
+
+    /// A server with any configuration (start from [`Config::for_tests`]; set `cert` and
+    /// `key`, or `cert` and `pwd`, for HTTPS).
     pub async fn start_with(config: Config) -> std::io::Result<TestServer> {
         Ok(TestServer {
             server: RunningServer::start(config).await?,
@@ -98,30 +111,38 @@ impl TestServer {
         self.server.addr
     }
 
-    /// `http://127.0.0.1:<port>`
+    /// `http://127.0.0.1:<port>`, or `https://127.0.0.1:<port>` for a server started with a
+    /// certificate ([`TestServer::start_https`]).
     pub fn endpoint(&self) -> String {
         self.server.endpoint()
     }
 
+    /// `true` when the server speaks HTTPS.
+    pub fn is_https(&self) -> bool {
+        self.server.https
+    }
+
     /// `http://127.0.0.1:<port>/devstoreaccount1`, the table endpoint of the development
-    /// account (path style).
+    /// account (path style); with `--accounts` that leave it out, of the first account.
     pub fn account_url(&self) -> String {
         self.server.account_url()
     }
 
-    /// The development account's connection string for this server.
+    /// The connection string of [`TestServer::account_name`] for this server
+    /// (`DefaultEndpointsProtocol=https` for an HTTPS server).
     pub fn connection_string(&self) -> String {
         self.server.connection_string()
     }
 
-    /// The development account's name (`devstoreaccount1`).
-    pub fn account_name(&self) -> &'static str {
-        DEV_ACCOUNT
+    /// The account the connection string names: `devstoreaccount1` unless the configuration's
+    /// accounts leave it out, then the first configured account.
+    pub fn account_name(&self) -> &str {
+        &self.server.account
     }
 
-    /// The development account's base64 key.
-    pub fn account_key(&self) -> &'static str {
-        DEV_ACCOUNT_KEY
+    /// That account's base64 key.
+    pub fn account_key(&self) -> &str {
+        &self.server.account_key
     }
 
     /// Stops accepting requests, finishes those in flight and flushes the store.

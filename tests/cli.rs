@@ -193,7 +193,7 @@ async fn azurite_table_flags_serve_health_and_a_table_round_trip() {
         "status=201",
         "latency_ms=",
         "request_id=",
-        "auth=-",
+        "auth=SharedKey",
     ] {
         assert!(line.contains(part), "{part} missing from {line}");
     }

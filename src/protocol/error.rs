@@ -102,6 +102,8 @@ pub struct ApiError {
     /// The status when it differs from the code's usual one (e.g. 401 for a rejected bearer
     /// token under `InvalidAuthenticationInfo`).
     pub status_override: Option<StatusCode>,
+    /// A `WWW-Authenticate` value to send (Azure's bearer challenge on a 401).
+    pub challenge: Option<String>,
 }
 
 impl ApiError {
@@ -111,6 +113,7 @@ impl ApiError {
             message: Cow::Borrowed(code.default_message()),
             detail: None,
             status_override: None,
+            challenge: None,
         }
     }
 
@@ -120,6 +123,7 @@ impl ApiError {
             message: message.into(),
             detail: None,
             status_override: None,
+            challenge: None,
         }
     }
 
@@ -134,6 +138,11 @@ impl ApiError {
 
     pub fn with_status(mut self, status: StatusCode) -> ApiError {
         self.status_override = Some(status);
+        self
+    }
+
+    pub fn with_challenge(mut self, challenge: Option<String>) -> ApiError {
+        self.challenge = challenge;
         self
     }
 

@@ -48,8 +48,9 @@ pub fn auth_error(e: &AuthError) -> ApiError {
         "InsufficientAccountPermissions" => ErrorCode::InsufficientAccountPermissions,
         _ => ErrorCode::AuthenticationFailed,
     };
-    let mut error =
-        ApiError::with_message(code, e.message()).with_detail(e.authentication_error_detail());
+    let mut error = ApiError::with_message(code, e.message())
+        .with_detail(e.authentication_error_detail())
+        .with_challenge(e.www_authenticate());
     // A few reasons have another status than the code's usual one (a stored-policy conflict
     // is 400, a rejected bearer token 401).
     if let Ok(status) = axum::http::StatusCode::from_u16(e.status()) {
@@ -61,7 +62,8 @@ pub fn auth_error(e: &AuthError) -> ApiError {
 }
 
 /// Authenticates and authorizes a request for `operation`. Returns the principal, whose SAS
-/// key range the handlers enforce.
+/// key range the handlers enforce. `is_https` is whether the request came over TLS (SAS
+/// `spr=https`, bearer tokens).
 pub fn check(
     state: &AppState,
     parts: &Parts,
@@ -91,7 +93,13 @@ pub fn check(
         client_ip,
         now: chrono::Utc::now(),
     };
-    let principal = authenticate_with(&view, &state.accounts, &policies, &AuthOptions::default())
+    // Bearer tokens only with `--oauth`, as in Azurite (without it Azurite has no token
+    // authenticator and refuses them); the auth library then also requires HTTPS.
+    let options = AuthOptions {
+        allow_bearer: state.config.oauth.is_some(),
+        ..AuthOptions::default()
+    };
+    let principal = authenticate_with(&view, &state.accounts, &policies, &options)
         .map_err(|e| auth_error(&e))?;
     let op = authz_operation(operation);
     op.check_secondary(ctx.account.ends_with("-secondary"))

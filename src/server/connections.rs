@@ -302,13 +302,20 @@ fn is_connection_error(e: &std::io::Error) -> bool {
     )
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then drains (bounded).
+/// A connection's byte stream: plain TCP or TLS over it.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
+
+/// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` completes,
+/// then drains (bounded).
 pub async fn run(
     listener: TcpListener,
     router: Router,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServeLimits,
 ) {
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let limits = Arc::new(limits);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let tracker = Arc::new(Tracker {
@@ -364,8 +371,32 @@ pub async fn run(
         let limits = Arc::clone(&limits);
         let tracker_for_conn = Arc::clone(&tracker);
         let mut stop = stop_rx.clone();
+        let acceptor = acceptor.clone();
         tasks.spawn(async move {
             let _permit = permit;
+            // Over HTTPS the handshake runs here, on the connection's own task and bounded in
+            // time, so a client that connects and says nothing holds up no one else.
+            let stream: Box<dyn Stream> = match acceptor {
+                None => Box::new(stream),
+                Some(acceptor) => {
+                    match tokio::time::timeout(
+                        super::tls::HANDSHAKE_TIMEOUT,
+                        acceptor.accept(stream),
+                    )
+                    .await
+                    {
+                        Ok(Ok(tls)) => Box::new(tls),
+                        Ok(Err(e)) => {
+                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(%peer, "TLS handshake timed out");
+                            return;
+                        }
+                    }
+                }
+            };
             let state = Arc::clone(&registration.state);
             let body_read_timeout = limits.body_read_timeout;
             let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {

@@ -134,6 +134,9 @@ impl RequestContext {
         let (content_type, body) = error.render_body(format, &message);
         parts.header("content-type", content_type);
         parts.header(headers::X_MS_ERROR_CODE, error.code.as_str());
+        if let Some(challenge) = &error.challenge {
+            parts.header("www-authenticate", challenge);
+        }
         parts.body = body;
         parts.into_response()
     }

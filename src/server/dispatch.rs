@@ -14,7 +14,8 @@ use super::auth;
 use super::connections::is_body_timeout;
 use super::context::RequestContext;
 use super::handlers::{acl, batch, entities, service, tables};
-use super::AppState;
+use super::middleware::AuthOutcome;
+use super::{AppState, Scheme};
 use crate::auth::Principal;
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::protocol::error::ErrorFormat;
@@ -81,13 +82,19 @@ pub async fn dispatch(
     };
     ctx.account = account_path.account.clone();
     if !accounts.contains(ctx.data_account()) {
-        return ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
+        let mut response = ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
+        response
+            .extensions_mut()
+            .insert(AuthOutcome("denied".to_string()));
+        return response;
     }
     let host_text = host.unwrap_or("127.0.0.1");
+    let scheme = Scheme::of(&parts.extensions);
+    let scheme_text = scheme.as_str();
     ctx.base_url = if account_path.path_style {
-        format!("http://{host_text}/{}", ctx.account)
+        format!("{scheme_text}://{host_text}/{}", ctx.account)
     } else {
-        format!("http://{host_text}")
+        format!("{scheme_text}://{host_text}")
     };
     if parts.method == axum::http::Method::OPTIONS {
         return service::preflight(&state, &ctx, &parts.headers).await;
@@ -154,10 +161,16 @@ pub async fn dispatch(
             account_path.path_style,
             &operation,
             Some(peer.ip()),
-            false,
+            scheme == Scheme::Https,
         ) {
             Ok(p) => Some(p),
-            Err(e) => return ctx.error_response(&e, error_format),
+            Err(e) => {
+                let mut response = ctx.error_response(&e, error_format);
+                response
+                    .extensions_mut()
+                    .insert(AuthOutcome("denied".to_string()));
+                return response;
+            }
         }
     };
     let declared = parts
@@ -174,6 +187,7 @@ pub async fn dispatch(
         Ok(b) => b,
         Err(e) => return closing(ctx.error_response(&body_error(&e), error_format)),
     };
+    let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
     let call = Call {
         ctx,
         principal,
@@ -208,6 +222,7 @@ pub async fn dispatch(
         Ok(response) => response,
         Err(e) => call.ctx.error_response(&e, error_format),
     };
+    response.extensions_mut().insert(auth_outcome);
     if let Some(origin) = call.header("origin") {
         service::decorate_cors(
             &state,
@@ -219,6 +234,19 @@ pub async fn dispatch(
         .await;
     }
     response
+}
+
+/// The access log's `auth` field: how the request was let in.
+fn auth_label(principal: Option<&Principal>) -> &'static str {
+    match principal {
+        None => "disabled",
+        Some(Principal::SharedKey { .. }) => "SharedKey",
+        Some(Principal::Sas(grant)) => match grant.kind {
+            crate::auth::SasKind::Service => "ServiceSAS",
+            crate::auth::SasKind::Account => "AccountSAS",
+        },
+        Some(Principal::Bearer { .. }) => "Bearer",
+    }
 }
 
 /// The error for a request body that could not be read: too large, too slow (the

@@ -1,11 +1,12 @@
 //! The client side of the readiness probe, for `tablestore --healthcheck` (container health
 //! checks in images without curl): `GET /_health` on the configured host and port.
 //!
-//! Depends only on [`super::dispatch::HEALTH_PATH`].
+//! Depends only on [`super::dispatch::HEALTH_PATH`] and, for HTTPS servers, the TLS client
+//! set-up in [`super::tls`].
 
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use super::dispatch::HEALTH_PATH;
@@ -24,47 +25,80 @@ pub fn probe_host(listen_host: &str) -> &str {
 pub async fn probe(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
     let host = probe_host(host);
     let exchange = async {
-        let mut stream = TcpStream::connect((host, port))
-            .await
-            .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))?;
-        let request = format!(
-            "GET {HEALTH_PATH} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            host_header(host, port)
-        );
-        stream
-            .write_all(request.as_bytes())
-            .await
-            .map_err(|e| format!("cannot send the probe: {e}"))?;
-        let mut answer = Vec::new();
-        stream
-            .read_to_end(&mut answer)
-            .await
-            .map_err(|e| format!("cannot read the answer: {e}"))?;
-        let status_line = answer
-            .split(|b| *b == b'\n')
-            .next()
-            .map(|l| String::from_utf8_lossy(l).trim().to_string())
-            .unwrap_or_default();
-        let mut words = status_line.split_whitespace();
-        match (words.next(), words.next()) {
-            (Some(v), Some("200")) if v.starts_with("HTTP/") => Ok(()),
-            _ => Err(format!("unexpected answer: {status_line:?}")),
-        }
+        let stream = connect(host, port).await?;
+        ask_health(stream, host, port).await
     };
+    within(timeout, host, port, exchange).await
+}
+
+/// Asks `https://{host}:{port}/_health` (for a server started with a certificate); `Ok` when
+/// it answers 200 within `timeout`. Any certificate is accepted: the probe checks that this
+/// machine's server is up, sends no credentials, and a self-signed certificate is the usual
+/// case.
+pub async fn probe_https(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+    let host = probe_host(host);
+    let exchange = async {
+        let tcp = connect(host, port).await?;
+        let server_name = rustls::pki_types::ServerName::try_from(host.to_string())
+            .map_err(|e| format!("cannot use {host} as a TLS server name: {e}"))?;
+        let connector = tokio_rustls::TlsConnector::from(super::tls::probe_client_config()?);
+        let stream = connector
+            .connect(server_name, tcp)
+            .await
+            .map_err(|e| format!("TLS handshake with {host}:{port} failed: {e}"))?;
+        ask_health(stream, host, port).await
+    };
+    within(timeout, host, port, exchange).await
+}
+
+async fn connect(host: &str, port: u16) -> Result<TcpStream, String> {
+    TcpStream::connect((host, port))
+        .await
+        .map_err(|e| format!("cannot connect to {host}:{port}: {e}"))
+}
+
+async fn within(
+    timeout: Duration,
+    host: &str,
+    port: u16,
+    exchange: impl std::future::Future<Output = Result<(), String>>,
+) -> Result<(), String> {
     match tokio::time::timeout(timeout, exchange).await {
         Ok(result) => result,
         Err(_) => Err(format!("no answer from {host}:{port} within {timeout:?}")),
     }
 }
 
-/// Like [`probe`] but only checks that the port accepts connections (used when the server
-/// speaks HTTPS, which this probe does not).
-pub async fn probe_tcp(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
-    let host = probe_host(host);
-    match tokio::time::timeout(timeout, TcpStream::connect((host, port))).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("cannot connect to {host}:{port}: {e}")),
-        Err(_) => Err(format!("no connection to {host}:{port} within {timeout:?}")),
+/// Sends `GET /_health` on `stream` and checks for a 200 status line.
+async fn ask_health<S>(mut stream: S, host: &str, port: u16) -> Result<(), String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let request = format!(
+        "GET {HEALTH_PATH} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        host_header(host, port)
+    );
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| format!("cannot send the probe: {e}"))?;
+    let mut answer = Vec::new();
+    // A TLS peer may close without close_notify after `Connection: close`; what was read
+    // until then is enough to judge the status line.
+    if let Err(e) = stream.read_to_end(&mut answer).await {
+        if answer.is_empty() {
+            return Err(format!("cannot read the answer: {e}"));
+        }
+    }
+    let status_line = answer
+        .split(|b| *b == b'\n')
+        .next()
+        .map(|l| String::from_utf8_lossy(l).trim().to_string())
+        .unwrap_or_default();
+    let mut words = status_line.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some(v), Some("200")) if v.starts_with("HTTP/") => Ok(()),
+        _ => Err(format!("unexpected answer: {status_line:?}")),
     }
 }
 

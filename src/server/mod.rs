@@ -10,6 +10,7 @@ pub mod group_commit;
 pub mod handlers;
 pub mod health;
 pub mod middleware;
+pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,7 +20,7 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::auth::Accounts;
-use crate::config::{connection_string, Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use crate::config::{connection_string, Config};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
 use crate::store::sled_kv::{SledKv, SledOptions};
@@ -110,7 +111,30 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves until `shutdown` completes, then flushes the store.
+/// How requests reached the server. The HTTPS server puts `Scheme::Https` into every
+/// request's extensions; a request without the extension came over plain HTTP. SAS `spr=https`,
+/// bearer tokens and the URLs in responses depend on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+impl Scheme {
+    /// The scheme of a request (from its extensions; `Http` when none was set).
+    pub fn of(extensions: &axum::http::Extensions) -> Scheme {
+        extensions.get::<Scheme>().copied().unwrap_or(Scheme::Http)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// Serves plain HTTP until `shutdown` completes, then flushes the store.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -126,8 +150,35 @@ pub async fn serve_with_limits(
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServeLimits,
 ) -> std::io::Result<()> {
+    serve_inner(listener, None, state, shutdown, limits).await
+}
+
+/// Serves HTTPS with `tls` until `shutdown` completes, then flushes the store. Requests carry
+/// [`Scheme::Https`] and, as over HTTP, `ConnectInfo<SocketAddr>` with the client's address.
+pub async fn serve_tls(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_inner(listener, Some(tls), state, shutdown, ServeLimits::default()).await
+}
+
+/// The one accept loop (connection limits, timeouts), over plain TCP or TLS.
+async fn serve_inner(
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    limits: ServeLimits,
+) -> std::io::Result<()> {
     let store = Arc::clone(&state.store);
-    connections::run(listener, app(state), shutdown, limits).await;
+    let router = if tls.is_some() {
+        app(state).layer(axum::Extension(Scheme::Https))
+    } else {
+        app(state)
+    };
+    connections::run(listener, router, tls, shutdown, limits).await;
     tokio::task::spawn_blocking(move || store.flush())
         .await
         .map_err(std::io::Error::other)?
@@ -137,12 +188,19 @@ pub async fn serve_with_limits(
 /// A server running in this process (tests and embedding).
 pub struct RunningServer {
     pub addr: SocketAddr,
+    /// `true` when the server speaks HTTPS (the configuration named a certificate).
+    pub https: bool,
+    /// The account [`RunningServer::connection_string`] names and its base64 key
+    /// (see [`Config::default_account`]).
+    pub account: String,
+    pub account_key: String,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 impl RunningServer {
-    /// Starts a server for `config` on its host and port (port 0 picks a free one).
+    /// Starts a server for `config` on its host and port (port 0 picks a free one). With
+    /// `cert` and `key` (PEM) or `cert` and `pwd` (PFX) set, it speaks HTTPS.
     pub async fn start(config: Config) -> std::io::Result<RunningServer> {
         RunningServer::start_with_limits(config, ServeLimits::default()).await
     }
@@ -170,6 +228,8 @@ impl RunningServer {
         store: Arc<dyn Store>,
         limits: ServeLimits,
     ) -> std::io::Result<RunningServer> {
+        let tls = tls::server_config(&config).map_err(std::io::Error::other)?;
+        let (account, account_key) = config.default_account().map_err(std::io::Error::other)?;
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
         let state = AppState::new(store, config).map_err(std::io::Error::other)?;
@@ -177,26 +237,32 @@ impl RunningServer {
         let shutdown = async move {
             let _ = rx.await;
         };
-        let task = tokio::spawn(serve_with_limits(listener, state, shutdown, limits));
+        let https = tls.is_some();
+        let task = tokio::spawn(serve_inner(listener, tls, state, shutdown, limits));
         Ok(RunningServer {
             addr,
+            https,
+            account,
+            account_key,
             shutdown: Some(tx),
             task: Some(task),
         })
     }
 
-    /// `http://127.0.0.1:<port>`
+    /// `http://127.0.0.1:<port>` (`https://…` for an HTTPS server)
     pub fn endpoint(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
-    /// `http://127.0.0.1:<port>/devstoreaccount1`
+    /// `http://127.0.0.1:<port>/devstoreaccount1` (or the first configured account)
     pub fn account_url(&self) -> String {
-        format!("{}/{DEV_ACCOUNT}", self.endpoint())
+        format!("{}/{}", self.endpoint(), self.account)
     }
 
+    /// The connection string of [`RunningServer::account`].
     pub fn connection_string(&self) -> String {
-        connection_string(&self.endpoint(), DEV_ACCOUNT, DEV_ACCOUNT_KEY)
+        connection_string(&self.endpoint(), &self.account, &self.account_key)
     }
 
     /// Stops accepting requests, finishes those in flight and flushes the store.

@@ -1,0 +1,680 @@
+//! HTTPS (`--cert`/`--key`, `--cert`/`--pwd`) and what depends on it: SAS `spr=https`, the
+//! client address behind SAS `sip`, bearer tokens (`--oauth basic`), `--healthcheck` and the
+//! start-up output. Certificates are generated here, at test time.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::Engine as _;
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use tablestore::auth::canonical::{
+    canonicalized_resource, compute_signature, service_sas_string_to_sign,
+    shared_key_lite_string_to_sign, ServiceSasFields,
+};
+use tablestore::config::{Config, OAuthLevel, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use tablestore::testing::TestServer;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tablestore");
+const JSON_MINIMAL: &str = "application/json;odata=minimalmetadata";
+
+/// A self-signed certificate for `localhost` and `127.0.0.1`, written as PEM files.
+struct Cert {
+    _dir: tempfile::TempDir,
+    cert: PathBuf,
+    key: PathBuf,
+    cert_pem: String,
+    cert_der: Vec<u8>,
+    key_der: Vec<u8>,
+}
+
+fn make_cert() -> Cert {
+    let generated =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .expect("rcgen makes a certificate");
+    let dir = tempfile::tempdir().unwrap();
+    let cert = dir.path().join("cert.pem");
+    let key = dir.path().join("key.pem");
+    let cert_pem = generated.cert.pem();
+    std::fs::write(&cert, &cert_pem).unwrap();
+    std::fs::write(&key, generated.signing_key.serialize_pem()).unwrap();
+    Cert {
+        cert,
+        key,
+        cert_pem,
+        cert_der: generated.cert.der().to_vec(),
+        key_der: generated.signing_key.serialize_der(),
+        _dir: dir,
+    }
+}
+
+/// An HTTP client that trusts only `cert`.
+fn https_client(cert: &Cert) -> reqwest::Client {
+    reqwest::Client::builder()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(cert.cert_pem.as_bytes()).unwrap())
+        .build()
+        .unwrap()
+}
+
+fn https_config(cert: &Cert) -> Config {
+    let mut config = Config::for_tests();
+    config.cert = Some(cert.cert.clone());
+    config.key = Some(cert.key.clone());
+    config
+}
+
+fn dev_key() -> Vec<u8> {
+    STANDARD.decode(DEV_ACCOUNT_KEY).unwrap()
+}
+
+fn urlencode(s: &str) -> String {
+    utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
+}
+
+enum Auth<'a> {
+    /// Shared Key Lite with the development account.
+    SharedKey,
+    /// A SAS query string appended to the URL.
+    Sas(&'a str),
+    /// `Authorization: Bearer <token>`.
+    Bearer(&'a str),
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: reqwest::header::HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+
+    fn error_code(&self) -> String {
+        self.json()["odata.error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Sends a request to `endpoint` + `path` (path style, account included).
+async fn send(
+    client: &reqwest::Client,
+    endpoint: &str,
+    method: Method,
+    path: &str,
+    auth: Auth<'_>,
+    body: Option<Value>,
+) -> Reply {
+    let query = match auth {
+        Auth::Sas(q) => Some(q),
+        _ => None,
+    };
+    let url = match query {
+        Some(q) => format!("{endpoint}{path}?{q}"),
+        None => format!("{endpoint}{path}"),
+    };
+    let date = chrono::Utc::now()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    let mut request = client
+        .request(method, url)
+        .header("x-ms-version", "2019-02-02")
+        .header("x-ms-date", &date)
+        .header("Accept", JSON_MINIMAL)
+        .header("DataServiceVersion", "3.0");
+    match auth {
+        Auth::SharedKey => {
+            let resource = canonicalized_resource(DEV_ACCOUNT, path, None);
+            let signature = compute_signature(
+                &dev_key(),
+                &shared_key_lite_string_to_sign(&date, &resource),
+            );
+            request = request.header(
+                "Authorization",
+                format!("SharedKeyLite {DEV_ACCOUNT}:{signature}"),
+            );
+        }
+        Auth::Bearer(token) => {
+            request = request.header("Authorization", format!("Bearer {token}"));
+        }
+        Auth::Sas(_) => {}
+    }
+    if let Some(body) = body {
+        request = request
+            .header("Content-Type", "application/json")
+            .body(body.to_string());
+    }
+    let response = request.send().await.expect("the request is answered");
+    Reply {
+        status: response.status(),
+        headers: response.headers().clone(),
+        body: response.bytes().await.unwrap().to_vec(),
+    }
+}
+
+async fn create_table(client: &reqwest::Client, endpoint: &str, name: &str) {
+    let r = send(
+        client,
+        endpoint,
+        Method::POST,
+        &format!("/{DEV_ACCOUNT}/Tables"),
+        Auth::SharedKey,
+        Some(json!({ "TableName": name })),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+}
+
+/// A service SAS for reading `table` (sv 2019-02-02) with the given `spr` and `sip`.
+fn read_sas(table: &str, spr: &str, sip: &str) -> String {
+    let (st, se) = ("2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z");
+    let fields = ServiceSasFields {
+        sp: "r",
+        st,
+        se,
+        tn: table,
+        si: "",
+        sip,
+        spr,
+        sv: "2019-02-02",
+        spk: "",
+        srk: "",
+        epk: "",
+        erk: "",
+    };
+    let sig = compute_signature(
+        &dev_key(),
+        &service_sas_string_to_sign(DEV_ACCOUNT, &fields),
+    );
+    let mut q = format!(
+        "sv=2019-02-02&tn={table}&sp=r&st={}&se={}&spr={}",
+        urlencode(st),
+        urlencode(se),
+        urlencode(spr)
+    );
+    if !sip.is_empty() {
+        q.push_str(&format!("&sip={}", urlencode(sip)));
+    }
+    q.push_str(&format!("&sig={}", urlencode(&sig)));
+    q
+}
+
+/// A well-formed, unsigned JWT as `TokenCredential`s hand out (no key can check it; the
+/// server checks form, audience and lifetime only).
+fn unsigned_jwt(audience: &str) -> String {
+    let now = chrono::Utc::now().timestamp();
+    let header = URL_SAFE_NO_PAD.encode(json!({ "alg": "RS256", "typ": "JWT" }).to_string());
+    let payload = URL_SAFE_NO_PAD.encode(
+        json!({
+            "aud": audience,
+            "iss": "https://sts.windows.net/00000000-0000-0000-0000-000000000000/",
+            "iat": now - 60,
+            "nbf": now - 60,
+            "exp": now + 3600,
+            "oid": "11111111-1111-1111-1111-111111111111",
+        })
+        .to_string(),
+    );
+    format!("{header}.{payload}.c2lnbmF0dXJlLW5vdC1jaGVja2Vk")
+}
+
+#[tokio::test]
+async fn https_round_trip_with_a_pem_certificate() {
+    let cert = make_cert();
+    let server = TestServer::start_https(&cert.cert, &cert.key)
+        .await
+        .unwrap();
+    assert!(server.is_https());
+    assert!(server.endpoint().starts_with("https://127.0.0.1:"));
+    assert!(server
+        .connection_string()
+        .starts_with("DefaultEndpointsProtocol=https;"));
+    let client = https_client(&cert);
+    let endpoint = server.endpoint();
+
+    let health = client
+        .get(format!("{endpoint}/_health"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+
+    create_table(&client, &endpoint, "secure").await;
+    let path = format!("/{DEV_ACCOUNT}/secure");
+    let r = send(
+        &client,
+        &endpoint,
+        Method::POST,
+        &path,
+        Auth::SharedKey,
+        Some(json!({ "PartitionKey": "p", "RowKey": "r", "v": 7 })),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    // URLs in responses carry the scheme the request came with.
+    let metadata = r.json()["odata.metadata"].as_str().unwrap().to_string();
+    assert!(metadata.starts_with("https://"), "{metadata}");
+    let r = send(
+        &client,
+        &endpoint,
+        Method::GET,
+        &path,
+        Auth::SharedKey,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.json()["value"][0]["v"], 7);
+
+    // The HTTPS port does not speak plain HTTP.
+    let plain = reqwest::Client::new()
+        .get(format!("http://{}/_health", server.addr()))
+        .send()
+        .await;
+    assert!(
+        plain.map(|r| r.status() != StatusCode::OK).unwrap_or(true),
+        "plain HTTP must not be served on the HTTPS port"
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn https_only_sas_is_accepted_over_tls_and_refused_over_http() {
+    let cert = make_cert();
+    let tls = TestServer::start_https(&cert.cert, &cert.key)
+        .await
+        .unwrap();
+    let plain = TestServer::start().await.unwrap();
+    let tls_client = https_client(&cert);
+    let plain_client = reqwest::Client::new();
+    create_table(&tls_client, &tls.endpoint(), "sastable").await;
+    create_table(&plain_client, &plain.endpoint(), "sastable").await;
+    let path = format!("/{DEV_ACCOUNT}/sastable()");
+
+    let https_only = read_sas("sastable", "https", "");
+    let r = send(
+        &tls_client,
+        &tls.endpoint(),
+        Method::GET,
+        &path,
+        Auth::Sas(&https_only),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let r = send(
+        &plain_client,
+        &plain.endpoint(),
+        Method::GET,
+        &path,
+        Auth::Sas(&https_only),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text());
+    assert_eq!(r.error_code(), "AuthorizationProtocolMismatch");
+
+    // `https,http` works over both.
+    let either = read_sas("sastable", "https,http", "");
+    for (client, server) in [(&tls_client, &tls), (&plain_client, &plain)] {
+        let r = send(
+            client,
+            &server.endpoint(),
+            Method::GET,
+            &path,
+            Auth::Sas(&either),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    }
+}
+
+#[tokio::test]
+async fn sas_source_ip_sees_the_client_address_over_tls() {
+    let cert = make_cert();
+    let server = TestServer::start_https(&cert.cert, &cert.key)
+        .await
+        .unwrap();
+    let client = https_client(&cert);
+    create_table(&client, &server.endpoint(), "iptable").await;
+    let path = format!("/{DEV_ACCOUNT}/iptable()");
+    for (sip, expected) in [
+        ("127.0.0.1", StatusCode::OK),
+        ("127.0.0.0-127.0.0.255", StatusCode::OK),
+        ("10.9.9.9", StatusCode::FORBIDDEN),
+    ] {
+        let sas = read_sas("iptable", "https", sip);
+        let r = send(
+            &client,
+            &server.endpoint(),
+            Method::GET,
+            &path,
+            Auth::Sas(&sas),
+            None,
+        )
+        .await;
+        assert_eq!(r.status, expected, "sip={sip}: {}", r.text());
+        if expected == StatusCode::FORBIDDEN {
+            assert_eq!(r.error_code(), "AuthorizationSourceIPMismatch");
+        }
+    }
+}
+
+#[tokio::test]
+async fn bearer_tokens_need_oauth_and_https() {
+    let cert = make_cert();
+    let client = https_client(&cert);
+    let token = unsigned_jwt("https://storage.azure.com");
+    let tables = format!("/{DEV_ACCOUNT}/Tables");
+
+    // --oauth basic over HTTPS: accepted, and the token may do everything on the account.
+    let mut config = https_config(&cert);
+    config.oauth = Some(OAuthLevel::Basic);
+    let oauth = TestServer::start_with(config).await.unwrap();
+    let r = send(
+        &client,
+        &oauth.endpoint(),
+        Method::POST,
+        &tables,
+        Auth::Bearer(&token),
+        Some(json!({ "TableName": "tokentable" })),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let r = send(
+        &client,
+        &oauth.endpoint(),
+        Method::POST,
+        &format!("/{DEV_ACCOUNT}/tokentable"),
+        Auth::Bearer(&token),
+        Some(json!({ "PartitionKey": "p", "RowKey": "r" })),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    // Another audience is refused (401, as Azure).
+    let other = unsigned_jwt("https://management.azure.com");
+    let r = send(
+        &client,
+        &oauth.endpoint(),
+        Method::GET,
+        &tables,
+        Auth::Bearer(&other),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.text());
+    assert_eq!(r.error_code(), "InvalidAuthenticationInfo");
+    // Azure's bearer challenge comes with it.
+    let challenge = r.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.starts_with("Bearer authorization_uri=") && challenge.contains("resource_id="),
+        "{challenge}"
+    );
+
+    // --oauth basic over plain HTTP: refused, Azurite's words.
+    let mut config = Config::for_tests();
+    config.oauth = Some(OAuthLevel::Basic);
+    let http_oauth = TestServer::start_with(config).await.unwrap();
+    let r = send(
+        &reqwest::Client::new(),
+        &http_oauth.endpoint(),
+        Method::GET,
+        &tables,
+        Auth::Bearer(&token),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text());
+    assert_eq!(r.error_code(), "AuthenticationFailed");
+    assert!(
+        r.text()
+            .contains("Authentication scheme Bearer is not allowed with HTTP"),
+        "{}",
+        r.text()
+    );
+
+    // Without --oauth (Azurite's default): bearer tokens are not accepted, even over HTTPS.
+    let no_oauth = TestServer::start_https(&cert.cert, &cert.key)
+        .await
+        .unwrap();
+    let r = send(
+        &client,
+        &no_oauth.endpoint(),
+        Method::GET,
+        &tables,
+        Auth::Bearer(&token),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text());
+    assert_eq!(r.error_code(), "AuthenticationFailed");
+}
+
+#[tokio::test]
+async fn pfx_certificate_with_a_password() {
+    let cert = make_cert();
+    let mut store = p12_keystore::KeyStore::new();
+    let chain = p12_keystore::PrivateKeyChain::new(
+        &cert.key_der,
+        [1u8; 20],
+        [p12_keystore::Certificate::from_der(&cert.cert_der).unwrap()],
+    );
+    store.add_entry(
+        "tablestore",
+        p12_keystore::KeyStoreEntry::PrivateKeyChain(chain),
+    );
+    let pfx = store.writer("s3cret").write().unwrap();
+    let pfx_path = cert.cert.with_file_name("cert.pfx");
+    std::fs::write(&pfx_path, pfx).unwrap();
+
+    let mut config = Config::for_tests();
+    config.cert = Some(pfx_path.clone());
+    config.pwd = Some("s3cret".to_string());
+    let server = TestServer::start_with(config).await.unwrap();
+    let client = https_client(&cert);
+    create_table(&client, &server.endpoint(), "pfxtable").await;
+
+    let mut wrong = Config::for_tests();
+    wrong.cert = Some(pfx_path);
+    wrong.pwd = Some("wrong".to_string());
+    let e = TestServer::start_with(wrong).await.err().expect("refused");
+    assert!(e.to_string().contains("cannot be opened as a PFX"), "{e}");
+}
+
+#[tokio::test]
+async fn a_stalled_handshake_does_not_hold_up_other_clients() {
+    let cert = make_cert();
+    let server = TestServer::start_https(&cert.cert, &cert.key)
+        .await
+        .unwrap();
+    // Connections that never send a ClientHello.
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(tokio::net::TcpStream::connect(server.addr()).await.unwrap());
+    }
+    let client = https_client(&cert);
+    let health = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.get(format!("{}/_health", server.endpoint())).send(),
+    )
+    .await
+    .expect("answered while other handshakes are pending")
+    .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    drop(idle);
+}
+
+// Multi-threaded: the probe process is waited for synchronously while the in-process
+// server keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn healthcheck_probes_over_tls() {
+    let cert = make_cert();
+    let server = TestServer::start_https(&cert.cert, &cert.key)
+        .await
+        .unwrap();
+    let port = server.addr().port().to_string();
+    let cert_arg = cert.cert.to_str().unwrap();
+    let key_arg = cert.key.to_str().unwrap();
+    let probe = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .env_clear()
+            .output()
+            .expect("the binary runs")
+    };
+    let ok = probe(&[
+        "--healthcheck",
+        "--port",
+        &port,
+        "--cert",
+        cert_arg,
+        "--key",
+        key_arg,
+    ]);
+    assert!(ok.status.success(), "{ok:?}");
+    // A plain-HTTP probe cannot read an HTTPS server's answer.
+    let plain = probe(&["--healthcheck", "--port", &port]);
+    assert_eq!(plain.status.code(), Some(1), "{plain:?}");
+    server.shutdown().await.unwrap();
+    let down = probe(&[
+        "--healthcheck",
+        "--port",
+        &port,
+        "--cert",
+        cert_arg,
+        "--key",
+        key_arg,
+    ]);
+    assert_eq!(down.status.code(), Some(1), "{down:?}");
+}
+
+/// The binary with a certificate: HTTPS endpoint and connection string printed, requests
+/// served, SIGTERM stops it cleanly.
+#[tokio::test]
+async fn the_binary_serves_https_and_prints_https_endpoints() {
+    let cert = make_cert();
+    let mut child = Command::new(BIN)
+        .args([
+            "--port",
+            "0",
+            "--in-memory",
+            "--cert",
+            cert.cert.to_str().unwrap(),
+            "--key",
+            cert.key.to_str().unwrap(),
+            "--oauth",
+            "basic",
+        ])
+        .env_clear()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
+        let done = line.starts_with("Table service is successfully listening");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    let text = lines.join("\n");
+    let endpoint = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("tablestore listening on "))
+        .unwrap_or_else(|| panic!("no endpoint line: {text}"))
+        .to_string();
+    assert!(endpoint.starts_with("https://127.0.0.1:"), "{text}");
+    assert!(
+        text.contains("Connection string: DefaultEndpointsProtocol=https;"),
+        "{text}"
+    );
+    assert!(text.contains("TableEndpoint=https://127.0.0.1:"), "{text}");
+
+    let client = https_client(&cert);
+    let token = unsigned_jwt("https://storage.azure.com");
+    let r = send(
+        &client,
+        &endpoint,
+        Method::GET,
+        &format!("/{DEV_ACCOUNT}/Tables"),
+        Auth::Bearer(&token),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    // The access log names the credential.
+    let logged = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(5)).ok())
+        .find(|l| l.contains("tablestore::request") && l.contains("/Tables"))
+        .unwrap_or_default();
+    assert!(logged.contains("auth=Bearer"), "{logged}");
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "graceful shutdown exits 0: {status:?}");
+}
+
+#[test]
+fn bad_certificate_options_stop_start_up() {
+    let cert = make_cert();
+    let cert_arg = cert.cert.to_str().unwrap();
+    let key_arg = cert.key.to_str().unwrap();
+    for (args, words) in [
+        (vec!["--cert", cert_arg], "needs --key"),
+        (vec!["--key", key_arg], "--key needs --cert"),
+        (
+            vec!["--cert", "/nonexistent/cert.pem", "--key", key_arg],
+            "cannot read --cert /nonexistent/cert.pem",
+        ),
+        // Certificate and key swapped.
+        (
+            vec!["--cert", key_arg, "--key", cert_arg],
+            "holds no PEM certificate",
+        ),
+    ] {
+        let mut full = vec!["--port", "0", "--in-memory"];
+        full.extend(args.iter().copied());
+        let mut child = Command::new(BIN)
+            .args(&full)
+            .env_clear()
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "{full:?} must not start");
+        assert!(stderr.contains(words), "{full:?}: {stderr}");
+    }
+}
