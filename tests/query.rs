@@ -674,3 +674,19 @@ async fn hundred_thousand_entities_examine_only_their_range() {
     assert!(keys(&r).is_empty());
     assert_eq!(examined(&r), 0);
 }
+
+/// OData options the service does not support are refused, not silently ignored.
+#[tokio::test]
+async fn unsupported_query_options_are_not_implemented() {
+    let t = TestServer::start().await;
+    t.create_table("opts").await;
+    for path in [
+        "/opts()?$orderby=RowKey",
+        "/opts()?$skip=5",
+        "/Tables?$orderby=TableName",
+    ] {
+        let r = t.send("GET", path, &[], None).await;
+        assert_eq!(r.status.as_u16(), 501, "{path}: {}", r.text());
+        assert_eq!(r.error_code(), "NotImplemented");
+    }
+}

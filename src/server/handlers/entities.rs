@@ -61,6 +61,7 @@ pub async fn query_entities(
     table: String,
 ) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
+    super::reject_unsupported_options(&call.query)?;
     let filter = filter::parse_param(call.query.get("$filter"))?;
     let limits = PageLimits {
         top: parse_top(&call.query)?,

@@ -59,3 +59,26 @@ pub fn wants_plan(call: &Call) -> bool {
 pub fn metadata(call: &Call) -> Result<Metadata, ApiError> {
     negotiate_metadata(call.header("accept"), call.query.get("$format"))
 }
+
+/// OData query options the Table service does not support: answered 501 NotImplemented
+/// rather than silently ignored [emu, spec §6.3].
+pub fn reject_unsupported_options(query: &QueryParams) -> Result<(), ApiError> {
+    for option in [
+        "$orderby",
+        "$skip",
+        "$expand",
+        "$count",
+        "$inlinecount",
+        "$skiptoken",
+        "$search",
+        "$apply",
+    ] {
+        if query.get(option).is_some() {
+            return Err(ApiError::with_message(
+                ErrorCode::NotImplemented,
+                format!("The query option {option} is not supported by the Table service."),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -15,6 +15,7 @@ use crate::store::StoreError;
 
 pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
+    super::reject_unsupported_options(&call.query)?;
     let filter = filter::parse_param(call.query.get("$filter"))?;
     let top = parse_top(&call.query)?;
     let start = call
