@@ -89,12 +89,7 @@ impl RequestContext {
     /// A response with the standard headers plus the OData ones (`Cache-Control`,
     /// `X-Content-Type-Options`).
     pub fn odata_response(&self, status: StatusCode) -> ResponseParts {
-        let mut parts = ResponseParts {
-            status,
-            headers: HeaderMap::new(),
-            body: Vec::new(),
-        };
-        self.standard_headers(&mut parts.headers);
+        let mut parts = self.plain_response(status);
         parts
             .headers
             .insert("cache-control", HeaderValue::from_static("no-cache"));

@@ -6,11 +6,11 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::entities::{table_info, write_op};
+use super::entities::{insert_op, table_info, write_op};
 use super::store_error;
 use crate::batch::{check_rules, RuleViolation};
 use crate::model::entity::etag_for;
-use crate::model::{Entity, EntityKey, IfMatch, WriteKind, WriteOp};
+use crate::model::{Entity, EntityKey, WriteKind, WriteOp};
 use crate::protocol::batch::{
     decode_batch, encode_changeset_response, encode_query_response, BatchBody, SubRequest,
     SubResponse,
@@ -118,24 +118,7 @@ fn decode_write(call: &Call, sub: &SubRequest) -> Result<ChangesetWrite, ApiErro
     let metadata = negotiate_metadata(sub.header("accept"), None)?;
     let (table, op) = match operation {
         Operation::InsertEntity { table } => {
-            crate::protocol::headers::check_json_content_type(sub.header("content-type"))?;
-            let body = json::decode_entity(&sub.body)?;
-            let (Some(partition_key), Some(row_key)) = (body.partition_key, body.row_key) else {
-                return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
-            };
-            json::check_entity_limits(&partition_key, &row_key, &body.properties)?;
-            (
-                table,
-                WriteOp {
-                    kind: WriteKind::Insert,
-                    key: EntityKey {
-                        partition_key,
-                        row_key,
-                    },
-                    properties: body.properties,
-                    if_match: IfMatch::Any,
-                },
-            )
+            (table, insert_op(&sub.body, sub.header("content-type"))?)
         }
         op @ (Operation::UpdateEntity(..)
         | Operation::MergeEntity(..)

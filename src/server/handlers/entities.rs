@@ -156,22 +156,8 @@ pub async fn insert_entity(
     table: String,
 ) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
-    check_json_content_type(call.header("content-type"))?;
-    let body = json::decode_entity(&call.body)?;
-    let (Some(partition_key), Some(row_key)) = (body.partition_key, body.row_key) else {
-        return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
-    };
-    json::check_entity_limits(&partition_key, &row_key, &body.properties)?;
-    call.check_key(&partition_key, &row_key)?;
-    let op = WriteOp {
-        kind: WriteKind::Insert,
-        key: EntityKey {
-            partition_key,
-            row_key,
-        },
-        properties: body.properties,
-        if_match: IfMatch::Any,
-    };
+    let op = insert_op(&call.body, call.header("content-type"))?;
+    call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let account = call.ctx.data_account().to_string();
     let (info, timestamp) = state
         .write(|store| {
@@ -211,6 +197,25 @@ pub async fn insert_entity(
     }
     r.body(metadata.content_type(), json::encode_entity(&entity, &ctx));
     Ok(r.into_response())
+}
+
+/// Builds the store operation of Insert Entity from its body (shared with `$batch`).
+pub fn insert_op(body: &[u8], content_type: Option<&str>) -> Result<WriteOp, ApiError> {
+    check_json_content_type(content_type)?;
+    let body = json::decode_entity(body)?;
+    let (Some(partition_key), Some(row_key)) = (body.partition_key, body.row_key) else {
+        return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
+    };
+    json::check_entity_limits(&partition_key, &row_key, &body.properties)?;
+    Ok(WriteOp {
+        kind: WriteKind::Insert,
+        key: EntityKey {
+            partition_key,
+            row_key,
+        },
+        properties: body.properties,
+        if_match: IfMatch::Any,
+    })
 }
 
 /// Builds the store operation for an entity write from the URL, headers and body.
