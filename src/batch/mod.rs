@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use crate::model::WriteOp;
-use crate::store::{CommitError, Committed, Store, StoreError};
+use crate::store::{CommitError, Committed, Store};
 
 /// Most operations in one change set.
 pub const MAX_OPERATIONS: usize = 100;
@@ -58,17 +58,12 @@ pub fn execute(
     store.commit_unsynced(table_id, ops)
 }
 
-/// Convenience for callers that only need the failing index and error.
-pub fn failure(e: CommitError) -> (usize, StoreError) {
-    (e.index, e.error)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{EntityKey, IfMatch, TableName, WriteKind};
     use crate::store::memory::MemoryKv;
-    use crate::store::{Durability, KvStore};
+    use crate::store::{Durability, KvStore, StoreError};
 
     fn op(kind: WriteKind, pk: &str, rk: &str) -> WriteOp {
         WriteOp {
@@ -133,7 +128,10 @@ mod tests {
             .map(|i| op(WriteKind::Insert, "p", &i.to_string()))
             .collect();
         let err = execute(&*store, info.id, &ops).unwrap_err();
-        assert_eq!(failure(err), (57, StoreError::EntityAlreadyExists));
+        assert_eq!(
+            (err.index, err.error),
+            (57, StoreError::EntityAlreadyExists)
+        );
         let left: Vec<_> = store
             .scan(info.id, &crate::store::KeyRange::all())
             .collect();

@@ -16,17 +16,7 @@ pub const JSON_FULL: &str = "application/json;odata=fullmetadata";
 /// Signs a request for the development account with Shared Key Lite (the JS SDK's scheme):
 /// returns the `x-ms-date` value and the `Authorization` header.
 pub fn sign_lite(raw_path: &str, raw_query: Option<&str>) -> (String, String) {
-    use tablestore::auth::canonical;
-    use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
-    let date = chrono::Utc::now()
-        .format("%a, %d %b %Y %H:%M:%S GMT")
-        .to_string();
-    let resource = canonical::canonicalized_resource(DEV_ACCOUNT, raw_path, raw_query);
-    let sts = canonical::shared_key_lite_string_to_sign(&date, &resource);
-    let key = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, DEV_ACCOUNT_KEY)
-        .expect("dev key is base64");
-    let signature = canonical::compute_signature(&key, &sts);
-    (date, format!("SharedKeyLite {DEV_ACCOUNT}:{signature}"))
+    child::Signer::dev().sign(raw_path, raw_query)
 }
 
 pub struct TestServer {
