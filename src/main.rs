@@ -21,8 +21,29 @@ const DEBUG_FILE_FILTER: &str = "warn,tablestore=debug";
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+// mimalloc's option setter (linked in by the `mimalloc` crate, which does not wrap it).
+extern "C" {
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+}
+/// Positions in mimalloc's `mi_option_e` (stable: retired options keep their slots).
+const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
+/// Keeps memory the server has freed from counting as resident: by default mimalloc commits
+/// whole arenas up front and returns freed pages to the OS only after a second, which kept
+/// sled's short-lived node copies (scans, reading pages in) resident — an empty store sat at
+/// ~45 MiB instead of ~12. Measured without a throughput cost (docs/performance.md).
+fn tune_allocator() {
+    // SAFETY: plain setters of mimalloc's global options, valid at any time.
+    unsafe {
+        mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
+        mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
+    tune_allocator();
     let config = Config::from_env_and_args();
     if config.healthcheck {
         return healthcheck(&config).await;

@@ -34,6 +34,17 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub accounts: Arc<Accounts>,
     pub group_commit: Arc<group_commit::GroupCommit>,
+    /// Bounds how many [`AppState::blocking`] calls run at once; the rest wait their turn.
+    pub store_work: Arc<tokio::sync::Semaphore>,
+}
+
+/// How many store tasks (scans, table and metadata work) may run on the blocking pool at
+/// once: a few per core keeps the cores busy while a scan waits on the disk. Unbounded, 32
+/// concurrent full-table scans each pulled their own pages through sled's cache and took the
+/// server from ~120 MiB to over 300 MiB resident, for no more scans per second.
+fn store_work_permits() -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (cores * 4).clamp(4, 64)
 }
 
 impl AppState {
@@ -41,6 +52,7 @@ impl AppState {
         let accounts = config.accounts()?;
         Ok(AppState {
             group_commit: Arc::new(group_commit::GroupCommit::start(Arc::clone(&store))),
+            store_work: Arc::new(tokio::sync::Semaphore::new(store_work_permits())),
             store,
             config: Arc::new(config),
             accounts: Arc::new(accounts),
@@ -69,19 +81,27 @@ impl AppState {
         Ok(result)
     }
 
-    /// Runs store work on the blocking pool (the store is synchronous).
+    /// Runs store work on the blocking pool (the store is synchronous), at most
+    /// [`store_work_permits`] at a time.
     pub async fn blocking<T, F>(&self, work: F) -> Result<T, ApiError>
     where
         F: FnOnce(&dyn Store) -> Result<T, ApiError> + Send + 'static,
         T: Send + 'static,
     {
-        let store = Arc::clone(&self.store);
-        tokio::task::spawn_blocking(move || work(&*store))
+        let permit = Arc::clone(&self.store_work)
+            .acquire_owned()
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "store task failed");
-                ApiError::new(ErrorCode::InternalError)
-            })?
+            .map_err(|_| ApiError::new(ErrorCode::InternalError))?;
+        let store = Arc::clone(&self.store);
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work(&*store)
+        })
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "store task failed");
+            ApiError::new(ErrorCode::InternalError)
+        })?
     }
 }
 
