@@ -268,10 +268,10 @@ impl EdmDateTime {
         )
     }
 
-    /// Writes Azure's text form: `YYYY-MM-DDTHH:MM:SS[.f…]Z`, up to 7 fractional digits with
-    /// trailing zeros dropped, no fraction when it is zero.
-    pub fn write_to(self, out: &mut String) {
-        use std::fmt::Write as _;
+    /// Azure's text form, `YYYY-MM-DDTHH:MM:SS[.f…]Z`: up to 7 fractional digits with
+    /// trailing zeros dropped, no fraction when it is zero. Formatted on the stack: responses
+    /// write two or three of these per entity.
+    pub fn text(self) -> DateTimeText {
         let (secs, frac) = self.split();
         let days = secs.div_euclid(86_400);
         let sod = secs.rem_euclid(86_400);
@@ -280,25 +280,34 @@ impl EdmDateTime {
             .checked_add_signed(chrono::Duration::days(days))
             .unwrap_or(chrono::NaiveDate::MIN);
         use chrono::Datelike;
-        let _ = write!(
-            out,
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-            date.year(),
-            date.month(),
-            date.day(),
-            sod / 3600,
-            (sod / 60) % 60,
-            sod % 60
-        );
+        let mut t = DateTimeText {
+            buf: *b"0000-00-00T00:00:00.0000000Z",
+            len: 19,
+        };
+        // Years are 1..=9999 here (EdmDateTime's range); clamp so a bad value cannot overflow.
+        let year = date.year().clamp(0, 9999) as u32;
+        put_digits(&mut t.buf[0..4], year);
+        put_digits(&mut t.buf[5..7], date.month());
+        put_digits(&mut t.buf[8..10], date.day());
+        put_digits(&mut t.buf[11..13], (sod / 3600) as u32);
+        put_digits(&mut t.buf[14..16], ((sod / 60) % 60) as u32);
+        put_digits(&mut t.buf[17..19], (sod % 60) as u32);
         if frac != 0 {
-            let mut digits = format!("{frac:07}");
-            while digits.ends_with('0') {
-                digits.pop();
+            put_digits(&mut t.buf[20..27], frac as u32);
+            let mut end = 27;
+            while t.buf[end - 1] == b'0' {
+                end -= 1;
             }
-            out.push('.');
-            out.push_str(&digits);
+            t.len = end;
         }
-        out.push('Z');
+        t.buf[t.len] = b'Z';
+        t.len += 1;
+        t
+    }
+
+    /// Appends [`EdmDateTime::text`] to `out`.
+    pub fn write_to(self, out: &mut String) {
+        out.push_str(self.text().as_str());
     }
 
     /// RFC 1123 form for HTTP headers (`Mon, 27 Jun 2016 15:25:14 GMT`).
@@ -320,9 +329,29 @@ impl EdmDateTime {
 
 impl fmt::Display for EdmDateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut s = String::with_capacity(28);
-        self.write_to(&mut s);
-        f.write_str(&s)
+        f.write_str(self.text().as_str())
+    }
+}
+
+/// [`EdmDateTime::text`]'s result: at most 28 ASCII bytes, no allocation.
+#[derive(Clone, Copy)]
+pub struct DateTimeText {
+    buf: [u8; 28],
+    len: usize,
+}
+
+impl DateTimeText {
+    pub fn as_str(&self) -> &str {
+        // Only ASCII digits and separators are ever written.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+/// Writes `value` as exactly `out.len()` decimal digits, zero-padded (higher digits dropped).
+fn put_digits(out: &mut [u8], mut value: u32) {
+    for slot in out.iter_mut().rev() {
+        *slot = b'0' + (value % 10) as u8;
+        value /= 10;
     }
 }
 

@@ -41,11 +41,17 @@ impl Entity {
 /// The datetime text is the Timestamp's text with `:` percent-encoded; the Python SDK rebuilds
 /// ETags the same way, so the two must agree exactly.
 pub fn etag_for(timestamp: EdmDateTime) -> String {
-    let mut text = String::with_capacity(28);
-    timestamp.write_to(&mut text);
     let mut etag = String::with_capacity(48);
     etag.push_str("W/\"datetime'");
-    etag.push_str(&text.replace(':', "%3A"));
+    for part in timestamp.text().as_str().split_inclusive(':') {
+        match part.strip_suffix(':') {
+            Some(head) => {
+                etag.push_str(head);
+                etag.push_str("%3A");
+            }
+            None => etag.push_str(part),
+        }
+    }
     etag.push_str("'\"");
     etag
 }

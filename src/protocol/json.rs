@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::error::{ApiError, ErrorCode};
 use super::headers::Metadata;
 use super::uri::entity_path;
-use crate::model::edm::{format_guid, parse_guid, utf16_len, DateTimeError};
+use crate::model::edm::{parse_guid, utf16_len, DateTimeError};
 use crate::model::limits::{
     check_entity, EntityLimitError, MAX_BINARY_BYTES, MAX_KEY_UTF16, MAX_PROPERTY_NAME,
     MAX_STRING_UTF16,
@@ -315,6 +315,44 @@ fn push_str(out: &mut Vec<u8>, s: &str) {
     let _ = serde_json::to_writer(&mut *out, s);
 }
 
+/// A JSON string of text that needs no escaping (digits, dates, GUIDs, base64).
+fn push_plain_str(out: &mut Vec<u8>, text: &[u8]) {
+    out.push(b'"');
+    out.extend_from_slice(text);
+    out.push(b'"');
+}
+
+/// `name@odata.type` as a member name, then the type name as its value.
+fn push_type_annotation(out: &mut Vec<u8>, first: &mut bool, name: &str, ty: &str) {
+    if !*first {
+        out.push(b',');
+    }
+    *first = false;
+    push_str(out, name);
+    out.pop(); // the closing quote: the annotation suffix goes inside the name
+    out.extend_from_slice(b"@odata.type\":");
+    push_plain_str(out, ty.as_bytes());
+}
+
+/// The entity's ETag as a JSON string (`"W/\"datetime'…'\""`), written in place.
+fn push_etag(out: &mut Vec<u8>, timestamp: EdmDateTime) {
+    out.extend_from_slice(b"\"W/\\\"datetime'");
+    for &b in timestamp.text().as_str().as_bytes() {
+        if b == b':' {
+            out.extend_from_slice(b"%3A");
+        } else {
+            out.push(b);
+        }
+    }
+    out.extend_from_slice(b"'\\\"\"");
+}
+
+fn push_int(out: &mut Vec<u8>, value: impl fmt::Display) {
+    use std::io::Write as _;
+    // Writing to a Vec cannot fail.
+    let _ = write!(out, "{value}");
+}
+
 fn push_member(out: &mut Vec<u8>, first: &mut bool, name: &str) {
     if !*first {
         out.push(b',');
@@ -381,7 +419,7 @@ pub fn write_entity(out: &mut Vec<u8>, entity: &Entity, ctx: &EntityContext, ele
     }
     if ctx.metadata != Metadata::None {
         push_member(out, &mut first, "odata.etag");
-        push_str(out, &entity.etag());
+        push_etag(out, entity.timestamp);
     }
     if full {
         push_member(out, &mut first, "odata.editLink");
@@ -401,7 +439,7 @@ pub fn write_entity(out: &mut Vec<u8>, entity: &Entity, ctx: &EntityContext, ele
             push_str(out, "Edm.DateTime");
         }
         push_member(out, &mut first, "Timestamp");
-        push_str(out, &entity.timestamp.to_string());
+        push_plain_str(out, entity.timestamp.text().as_str().as_bytes());
     }
     for p in &entity.properties {
         if is_selected(ctx, &p.name) {
@@ -430,8 +468,7 @@ fn write_property(
 ) {
     let annotate = |out: &mut Vec<u8>, first: &mut bool, ty: &str| {
         if metadata != Metadata::None {
-            push_member(out, first, &format!("{name}@odata.type"));
-            push_str(out, ty);
+            push_type_annotation(out, first, name, ty);
         }
     };
     match value {
@@ -445,12 +482,14 @@ fn write_property(
         }
         EdmValue::Int32(i) => {
             push_member(out, first, name);
-            out.extend_from_slice(i.to_string().as_bytes());
+            push_int(out, i);
         }
         EdmValue::Int64(i) => {
             annotate(out, first, "Edm.Int64");
             push_member(out, first, name);
-            push_str(out, &i.to_string());
+            out.push(b'"');
+            push_int(out, i);
+            out.push(b'"');
         }
         EdmValue::Double(d) => {
             if d.is_finite() {
@@ -475,17 +514,26 @@ fn write_property(
         EdmValue::DateTime(t) => {
             annotate(out, first, "Edm.DateTime");
             push_member(out, first, name);
-            push_str(out, &t.to_string());
+            push_plain_str(out, t.text().as_str().as_bytes());
         }
         EdmValue::Guid(g) => {
             annotate(out, first, "Edm.Guid");
             push_member(out, first, name);
-            push_str(out, &format_guid(g));
+            let mut text = [0u8; 36];
+            uuid::Uuid::from_bytes(*g)
+                .hyphenated()
+                .encode_lower(&mut text);
+            push_plain_str(out, &text);
         }
         EdmValue::Binary(b) => {
             annotate(out, first, "Edm.Binary");
             push_member(out, first, name);
-            push_str(out, &BASE64.encode(b));
+            out.push(b'"');
+            let start = out.len();
+            out.resize(start + base64::encoded_len(b.len(), true).unwrap_or(0), 0);
+            let written = BASE64.encode_slice(b, &mut out[start..]).unwrap_or(0);
+            out.truncate(start + written);
+            out.push(b'"');
         }
     }
 }
@@ -631,6 +679,42 @@ mod tests {
         );
         assert_eq!(e.properties[6].value, EdmValue::Int64(123456789012));
         assert_eq!(e.properties[2].value, EdmValue::Binary(vec![1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn encodes_all_eight_types_in_place_exactly() {
+        let body = r#"{"PartitionKey":"p\"k","RowKey":"r\"k",
+ "When@odata.type":"Edm.DateTime","When":"2013-08-02T17:37:43.9004000Z",
+ "Midnight@odata.type":"Edm.DateTime","Midnight":"1601-01-01T00:00:00Z",
+ "Flag":false,"Bin@odata.type":"Edm.Binary","Bin":"AQIDBA==",
+ "Empty@odata.type":"Edm.Binary","Empty":"","D":1234.5,
+ "G@odata.type":"Edm.Guid","G":"4185404A-5818-48C3-B9BE-F217DF0DBA6F",
+ "I":-1234,"L@odata.type":"Edm.Int64","L":"-123456789012","S":"t\u00e9st\n"}"#;
+        let decoded = decode(body).unwrap();
+        let entity = Entity {
+            partition_key: decoded.partition_key.unwrap(),
+            row_key: decoded.row_key.unwrap(),
+            timestamp: EdmDateTime::parse("2021-02-12T08:28:27.47468Z").unwrap(),
+            properties: decoded.properties,
+        };
+        let ctx = EntityContext {
+            metadata: Metadata::Minimal,
+            base_url: "http://h/acct",
+            account: "acct",
+            table: "t",
+            select: None,
+            select_raw: None,
+        };
+        let mut out = Vec::new();
+        write_entity(&mut out, &entity, &ctx, false);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"odata.etag":"W/\"datetime'2021-02-12T08%3A28%3A27.47468Z'\"","PartitionKey":"p\"k","RowKey":"r\"k","Timestamp":"2021-02-12T08:28:27.47468Z","When@odata.type":"Edm.DateTime","When":"2013-08-02T17:37:43.9004Z","Midnight@odata.type":"Edm.DateTime","Midnight":"1601-01-01T00:00:00Z","Flag":false,"Bin@odata.type":"Edm.Binary","Bin":"AQIDBA==","Empty@odata.type":"Edm.Binary","Empty":"","D":1234.5,"G@odata.type":"Edm.Guid","G":"4185404a-5818-48c3-b9be-f217df0dba6f","I":-1234,"L@odata.type":"Edm.Int64","L":"-123456789012","S":"tést\n"}"#
+        );
+        assert_eq!(
+            entity.etag(),
+            "W/\"datetime'2021-02-12T08%3A28%3A27.47468Z'\""
+        );
     }
 
     #[test]
