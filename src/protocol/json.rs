@@ -2,14 +2,14 @@
 //! validation the service applies, and encoding entities and tables at the three metadata
 //! levels, written straight into one output buffer.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
-use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::error::{ApiError, ErrorCode};
 use super::headers::Metadata;
@@ -21,20 +21,138 @@ use crate::model::limits::{
 };
 use crate::model::{EdmDateTime, EdmType, EdmValue, Entity, Property};
 
-/// A JSON object's members in document order, duplicates kept (so they can be refused).
-struct Members(Vec<(String, Value)>);
+/// A member value as parsed. Strings stay borrowed from the request body when they contain
+/// no escapes, so decoding an entity copies each string once, into the entity.
+#[derive(Debug)]
+enum Json<'a> {
+    Null,
+    Bool(bool),
+    /// A JSON integer that fits in i64.
+    Int(i64),
+    /// A JSON integer above i64::MAX.
+    UInt(u64),
+    /// A JSON number written with a fraction or exponent.
+    Float(f64),
+    Str(Cow<'a, str>),
+    /// An array or object (never valid as a property value).
+    Other,
+}
 
-impl<'de> Deserialize<'de> for Members {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Members, D::Error> {
+impl<'a> Json<'a> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The number as an i64, if it is an integer that fits (as serde_json's `as_i64`).
+    fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Json::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Json::Int(i) => Some(i as f64),
+            Json::UInt(u) => Some(u as f64),
+            Json::Float(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Json<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Json<'de>, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
-            type Value = Members;
+            type Value = Json<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+                Ok(Json::Null)
+            }
+            fn visit_none<E>(self) -> Result<Json<'de>, E> {
+                Ok(Json::Null)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Json<'de>, E> {
+                Ok(Json::Bool(b))
+            }
+            fn visit_i64<E>(self, i: i64) -> Result<Json<'de>, E> {
+                Ok(Json::Int(i))
+            }
+            fn visit_u64<E>(self, u: u64) -> Result<Json<'de>, E> {
+                Ok(i64::try_from(u).map_or(Json::UInt(u), Json::Int))
+            }
+            fn visit_f64<E>(self, f: f64) -> Result<Json<'de>, E> {
+                Ok(Json::Float(f))
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Json<'de>, E> {
+                Ok(Json::Str(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Json<'de>, E> {
+                Ok(Json::Str(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Json<'de>, E> {
+                Ok(Json::Str(Cow::Owned(s)))
+            }
+            // Nested values are parsed as `Json` (and dropped), not skipped, so serde_json's
+            // nesting limit still refuses absurdly deep bodies as invalid JSON.
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
+                while seq.next_element::<Json<'de>>()?.is_some() {}
+                Ok(Json::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+                while map.next_entry::<Name<'de>, Json<'de>>()?.is_some() {}
+                Ok(Json::Other)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A member name, borrowed from the body when it has no escapes.
+struct Name<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Name<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Name<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A JSON object's members in document order, duplicates kept (so they can be refused).
+struct Members<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Members<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members<'de>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("a JSON object")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
-                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some((k, v)) = map.next_entry::<String, Value>()? {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some((Name(k), v)) = map.next_entry::<Name<'de>, Json<'de>>()? {
                     members.push((k, v));
                 }
                 Ok(Members(members))
@@ -48,19 +166,30 @@ fn invalid(message: &'static str) -> ApiError {
     ApiError::with_message(ErrorCode::InvalidInput, message)
 }
 
-fn parse_members(body: &[u8]) -> Result<Vec<(String, Value)>, ApiError> {
+fn parse_members(body: &[u8]) -> Result<Vec<(Cow<'_, str>, Json<'_>)>, ApiError> {
     let members: Members = serde_json::from_slice(body).map_err(|_| {
         ApiError::with_message(
             ErrorCode::InvalidInput,
             "The request body is not a valid JSON object.",
         )
     })?;
-    let mut names: Vec<&str> = members.0.iter().map(|(k, _)| k.as_str()).collect();
-    names.sort_unstable();
-    if names.windows(2).any(|w| w[0] == w[1]) {
+    if has_duplicate_names(&members.0) {
         return Err(ApiError::new(ErrorCode::DuplicatePropertiesSpecified));
     }
     Ok(members.0)
+}
+
+fn has_duplicate_names(members: &[(Cow<'_, str>, Json<'_>)]) -> bool {
+    // Entities have a few dozen members: comparing pairs beats sorting them.
+    if members.len() <= 32 {
+        return members
+            .iter()
+            .enumerate()
+            .any(|(i, (a, _))| members[i + 1..].iter().any(|(b, _)| a == b));
+    }
+    let mut names: Vec<&str> = members.iter().map(|(k, _)| k.as_ref()).collect();
+    names.sort_unstable();
+    names.windows(2).any(|w| w[0] == w[1])
 }
 
 /// An entity body as decoded: keys if present, custom properties in body order.
@@ -74,12 +203,14 @@ pub struct EntityBody {
 /// Decodes and validates an entity request body (spec §4.2, §5).
 pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
     let members = parse_members(body)?;
-    let annotation = |name: &str| -> Option<&Value> {
-        members.iter().find_map(|(k, v)| {
-            k.strip_suffix("@odata.type")
-                .filter(|base| *base == name)
-                .map(|_| v)
-        })
+    let annotations: Vec<(&str, &Json)> = members
+        .iter()
+        .filter_map(|(k, v)| k.strip_suffix("@odata.type").map(|base| (base, v)))
+        .collect();
+    let annotation = |name: &str| -> Option<&Json> {
+        annotations
+            .iter()
+            .find_map(|(base, v)| (*base == name).then_some(*v))
     };
     let mut out = EntityBody {
         partition_key: None,
@@ -91,7 +222,7 @@ pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
             continue;
         }
         let declared = match annotation(name) {
-            Some(Value::String(t)) => Some(EdmType::parse(t).ok_or_else(|| {
+            Some(Json::Str(t)) => Some(EdmType::parse(t).ok_or_else(|| {
                 ApiError::with_message(
                     ErrorCode::InvalidInput,
                     format!("The type '{t}' of property '{name}' is not supported."),
@@ -102,8 +233,8 @@ pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
         };
         if name == "PartitionKey" || name == "RowKey" {
             let key = match (value, declared) {
-                (Value::Null, _) => continue,
-                (Value::String(s), None | Some(EdmType::String)) => s.clone(),
+                (Json::Null, _) => continue,
+                (Json::Str(s), None | Some(EdmType::String)) => s.to_string(),
                 _ => return Err(invalid("PartitionKey and RowKey must be strings.")),
             };
             validate_key(&key)?;
@@ -119,12 +250,12 @@ pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
             continue;
         }
         validate_property_name(name)?;
-        if value.is_null() {
+        if matches!(value, Json::Null) {
             continue;
         }
         let value = decode_value(name, value, declared)?;
         out.properties.push(Property {
-            name: name.clone(),
+            name: name.to_string(),
             value,
         });
     }
@@ -196,27 +327,18 @@ fn type_mismatch(name: &str, ty: EdmType) -> ApiError {
     )
 }
 
-fn decode_value(
-    name: &str,
-    value: &Value,
-    declared: Option<EdmType>,
-) -> Result<EdmValue, ApiError> {
+fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<EdmValue, ApiError> {
     let ty = match declared {
         Some(t) => t,
         None => match value {
-            Value::String(_) => EdmType::String,
-            Value::Bool(_) => EdmType::Boolean,
-            Value::Number(n) => {
-                if n.is_f64() {
-                    EdmType::Double
-                } else {
-                    match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
-                        Some(_) => EdmType::Int32,
-                        // Unannotated integers outside Int32 are stored as Double [emu, §4.2].
-                        None => EdmType::Double,
-                    }
-                }
-            }
+            Json::Str(_) => EdmType::String,
+            Json::Bool(_) => EdmType::Boolean,
+            Json::Float(_) | Json::UInt(_) => EdmType::Double,
+            Json::Int(i) => match i32::try_from(*i) {
+                Ok(_) => EdmType::Int32,
+                // Unannotated integers outside Int32 are stored as Double [emu, §4.2].
+                Err(_) => EdmType::Double,
+            },
             _ => {
                 return Err(ApiError::with_message(
                     ErrorCode::InvalidInput,
@@ -234,23 +356,23 @@ fn decode_value(
             }
             EdmValue::String(s.to_string())
         }
-        EdmType::Boolean => EdmValue::Boolean(value.as_bool().ok_or_else(bad)?),
+        EdmType::Boolean => match value {
+            Json::Bool(b) => EdmValue::Boolean(*b),
+            _ => return Err(bad()),
+        },
         EdmType::Int32 => {
             let n = match value {
-                Value::Number(n) => n.as_i64().ok_or_else(bad)?,
-                Value::String(s) => s.parse::<i64>().map_err(|_| bad())?,
-                _ => return Err(bad()),
+                Json::Str(s) => s.parse::<i64>().map_err(|_| bad())?,
+                number => number.as_i64().ok_or_else(bad)?,
             };
             EdmValue::Int32(i32::try_from(n).map_err(|_| bad())?)
         }
         EdmType::Int64 => match value {
-            Value::String(s) => EdmValue::Int64(s.parse::<i64>().map_err(|_| bad())?),
-            Value::Number(n) => EdmValue::Int64(n.as_i64().ok_or_else(bad)?),
-            _ => return Err(bad()),
+            Json::Str(s) => EdmValue::Int64(s.parse::<i64>().map_err(|_| bad())?),
+            number => EdmValue::Int64(number.as_i64().ok_or_else(bad)?),
         },
         EdmType::Double => match value {
-            Value::Number(n) => EdmValue::Double(n.as_f64().ok_or_else(bad)?),
-            Value::String(s) => EdmValue::Double(match s.as_str() {
+            Json::Str(s) => EdmValue::Double(match s.as_ref() {
                 "NaN" => f64::NAN,
                 "Infinity" | "INF" => f64::INFINITY,
                 "-Infinity" | "-INF" => f64::NEG_INFINITY,
@@ -260,7 +382,7 @@ fn decode_value(
                     .filter(|d| d.is_finite())
                     .ok_or_else(bad)?,
             }),
-            _ => return Err(bad()),
+            number => EdmValue::Double(number.as_f64().ok_or_else(bad)?),
         },
         EdmType::DateTime => {
             let s = value.as_str().ok_or_else(bad)?;
@@ -286,7 +408,7 @@ fn decode_value(
 pub fn decode_table_name(body: &[u8]) -> Result<String, ApiError> {
     let members = parse_members(body)?;
     match members.iter().find(|(k, _)| k == "TableName") {
-        Some((_, Value::String(s))) => Ok(s.clone()),
+        Some((_, Json::Str(s))) => Ok(s.to_string()),
         Some(_) => Err(invalid("TableName must be a string.")),
         None => Err(ApiError::new(ErrorCode::PropertiesNeedValue)),
     }
