@@ -61,7 +61,49 @@ pub enum EdmValue {
     Binary(Vec<u8>),
 }
 
+/// A property value borrowed from elsewhere (a stored entity's bytes, or an [`EdmValue`]):
+/// what response encoding and in-place filters read without allocating.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EdmValueRef<'a> {
+    String(&'a str),
+    Int32(i32),
+    Int64(i64),
+    Double(f64),
+    Boolean(bool),
+    DateTime(EdmDateTime),
+    Guid([u8; 16]),
+    Binary(&'a [u8]),
+}
+
+impl EdmValueRef<'_> {
+    pub fn to_owned_value(self) -> EdmValue {
+        match self {
+            EdmValueRef::String(s) => EdmValue::String(s.to_string()),
+            EdmValueRef::Int32(v) => EdmValue::Int32(v),
+            EdmValueRef::Int64(v) => EdmValue::Int64(v),
+            EdmValueRef::Double(v) => EdmValue::Double(v),
+            EdmValueRef::Boolean(v) => EdmValue::Boolean(v),
+            EdmValueRef::DateTime(v) => EdmValue::DateTime(v),
+            EdmValueRef::Guid(v) => EdmValue::Guid(v),
+            EdmValueRef::Binary(v) => EdmValue::Binary(v.to_vec()),
+        }
+    }
+}
+
 impl EdmValue {
+    pub fn as_value_ref(&self) -> EdmValueRef<'_> {
+        match self {
+            EdmValue::String(s) => EdmValueRef::String(s),
+            EdmValue::Int32(v) => EdmValueRef::Int32(*v),
+            EdmValue::Int64(v) => EdmValueRef::Int64(*v),
+            EdmValue::Double(v) => EdmValueRef::Double(*v),
+            EdmValue::Boolean(v) => EdmValueRef::Boolean(*v),
+            EdmValue::DateTime(v) => EdmValueRef::DateTime(*v),
+            EdmValue::Guid(v) => EdmValueRef::Guid(*v),
+            EdmValue::Binary(v) => EdmValueRef::Binary(v),
+        }
+    }
+
     pub fn edm_type(&self) -> EdmType {
         match self {
             EdmValue::String(_) => EdmType::String,

@@ -1,7 +1,9 @@
 //! Entities: the two keys, the server-owned Timestamp (from which the ETag derives) and the
 //! custom properties in the order the client sent them.
 
-use super::edm::{EdmDateTime, EdmValue};
+use std::borrow::Cow;
+
+use super::edm::{EdmDateTime, EdmValue, EdmValueRef};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Property {
@@ -34,6 +36,31 @@ impl Entity {
             .iter()
             .find(|p| p.name == name)
             .map(|p| &p.value)
+    }
+}
+
+/// An entity with its properties borrowed (from an [`Entity`], or straight from a stored
+/// entity's bytes): what response encoding reads.
+#[derive(Debug, Clone)]
+pub struct EntityView<'a> {
+    pub partition_key: Cow<'a, str>,
+    pub row_key: Cow<'a, str>,
+    pub timestamp: EdmDateTime,
+    pub properties: Vec<(&'a str, EdmValueRef<'a>)>,
+}
+
+impl<'a> EntityView<'a> {
+    pub fn of(entity: &'a Entity) -> EntityView<'a> {
+        EntityView {
+            partition_key: Cow::Borrowed(&entity.partition_key),
+            row_key: Cow::Borrowed(&entity.row_key),
+            timestamp: entity.timestamp,
+            properties: entity
+                .properties
+                .iter()
+                .map(|p| (p.name.as_str(), p.value.as_value_ref()))
+                .collect(),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ pub mod limits;
 pub mod names;
 pub mod write;
 
-pub use edm::{EdmDateTime, EdmType, EdmValue};
-pub use entity::{Entity, EntityKey, Property};
+pub use edm::{EdmDateTime, EdmType, EdmValue, EdmValueRef};
+pub use entity::{Entity, EntityKey, EntityView, Property};
 pub use names::{TableName, TableNameError};
 pub use write::{IfMatch, WriteKind, WriteOp};

@@ -19,7 +19,7 @@ use crate::model::limits::{
     check_entity, EntityLimitError, MAX_BINARY_BYTES, MAX_KEY_UTF16, MAX_PROPERTY_NAME,
     MAX_STRING_UTF16,
 };
-use crate::model::{EdmDateTime, EdmType, EdmValue, Entity, Property};
+use crate::model::{EdmDateTime, EdmType, EdmValue, EdmValueRef, Entity, EntityView, Property};
 
 /// A member value as parsed. Strings stay borrowed from the request body when they contain
 /// no escapes, so decoding an entity copies each string once, into the entity.
@@ -433,8 +433,16 @@ pub struct EntityContext<'a> {
 }
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
-    // serde_json's string writer does the escaping; writing to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+    // Most text needs no escaping: a branch-free scan (which the compiler vectorises) lets it
+    // be copied whole. Otherwise serde_json's writer escapes it; writing to a Vec cannot fail.
+    let clean = s
+        .bytes()
+        .fold(true, |ok, b| ok & (b >= 0x20) & (b != b'"') & (b != b'\\'));
+    if clean {
+        push_plain_str(out, s.as_bytes());
+    } else {
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
 }
 
 /// A JSON string of text that needs no escaping (digits, dates, GUIDs, base64).
@@ -521,6 +529,10 @@ fn is_selected(ctx: &EntityContext, name: &str) -> bool {
 
 /// Writes one entity object. `element` adds the single-entity `odata.metadata` member.
 pub fn write_entity(out: &mut Vec<u8>, entity: &Entity, ctx: &EntityContext, element: bool) {
+    write_entity_view(out, &EntityView::of(entity), ctx, element);
+}
+
+fn write_entity_view(out: &mut Vec<u8>, entity: &EntityView, ctx: &EntityContext, element: bool) {
     let mut first = true;
     out.push(b'{');
     let full = ctx.metadata == Metadata::Full;
@@ -563,16 +575,16 @@ pub fn write_entity(out: &mut Vec<u8>, entity: &Entity, ctx: &EntityContext, ele
         push_member(out, &mut first, "Timestamp");
         push_plain_str(out, entity.timestamp.text().as_str().as_bytes());
     }
-    for p in &entity.properties {
-        if is_selected(ctx, &p.name) {
-            write_property(out, &mut first, &p.name, &p.value, ctx.metadata);
+    for (name, value) in &entity.properties {
+        if is_selected(ctx, name) {
+            write_property(out, &mut first, name, *value, ctx.metadata);
         }
     }
     if let Some(list) = ctx.select {
         // Selected properties the entity lacks come back as null [emu, spec §6.5].
         for name in list {
             let system = matches!(name.as_str(), "PartitionKey" | "RowKey" | "Timestamp");
-            if !system && entity.property(name).is_none() {
+            if !system && !entity.properties.iter().any(|(n, _)| n == name) {
                 push_member(out, &mut first, name);
                 out.extend_from_slice(b"null");
             }
@@ -585,7 +597,7 @@ fn write_property(
     out: &mut Vec<u8>,
     first: &mut bool,
     name: &str,
-    value: &EdmValue,
+    value: EdmValueRef,
     metadata: Metadata,
 ) {
     let annotate = |out: &mut Vec<u8>, first: &mut bool, ty: &str| {
@@ -594,30 +606,30 @@ fn write_property(
         }
     };
     match value {
-        EdmValue::String(s) => {
+        EdmValueRef::String(s) => {
             push_member(out, first, name);
             push_str(out, s);
         }
-        EdmValue::Boolean(b) => {
+        EdmValueRef::Boolean(b) => {
             push_member(out, first, name);
-            out.extend_from_slice(if *b { b"true" } else { b"false" });
+            out.extend_from_slice(if b { b"true" } else { b"false" });
         }
-        EdmValue::Int32(i) => {
+        EdmValueRef::Int32(i) => {
             push_member(out, first, name);
             push_int(out, i);
         }
-        EdmValue::Int64(i) => {
+        EdmValueRef::Int64(i) => {
             annotate(out, first, "Edm.Int64");
             push_member(out, first, name);
             out.push(b'"');
             push_int(out, i);
             out.push(b'"');
         }
-        EdmValue::Double(d) => {
+        EdmValueRef::Double(d) => {
             if d.is_finite() {
                 push_member(out, first, name);
                 // serde_json writes the shortest round-trip form, integral values as `5.0`.
-                let _ = serde_json::to_writer(&mut *out, d);
+                let _ = serde_json::to_writer(&mut *out, &d);
             } else {
                 annotate(out, first, "Edm.Double");
                 push_member(out, first, name);
@@ -625,7 +637,7 @@ fn write_property(
                     out,
                     if d.is_nan() {
                         "NaN"
-                    } else if *d > 0.0 {
+                    } else if d > 0.0 {
                         "Infinity"
                     } else {
                         "-Infinity"
@@ -633,21 +645,21 @@ fn write_property(
                 );
             }
         }
-        EdmValue::DateTime(t) => {
+        EdmValueRef::DateTime(t) => {
             annotate(out, first, "Edm.DateTime");
             push_member(out, first, name);
             push_plain_str(out, t.text().as_str().as_bytes());
         }
-        EdmValue::Guid(g) => {
+        EdmValueRef::Guid(g) => {
             annotate(out, first, "Edm.Guid");
             push_member(out, first, name);
             let mut text = [0u8; 36];
-            uuid::Uuid::from_bytes(*g)
+            uuid::Uuid::from_bytes(g)
                 .hyphenated()
                 .encode_lower(&mut text);
             push_plain_str(out, &text);
         }
-        EdmValue::Binary(b) => {
+        EdmValueRef::Binary(b) => {
             annotate(out, first, "Edm.Binary");
             push_member(out, first, name);
             out.push(b'"');
@@ -668,7 +680,7 @@ pub fn encode_entity(entity: &Entity, ctx: &EntityContext) -> Vec<u8> {
 }
 
 /// A query response body: `{"odata.metadata":…,"value":[…]}`.
-pub fn encode_entity_page(entities: &[Entity], ctx: &EntityContext) -> Vec<u8> {
+pub fn encode_entity_page(entities: &[EntityView], ctx: &EntityContext) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + entities.len() * 256);
     out.push(b'{');
     if ctx.metadata != Metadata::None {
@@ -682,7 +694,7 @@ pub fn encode_entity_page(entities: &[Entity], ctx: &EntityContext) -> Vec<u8> {
         if i > 0 {
             out.push(b',');
         }
-        write_entity(&mut out, e, ctx, false);
+        write_entity_view(&mut out, e, ctx, false);
     }
     out.extend_from_slice(b"]}");
     out
@@ -957,7 +969,11 @@ mod tests {
             minimal,
             r#"{"odata.metadata":"http://h/acct/$metadata#mytable/@Element","odata.etag":"W/\"datetime'2013-08-22T01%3A12%3A06.2608595Z'\"","PartitionKey":"pk","RowKey":"rk","Timestamp":"2013-08-22T01:12:06.2608595Z","Age":23,"Big@odata.type":"Edm.Int64","Big":"255","D":5.0,"N@odata.type":"Edm.Double","N":"-Infinity"}"#
         );
-        let none = String::from_utf8(encode_entity_page(&[e], &ctx(Metadata::None))).unwrap();
+        let none = String::from_utf8(encode_entity_page(
+            &[EntityView::of(&e)],
+            &ctx(Metadata::None),
+        ))
+        .unwrap();
         assert_eq!(
             none,
             r#"{"value":[{"PartitionKey":"pk","RowKey":"rk","Timestamp":"2013-08-22T01:12:06.2608595Z","Age":23,"Big":"255","D":5.0,"N":"-Infinity"}]}"#
@@ -971,7 +987,7 @@ mod tests {
         let mut c = ctx(Metadata::Minimal);
         c.select = Some(&list);
         c.select_raw = Some("Age, Missing");
-        let s = String::from_utf8(encode_entity_page(&[e], &c)).unwrap();
+        let s = String::from_utf8(encode_entity_page(&[EntityView::of(&e)], &c)).unwrap();
         assert_eq!(
             s,
             r#"{"odata.metadata":"http://h/acct/$metadata#mytable&$select=Age,%20Missing","value":[{"odata.etag":"W/\"datetime'2013-08-22T01%3A12%3A06.2608595Z'\"","Age":23,"Missing":null}]}"#

@@ -9,7 +9,7 @@ pub mod plan;
 
 use std::time::{Duration, Instant};
 
-use crate::model::Entity;
+use crate::model::{Entity, EntityView};
 use crate::protocol::filter::Expr;
 use crate::store::codec::{decode_entity, RawEntity};
 use crate::store::key::decode_entity_key;
@@ -74,6 +74,72 @@ pub struct Page {
     pub examined: u64,
 }
 
+/// One page of a query with its matching entities as stored (key and value bytes), for a
+/// caller that encodes them straight from the bytes instead of decoding them.
+#[derive(Debug, Default)]
+pub struct RawPage {
+    pub rows: RawRows,
+    /// Where the next page starts (PartitionKey, RowKey), if more entities may match.
+    pub next: Option<(String, String)>,
+    /// Entities read from the store for this page (including the look-ahead).
+    pub examined: u64,
+}
+
+/// Stored rows copied into one buffer (the store lends its bytes only during a scan).
+#[derive(Debug, Default)]
+pub struct RawRows {
+    bytes: Vec<u8>,
+    /// Per row: where its key ends and its value ends in `bytes` (each starts where the
+    /// previous one ended).
+    ends: Vec<(usize, usize)>,
+}
+
+impl RawRows {
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        let key_end = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.ends.push((key_end, self.bytes.len()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The rows as entities that borrow their properties from the stored bytes.
+    pub fn entities(&self) -> Result<Vec<EntityView<'_>>, StoreError> {
+        self.iter()
+            .map(|(key, value)| {
+                let (partition_key, row_key) = decode_entity_key(key)
+                    .ok_or_else(|| StoreError::Corrupt("entity key".into()))?;
+                let (timestamp, properties) = RawEntity::new(value)
+                    .properties()
+                    .ok_or_else(|| StoreError::Corrupt("entity".into()))?;
+                Ok(EntityView {
+                    partition_key: partition_key.into(),
+                    row_key: row_key.into(),
+                    timestamp,
+                    properties,
+                })
+            })
+            .collect()
+    }
+
+    /// (key, value) of each row, in scan order.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut start = 0;
+        self.ends.iter().map(move |&(key_end, value_end)| {
+            let row = (&self.bytes[start..key_end], &self.bytes[key_end..value_end]);
+            start = value_end;
+            row
+        })
+    }
+}
+
 /// Executes a page: reads `ranges` (sorted, non-overlapping) in order starting at `resume`,
 /// keeps entities for which `matches` holds. Rows are tested in place on their stored bytes;
 /// only matching ones are decoded.
@@ -85,8 +151,72 @@ pub fn execute_page(
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<Page, StoreError> {
+    let mut entities = Vec::new();
+    let (next, examined) = scan_page(
+        store,
+        table_id,
+        ranges,
+        matches,
+        resume,
+        limits,
+        &mut |key, value| {
+            entities.push(decode_row(key, value)?);
+            Ok(entities.len())
+        },
+    )?;
+    Ok(Page {
+        entities,
+        next,
+        examined,
+    })
+}
+
+/// [`execute_page`], keeping the matching rows as stored bytes (no decoding at all).
+pub fn execute_raw_page(
+    store: &dyn Store,
+    table_id: u64,
+    ranges: &[KeyRange],
+    matches: &dyn Fn(&RawRow<'_>) -> bool,
+    resume: Option<(&str, &str)>,
+    limits: PageLimits,
+) -> Result<RawPage, StoreError> {
+    let mut rows = RawRows::default();
+    let (next, examined) = scan_page(
+        store,
+        table_id,
+        ranges,
+        matches,
+        resume,
+        limits,
+        &mut |key, value| {
+            rows.push(key, value);
+            Ok(rows.len())
+        },
+    )?;
+    Ok(RawPage {
+        rows,
+        next,
+        examined,
+    })
+}
+
+/// Takes a matching row's key and value; answers how many rows are kept so far.
+type KeepRow<'a> = dyn FnMut(&[u8], &[u8]) -> Result<usize, StoreError> + 'a;
+
+/// The page loop: `keep` takes each matching row and answers how many are kept so far.
+/// Returns where the next page starts and how many rows were examined.
+fn scan_page(
+    store: &dyn Store,
+    table_id: u64,
+    ranges: &[KeyRange],
+    matches: &dyn Fn(&RawRow<'_>) -> bool,
+    resume: Option<(&str, &str)>,
+    limits: PageLimits,
+    keep: &mut KeepRow<'_>,
+) -> Result<(Option<(String, String)>, u64), StoreError> {
     let started = Instant::now();
-    let mut page = Page::default();
+    let mut examined = 0u64;
+    let mut next = None;
     let mut filled = false;
     let mut done = false;
     let mut failure = None;
@@ -99,14 +229,14 @@ pub fn execute_page(
             None => range.clone(),
         };
         store.scan_raw(table_id, &range, &mut |key, value| {
-            page.examined += 1;
+            examined += 1;
             // Look-ahead: the first entity after a full page is where the next page starts;
             // so is the first one past the scan budget.
-            let over_budget = page.examined > limits.max_examined
-                || (page.examined % 256 == 0 && started.elapsed() > limits.max_duration);
+            let over_budget = examined > limits.max_examined
+                || (examined.is_multiple_of(256) && started.elapsed() > limits.max_duration);
             if filled || over_budget {
                 match next_position(key) {
-                    Ok(next) => page.next = next,
+                    Ok(position) => next = position,
                     Err(e) => failure = Some(e),
                 }
                 done = true;
@@ -117,15 +247,14 @@ pub fn execute_page(
                 value: RawEntity::new(value),
             };
             if matches(&row) {
-                match decode_row(key, value) {
-                    Ok(entity) => page.entities.push(entity),
+                match keep(key, value) {
+                    Ok(kept) => filled = kept >= limits.top,
                     Err(e) => {
                         failure = Some(e);
                         done = true;
                         return false;
                     }
                 }
-                filled = page.entities.len() >= limits.top;
             }
             true
         })?;
@@ -133,10 +262,10 @@ pub fn execute_page(
             return Err(e);
         }
         if done {
-            return Ok(page);
+            return Ok((next, examined));
         }
     }
-    Ok(page)
+    Ok((next, examined))
 }
 
 /// One page of Query Tables.
@@ -286,6 +415,30 @@ mod tests {
         let (all, pages) = all_pages(&*store, t, &[KeyRange::all()], 1000, &pred);
         assert_eq!(all.len(), 3);
         assert!(pages > 5, "pages end after max_examined entities");
+    }
+
+    #[test]
+    fn raw_pages_hold_the_same_entities_as_decoded_pages() {
+        let (store, t) = store_with(40);
+        let pred = |r: &RawRow<'_>| matches!(r.value.property("n"), Some(crate::store::codec::RawValue::Int32(n)) if n % 3 == 0);
+        let limits = PageLimits {
+            top: 5,
+            ..PageLimits::default()
+        };
+        let ranges = [KeyRange::all()];
+        let decoded = execute_page(&*store, t, &ranges, &pred, None, limits).unwrap();
+        let raw = execute_raw_page(&*store, t, &ranges, &pred, None, limits).unwrap();
+        assert_eq!(raw.next, decoded.next);
+        assert_eq!(raw.examined, decoded.examined);
+        let views = raw.rows.entities().unwrap();
+        assert_eq!(views.len(), 5);
+        for (view, entity) in views.iter().zip(&decoded.entities) {
+            let expected = EntityView::of(entity);
+            assert_eq!(view.partition_key, expected.partition_key);
+            assert_eq!(view.row_key, expected.row_key);
+            assert_eq!(view.timestamp, expected.timestamp);
+            assert_eq!(view.properties, expected.properties);
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! table metadata. Keys live in `key.rs`; PartitionKey and RowKey are not repeated here.
 //! Decoding never panics: bad bytes give `None`, which the store reports as corruption.
 
-use crate::model::{EdmDateTime, EdmValue, Property};
+use crate::model::{EdmDateTime, EdmValue, EdmValueRef, Property};
 
 const ENTITY_V1: u8 = 1;
 const TABLE_V1: u8 = 1;
@@ -54,8 +54,31 @@ impl<'a> Reader<'a> {
         let n = usize::try_from(self.varint()?).ok()?;
         self.take(n)
     }
-    fn string(&mut self) -> Option<String> {
-        std::str::from_utf8(self.bytes()?).ok().map(str::to_string)
+    fn str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.bytes()?).ok()
+    }
+    /// One property value: its type tag, then the value.
+    fn value(&mut self) -> Option<RawValue<'a>> {
+        Some(match self.u8()? {
+            0 => RawValue::String(self.str()?),
+            1 => RawValue::Int32(i32::from_le_bytes(self.array()?)),
+            2 => RawValue::Int64(i64::from_le_bytes(self.array()?)),
+            3 => RawValue::Double(f64::from_bits(u64::from_le_bytes(self.array()?))),
+            4 => RawValue::Boolean(self.u8()? != 0),
+            5 => RawValue::DateTime(EdmDateTime(i64::from_le_bytes(self.array()?))),
+            6 => RawValue::Guid(self.array()?),
+            7 => RawValue::Binary(self.bytes()?),
+            _ => return None,
+        })
+    }
+    /// The entity header: format version, Timestamp, property count.
+    fn entity_header(&mut self) -> Option<(EdmDateTime, usize)> {
+        if self.u8()? != ENTITY_V1 {
+            return None;
+        }
+        let timestamp = EdmDateTime(i64::from_le_bytes(self.array()?));
+        let count = usize::try_from(self.varint()?).ok()?;
+        Some((timestamp, count))
     }
 }
 
@@ -114,29 +137,16 @@ pub fn decode_entity_timestamp(bytes: &[u8]) -> Option<EdmDateTime> {
 }
 
 pub fn decode_entity(bytes: &[u8]) -> Option<(EdmDateTime, Vec<Property>)> {
-    let mut r = Reader { buf: bytes };
-    if r.u8()? != ENTITY_V1 {
-        return None;
-    }
-    let timestamp = EdmDateTime(i64::from_le_bytes(r.array()?));
-    let count = usize::try_from(r.varint()?).ok()?;
-    let mut properties = Vec::with_capacity(count.min(256));
-    for _ in 0..count {
-        let name = r.string()?;
-        let value = match r.u8()? {
-            0 => EdmValue::String(r.string()?),
-            1 => EdmValue::Int32(i32::from_le_bytes(r.array()?)),
-            2 => EdmValue::Int64(i64::from_le_bytes(r.array()?)),
-            3 => EdmValue::Double(f64::from_bits(u64::from_le_bytes(r.array()?))),
-            4 => EdmValue::Boolean(r.u8()? != 0),
-            5 => EdmValue::DateTime(EdmDateTime(i64::from_le_bytes(r.array()?))),
-            6 => EdmValue::Guid(r.array()?),
-            7 => EdmValue::Binary(r.bytes()?.to_vec()),
-            _ => return None,
-        };
-        properties.push(Property { name, value });
-    }
-    r.buf.is_empty().then_some((timestamp, properties))
+    let raw = RawEntity::new(bytes);
+    let (timestamp, properties) = raw.properties()?;
+    let properties = properties
+        .into_iter()
+        .map(|(name, value)| Property {
+            name: name.to_string(),
+            value: value.to_owned_value(),
+        })
+        .collect();
+    Some((timestamp, properties))
 }
 
 /// Table metadata as stored.
@@ -164,7 +174,7 @@ pub fn decode_table(bytes: &[u8]) -> Option<TableRecord> {
         return None;
     }
     let id = u64::from_le_bytes(r.array()?);
-    let name = r.string()?;
+    let name = r.str()?.to_string();
     let acl = r.bytes()?.to_vec();
     r.buf.is_empty().then_some(TableRecord { id, name, acl })
 }
@@ -227,17 +237,7 @@ mod tests {
 }
 
 /// A property value read in place from an encoded entity, without allocating.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum RawValue<'a> {
-    String(&'a str),
-    Int32(i32),
-    Int64(i64),
-    Double(f64),
-    Boolean(bool),
-    DateTime(EdmDateTime),
-    Guid([u8; 16]),
-    Binary(&'a [u8]),
-}
+pub type RawValue<'a> = EdmValueRef<'a>;
 
 /// An encoded entity value viewed in place: filters read the properties they name from the
 /// bytes, and only matching entities are decoded in full.
@@ -258,30 +258,28 @@ impl<'a> RawEntity<'a> {
     /// The value of property `name`, if the entity has it (and the bytes are well formed).
     pub fn property(&self, name: &str) -> Option<RawValue<'a>> {
         let mut r = Reader { buf: self.bytes };
-        if r.u8()? != ENTITY_V1 {
-            return None;
-        }
-        r.take(8)?;
-        let count = r.varint()?;
+        let (_, count) = r.entity_header()?;
         for _ in 0..count {
-            let n = r.bytes()?;
-            let is_it = n == name.as_bytes();
-            let value = match r.u8()? {
-                0 => RawValue::String(std::str::from_utf8(r.bytes()?).ok()?),
-                1 => RawValue::Int32(i32::from_le_bytes(r.array()?)),
-                2 => RawValue::Int64(i64::from_le_bytes(r.array()?)),
-                3 => RawValue::Double(f64::from_bits(u64::from_le_bytes(r.array()?))),
-                4 => RawValue::Boolean(r.u8()? != 0),
-                5 => RawValue::DateTime(EdmDateTime(i64::from_le_bytes(r.array()?))),
-                6 => RawValue::Guid(r.array()?),
-                7 => RawValue::Binary(r.bytes()?),
-                _ => return None,
-            };
+            let is_it = r.bytes()? == name.as_bytes();
+            let value = r.value()?;
             if is_it {
                 return Some(value);
             }
         }
         None
+    }
+
+    /// The Timestamp and every property in stored order, borrowed from the bytes; `None` if
+    /// the bytes are not a well-formed entity.
+    pub fn properties(&self) -> Option<(EdmDateTime, Vec<(&'a str, RawValue<'a>)>)> {
+        let mut r = Reader { buf: self.bytes };
+        let (timestamp, count) = r.entity_header()?;
+        let mut properties = Vec::with_capacity(count.min(256));
+        for _ in 0..count {
+            let name = r.str()?;
+            properties.push((name, r.value()?));
+        }
+        r.buf.is_empty().then_some((timestamp, properties))
     }
 }
 

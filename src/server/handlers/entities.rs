@@ -15,7 +15,7 @@ use crate::protocol::operation::{EntityRef, Operation};
 use crate::protocol::uri::entity_path;
 use crate::protocol::{ApiError, ErrorCode};
 use crate::query::plan::plan_entities;
-use crate::query::{eval, execute_page, PageLimits};
+use crate::query::{eval, execute_raw_page, PageLimits};
 use crate::server::dispatch::Call;
 use crate::server::AppState;
 use crate::store::{Store, TableInfo};
@@ -83,7 +83,7 @@ pub async fn query_entities(
     let (info, page) = state
         .blocking(move |store| {
             let info = table_info(store, &account, &table)?;
-            let page = execute_page(
+            let page = execute_raw_page(
                 store,
                 info.id,
                 &plan.ranges,
@@ -100,7 +100,7 @@ pub async fn query_entities(
         table = %info.name,
         plan = %description,
         examined = page.examined,
-        returned = page.entities.len(),
+        returned = page.rows.len(),
         more = page.next.is_some(),
         "query entities"
     );
@@ -115,9 +115,10 @@ pub async fn query_entities(
         r.header(headers::X_TABLESTORE_PLAN, &description)
             .header(headers::X_TABLESTORE_EXAMINED, &page.examined.to_string());
     }
+    let entities = page.rows.entities().map_err(store_error)?;
     r.body(
         metadata.content_type(),
-        json::encode_entity_page(&page.entities, &ctx),
+        json::encode_entity_page(&entities, &ctx),
     );
     Ok(r.into_response())
 }
