@@ -385,6 +385,22 @@ pub fn compare_markdown(base: &RunReport, cand: &RunReport) -> String {
         num(hwm(base), 1),
         ratio(hwm(base), hwm(cand))
     );
+    // Sampled during the workloads: available even when the server is gone by the end of the
+    // run (VmHWM is read from a live process only).
+    let sampled = |r: &RunReport| {
+        r.workloads
+            .iter()
+            .filter_map(|w| w.server.as_ref()?.rss_peak_kib)
+            .max()
+            .map(|k| k as f64 / 1024.0)
+    };
+    let _ = writeln!(
+        s,
+        "| highest RSS sampled during a workload, MiB | {} | {} | {} |",
+        num(sampled(cand), 1),
+        num(sampled(base), 1),
+        ratio(sampled(base), sampled(cand))
+    );
     let cpu_total = |r: &RunReport| r.server.as_ref().and_then(|s| s.cpu_seconds_total);
     let _ = writeln!(
         s,
