@@ -140,9 +140,7 @@ impl RawRows {
     }
 }
 
-/// Executes a page: reads `ranges` (sorted, non-overlapping) in order starting at `resume`,
-/// keeps entities for which `matches` holds. Rows are tested in place on their stored bytes;
-/// only matching ones are decoded.
+/// Executes a page and decodes its entities (see [`execute_raw_page`]).
 pub fn execute_page(
     store: &dyn Store,
     table_id: u64,
@@ -151,27 +149,22 @@ pub fn execute_page(
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<Page, StoreError> {
-    let mut entities = Vec::new();
-    let (next, examined) = scan_page(
-        store,
-        table_id,
-        ranges,
-        matches,
-        resume,
-        limits,
-        &mut |key, value| {
-            entities.push(decode_row(key, value)?);
-            Ok(entities.len())
-        },
-    )?;
+    let raw = execute_raw_page(store, table_id, ranges, matches, resume, limits)?;
+    let entities = raw
+        .rows
+        .iter()
+        .map(|(key, value)| decode_row(key, value))
+        .collect::<Result<_, _>>()?;
     Ok(Page {
         entities,
-        next,
-        examined,
+        next: raw.next,
+        examined: raw.examined,
     })
 }
 
-/// [`execute_page`], keeping the matching rows as stored bytes (no decoding at all).
+/// Executes a page: reads `ranges` (sorted, non-overlapping) in order starting at `resume`,
+/// keeps entities for which `matches` holds, as stored. Rows are tested in place on their
+/// stored bytes and never decoded here.
 pub fn execute_raw_page(
     store: &dyn Store,
     table_id: u64,
@@ -180,45 +173,8 @@ pub fn execute_raw_page(
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<RawPage, StoreError> {
-    let mut rows = RawRows::default();
-    let (next, examined) = scan_page(
-        store,
-        table_id,
-        ranges,
-        matches,
-        resume,
-        limits,
-        &mut |key, value| {
-            rows.push(key, value);
-            Ok(rows.len())
-        },
-    )?;
-    Ok(RawPage {
-        rows,
-        next,
-        examined,
-    })
-}
-
-/// Takes a matching row's key and value; answers how many rows are kept so far.
-type KeepRow<'a> = dyn FnMut(&[u8], &[u8]) -> Result<usize, StoreError> + 'a;
-
-/// The page loop: `keep` takes each matching row and answers how many are kept so far.
-/// Returns where the next page starts and how many rows were examined.
-fn scan_page(
-    store: &dyn Store,
-    table_id: u64,
-    ranges: &[KeyRange],
-    matches: &dyn Fn(&RawRow<'_>) -> bool,
-    resume: Option<(&str, &str)>,
-    limits: PageLimits,
-    keep: &mut KeepRow<'_>,
-) -> Result<(Option<(String, String)>, u64), StoreError> {
     let started = Instant::now();
-    let mut examined = 0u64;
-    let mut next = None;
-    let mut filled = false;
-    let mut done = false;
+    let mut page = RawPage::default();
     let mut failure = None;
     for range in ranges {
         let range = match resume {
@@ -228,15 +184,17 @@ fn scan_page(
             },
             None => range.clone(),
         };
+        let mut done = false;
         store.scan_raw(table_id, &range, &mut |key, value| {
-            examined += 1;
+            page.examined += 1;
             // Look-ahead: the first entity after a full page is where the next page starts;
             // so is the first one past the scan budget.
-            let over_budget = examined > limits.max_examined
-                || (examined.is_multiple_of(256) && started.elapsed() > limits.max_duration);
+            let filled = page.rows.len() >= limits.top;
+            let over_budget = page.examined > limits.max_examined
+                || (page.examined.is_multiple_of(256) && started.elapsed() > limits.max_duration);
             if filled || over_budget {
                 match next_position(key) {
-                    Ok(position) => next = position,
+                    Ok(next) => page.next = next,
                     Err(e) => failure = Some(e),
                 }
                 done = true;
@@ -247,14 +205,7 @@ fn scan_page(
                 value: RawEntity::new(value),
             };
             if matches(&row) {
-                match keep(key, value) {
-                    Ok(kept) => filled = kept >= limits.top,
-                    Err(e) => {
-                        failure = Some(e);
-                        done = true;
-                        return false;
-                    }
-                }
+                page.rows.push(key, value);
             }
             true
         })?;
@@ -262,10 +213,10 @@ fn scan_page(
             return Err(e);
         }
         if done {
-            return Ok((next, examined));
+            break;
         }
     }
-    Ok((next, examined))
+    Ok(page)
 }
 
 /// One page of Query Tables.
