@@ -581,10 +581,15 @@ impl<B: Kv> Store for KvStore<B> {
         let mut stamps = Vec::with_capacity(ops.len());
         for (index, op) in ops.iter().enumerate() {
             let key = key::entity_key(table_id, &op.key.partition_key, &op.key.row_key);
-            let current = self
-                .kv
-                .get(Space::Entities, &key)
-                .map_err(|error| CommitError { index, error })?;
+            // Insert Or Replace has no precondition and keeps nothing of the old entity: the
+            // lookup would be wasted.
+            let current = if op.kind == WriteKind::InsertOrReplace {
+                None
+            } else {
+                self.kv
+                    .get(Space::Entities, &key)
+                    .map_err(|error| CommitError { index, error })?
+            };
             let (value, ts) = self
                 .apply_op(op, current.as_ref().map(AsRef::as_ref))
                 .map_err(|error| CommitError { index, error })?;
