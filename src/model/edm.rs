@@ -76,6 +76,23 @@ pub enum EdmValueRef<'a> {
 }
 
 impl EdmValueRef<'_> {
+    /// Orders two values of the same EDM type (strings by UTF-16 code units, Guid and Binary
+    /// by bytes); `None` across types or with a NaN. Filters on stored bytes and on decoded
+    /// entities both come here.
+    pub fn compare(self, other: EdmValueRef<'_>) -> Option<Ordering> {
+        match (self, other) {
+            (EdmValueRef::String(a), EdmValueRef::String(b)) => Some(compare_ordinal(a, b)),
+            (EdmValueRef::Int32(a), EdmValueRef::Int32(b)) => Some(a.cmp(&b)),
+            (EdmValueRef::Int64(a), EdmValueRef::Int64(b)) => Some(a.cmp(&b)),
+            (EdmValueRef::Double(a), EdmValueRef::Double(b)) => a.partial_cmp(&b),
+            (EdmValueRef::Boolean(a), EdmValueRef::Boolean(b)) => Some(a.cmp(&b)),
+            (EdmValueRef::DateTime(a), EdmValueRef::DateTime(b)) => Some(a.cmp(&b)),
+            (EdmValueRef::Guid(a), EdmValueRef::Guid(b)) => Some(a.cmp(&b)),
+            (EdmValueRef::Binary(a), EdmValueRef::Binary(b)) => Some(a.cmp(b)),
+            _ => None,
+        }
+    }
+
     pub fn to_owned_value(self) -> EdmValue {
         match self {
             EdmValueRef::String(s) => EdmValue::String(s.to_string()),
@@ -120,17 +137,7 @@ impl EdmValue {
     /// Typed comparison: `None` when the two values are of different EDM types (a `$filter`
     /// comparison between them does not match) or when either Double is NaN.
     pub fn compare(&self, other: &EdmValue) -> Option<Ordering> {
-        match (self, other) {
-            (EdmValue::String(a), EdmValue::String(b)) => Some(compare_ordinal(a, b)),
-            (EdmValue::Int32(a), EdmValue::Int32(b)) => Some(a.cmp(b)),
-            (EdmValue::Int64(a), EdmValue::Int64(b)) => Some(a.cmp(b)),
-            (EdmValue::Double(a), EdmValue::Double(b)) => a.partial_cmp(b),
-            (EdmValue::Boolean(a), EdmValue::Boolean(b)) => Some(a.cmp(b)),
-            (EdmValue::DateTime(a), EdmValue::DateTime(b)) => Some(a.cmp(b)),
-            (EdmValue::Guid(a), EdmValue::Guid(b)) => Some(a.cmp(b)),
-            (EdmValue::Binary(a), EdmValue::Binary(b)) => Some(a.cmp(b)),
-            _ => None,
-        }
+        self.as_value_ref().compare(other.as_value_ref())
     }
 
     /// Bytes this value counts for in the service's entity-size formula.

@@ -47,7 +47,6 @@ impl Row for Entity {
 /// A stored entity read in place: the same rules as [`Entity`]'s impl, on the encoded bytes.
 impl Row for super::RawRow<'_> {
     fn compare(&self, property: &Property, value: &EdmValue) -> Option<Ordering> {
-        use crate::store::codec::RawValue;
         match property {
             Property::PartitionKey | Property::RowKey => {
                 let (pk, rk) = crate::store::key::decode_entity_key(self.key)?;
@@ -62,17 +61,7 @@ impl Row for super::RawRow<'_> {
                 EdmValue::DateTime(t) => Some(self.value.timestamp()?.cmp(t)),
                 _ => None,
             },
-            Property::Named(name) => match (self.value.property(name)?, value) {
-                (RawValue::String(a), EdmValue::String(b)) => Some(compare_ordinal(a, b)),
-                (RawValue::Int32(a), EdmValue::Int32(b)) => Some(a.cmp(b)),
-                (RawValue::Int64(a), EdmValue::Int64(b)) => Some(a.cmp(b)),
-                (RawValue::Double(a), EdmValue::Double(b)) => a.partial_cmp(b),
-                (RawValue::Boolean(a), EdmValue::Boolean(b)) => Some(a.cmp(b)),
-                (RawValue::DateTime(a), EdmValue::DateTime(b)) => Some(a.cmp(b)),
-                (RawValue::Guid(a), EdmValue::Guid(b)) => Some(a.cmp(b)),
-                (RawValue::Binary(a), EdmValue::Binary(b)) => Some(a.cmp(b.as_slice())),
-                _ => None,
-            },
+            Property::Named(name) => self.value.property(name)?.compare(value.as_value_ref()),
         }
     }
 }
