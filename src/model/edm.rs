@@ -173,7 +173,12 @@ pub fn compare_ordinal(a: &str, b: &str) -> Ordering {
 
 /// Formats a GUID as lowercase `8-4-4-4-12` hex.
 pub fn format_guid(g: &[u8; 16]) -> String {
-    uuid::Uuid::from_bytes(*g).hyphenated().to_string()
+    write_guid(g, &mut [0u8; 36]).to_string()
+}
+
+/// [`format_guid`] into a caller's buffer, without allocating.
+pub fn write_guid<'b>(g: &[u8; 16], buf: &'b mut [u8; 36]) -> &'b str {
+    uuid::Uuid::from_bytes(*g).hyphenated().encode_lower(buf)
 }
 
 /// Parses a GUID in `8-4-4-4-12` form (any hex case).
@@ -352,11 +357,6 @@ impl EdmDateTime {
         t.buf[t.len] = b'Z';
         t.len += 1;
         t
-    }
-
-    /// Appends [`EdmDateTime::text`] to `out`.
-    pub fn write_to(self, out: &mut String) {
-        out.push_str(self.text().as_str());
     }
 
     /// RFC 1123 form for HTTP headers (`Mon, 27 Jun 2016 15:25:14 GMT`).

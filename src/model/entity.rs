@@ -70,17 +70,21 @@ impl<'a> EntityView<'a> {
 pub fn etag_for(timestamp: EdmDateTime) -> String {
     let mut etag = String::with_capacity(48);
     etag.push_str("W/\"datetime'");
-    for part in timestamp.text().as_str().split_inclusive(':') {
-        match part.strip_suffix(':') {
-            Some(head) => {
-                etag.push_str(head);
-                etag.push_str("%3A");
-            }
-            None => etag.push_str(part),
-        }
-    }
+    etag_datetime_pieces(timestamp, |piece| etag.push_str(piece));
     etag.push_str("'\"");
     etag
+}
+
+/// Hands the ETag's datetime text to `push` in pieces: the Timestamp's text with `:`
+/// percent-encoded. Response encoders write it in place with this.
+pub fn etag_datetime_pieces(timestamp: EdmDateTime, mut push: impl FnMut(&str)) {
+    let text = timestamp.text();
+    for (i, piece) in text.as_str().split(':').enumerate() {
+        if i > 0 {
+            push("%3A");
+        }
+        push(piece);
+    }
 }
 
 /// Parses an ETag of the `W/"datetime'…'"` form back to its Timestamp; `:` may be sent

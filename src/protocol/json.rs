@@ -14,7 +14,8 @@ use serde::Deserialize;
 use super::error::{ApiError, ErrorCode};
 use super::headers::Metadata;
 use super::uri::entity_path;
-use crate::model::edm::{parse_guid, utf16_len, DateTimeError};
+use crate::model::edm::{parse_guid, utf16_len, write_guid, DateTimeError};
+use crate::model::entity::etag_datetime_pieces;
 use crate::model::limits::{
     check_entity, EntityLimitError, MAX_BINARY_BYTES, MAX_KEY_UTF16, MAX_PROPERTY_NAME,
     MAX_STRING_UTF16,
@@ -467,13 +468,7 @@ fn push_type_annotation(out: &mut Vec<u8>, first: &mut bool, name: &str, ty: &st
 /// The entity's ETag as a JSON string (`"W/\"datetime'…'\""`), written in place.
 fn push_etag(out: &mut Vec<u8>, timestamp: EdmDateTime) {
     out.extend_from_slice(b"\"W/\\\"datetime'");
-    for &b in timestamp.text().as_str().as_bytes() {
-        if b == b':' {
-            out.extend_from_slice(b"%3A");
-        } else {
-            out.push(b);
-        }
-    }
+    etag_datetime_pieces(timestamp, |piece| out.extend_from_slice(piece.as_bytes()));
     out.extend_from_slice(b"'\\\"\"");
 }
 
@@ -653,11 +648,7 @@ fn write_property(
         EdmValueRef::Guid(g) => {
             annotate(out, first, "Edm.Guid");
             push_member(out, first, name);
-            let mut text = [0u8; 36];
-            uuid::Uuid::from_bytes(g)
-                .hyphenated()
-                .encode_lower(&mut text);
-            push_plain_str(out, &text);
+            push_plain_str(out, write_guid(&g, &mut [0u8; 36]).as_bytes());
         }
         EdmValueRef::Binary(b) => {
             annotate(out, first, "Edm.Binary");
