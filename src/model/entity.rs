@@ -62,6 +62,22 @@ impl<'a> EntityView<'a> {
                 .collect(),
         }
     }
+    /// The entity with everything copied out of what the view borrows.
+    pub fn into_entity(self) -> Entity {
+        Entity {
+            partition_key: self.partition_key.into_owned(),
+            row_key: self.row_key.into_owned(),
+            timestamp: self.timestamp,
+            properties: self
+                .properties
+                .into_iter()
+                .map(|(name, value)| Property {
+                    name: name.to_string(),
+                    value: value.to_owned_value(),
+                })
+                .collect(),
+        }
+    }
 }
 
 /// The weak ETag Azure derives from a Timestamp: `W/"datetime'2021-02-12T08%3A28%3A27.47468Z'"`.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::model::{Entity, EntityView};
 use crate::protocol::filter::Expr;
-use crate::store::codec::{decode_entity, RawEntity};
+use crate::store::codec::RawEntity;
 use crate::store::key::decode_entity_key;
 use crate::store::{KeyRange, Store, StoreError};
 
@@ -21,19 +21,6 @@ use crate::store::{KeyRange, Store, StoreError};
 pub struct RawRow<'a> {
     pub key: &'a [u8],
     pub value: RawEntity<'a>,
-}
-
-fn decode_row(key: &[u8], value: &[u8]) -> Result<Entity, StoreError> {
-    let (partition_key, row_key) =
-        decode_entity_key(key).ok_or_else(|| StoreError::Corrupt("entity key".into()))?;
-    let (timestamp, properties) =
-        decode_entity(value).ok_or_else(|| StoreError::Corrupt("entity".into()))?;
-    Ok(Entity {
-        partition_key,
-        row_key,
-        timestamp,
-        properties,
-    })
 }
 
 fn next_position(key: &[u8]) -> Result<Option<(String, String)>, StoreError> {
@@ -152,9 +139,10 @@ pub fn execute_page(
     let raw = execute_raw_page(store, table_id, ranges, matches, resume, limits)?;
     let entities = raw
         .rows
-        .iter()
-        .map(|(key, value)| decode_row(key, value))
-        .collect::<Result<_, _>>()?;
+        .entities()?
+        .into_iter()
+        .map(EntityView::into_entity)
+        .collect();
     Ok(Page {
         entities,
         next: raw.next,
