@@ -632,19 +632,6 @@ impl Run {
         }
     }
 
-    async fn create_table(&self, client: &Client) {
-        let r = client
-            .send(
-                "POST",
-                "/Tables",
-                &[],
-                Some(format!(r#"{{"TableName":"{TABLE}"}}"#).into_bytes()),
-            )
-            .await
-            .expect("create table");
-        assert_eq!(r.status.as_u16(), 201, "{}", r.text());
-    }
-
     fn totals(&self) -> (usize, usize) {
         (
             self.workers.iter().map(|w| w.acknowledged).sum(),
@@ -657,7 +644,7 @@ async fn crash_rounds(args: &[&'static str], expect: Expect, rounds: usize) {
     let started = Instant::now();
     let mut run = Run::new(args, 6);
     let (server, client) = run.start();
-    run.create_table(&client).await;
+    client.create_table(TABLE).await;
     let mut server = Some(server);
     let mut client = client;
     for round in 0..rounds {
@@ -710,7 +697,7 @@ async fn relaxed_mode_keeps_a_consistent_prefix_across_kill_9() {
 async fn relaxed_mode_flushes_on_sigterm() {
     let mut run = Run::new(&["--durability", "relaxed"], 3);
     let (server, client) = run.start();
-    run.create_table(&client).await;
+    client.create_table(TABLE).await;
     run.drive(&client, Duration::from_millis(100), 20).await;
     assert!(server.terminate().success());
     let (server, client) = run.start();
@@ -725,7 +712,7 @@ async fn relaxed_mode_flushes_on_sigterm() {
 async fn relaxed_mode_flushes_in_the_background() {
     let mut run = Run::new(&["--durability", "relaxed"], 3);
     let (server, client) = run.start();
-    run.create_table(&client).await;
+    client.create_table(TABLE).await;
     run.drive(&client, Duration::from_millis(200), 30).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     server.kill9();

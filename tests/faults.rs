@@ -116,16 +116,7 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
     let data_dir = mnt.join("data");
     let server = ChildServer::start(&data_dir, &[]);
     let client = Client::new(&server.endpoint(), Signer::dev());
-    let r = client
-        .send(
-            "POST",
-            "/Tables",
-            &[],
-            Some(br#"{"TableName":"full"}"#.to_vec()),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.status.as_u16(), 201);
+    client.create_table("full").await;
     // A balloon takes most of the space, so the store fills up after a few writes (the
     // server keeps 8 MiB in reserve and refuses writes below it).
     let balloon = mnt.join("balloon");
@@ -258,16 +249,7 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
 async fn populated_folder(dir: &Path) {
     let server = ChildServer::start(dir, &[]);
     let client = Client::new(&server.endpoint(), Signer::dev());
-    let r = client
-        .send(
-            "POST",
-            "/Tables",
-            &[],
-            Some(br#"{"TableName":"full"}"#.to_vec()),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.status.as_u16(), 201);
+    client.create_table("full").await;
     for rk in 0..200 {
         assert_eq!(
             insert(&client, rk, &"y".repeat(300)).await.status.as_u16(),
@@ -396,16 +378,7 @@ async fn a_folder_in_use_by_another_instance_is_refused() {
     let dir = root.path().join("shared");
     let first = ChildServer::start(&dir, &[]);
     let client = Client::new(&first.endpoint(), Signer::dev());
-    let r = client
-        .send(
-            "POST",
-            "/Tables",
-            &[],
-            Some(br#"{"TableName":"full"}"#.to_vec()),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.status.as_u16(), 201);
+    client.create_table("full").await;
 
     let failure = match ChildServer::try_start(&dir, &[]) {
         Ok(second) => {

@@ -161,16 +161,7 @@ async fn optimistic_counters_batches_and_queries_stay_consistent() {
     config.location = dir.path().join("data");
     let server = RunningServer::start(config).await.expect("start");
     let client = Client::new(&server.endpoint(), Signer::dev());
-    let r = client
-        .send(
-            "POST",
-            "/Tables",
-            &[],
-            Some(br#"{"TableName":"soak"}"#.to_vec()),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.status.as_u16(), 201);
+    client.create_table("soak").await;
     for c in 0..COUNTERS {
         let r = client
             .send(

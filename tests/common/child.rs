@@ -299,6 +299,16 @@ impl Client {
         })
     }
 
+    /// Creates table `name` and asserts 201 Created.
+    pub async fn create_table(&self, name: &str) {
+        let body = format!(r#"{{"TableName":"{name}"}}"#).into_bytes();
+        let r = self
+            .send("POST", "/Tables", &[], Some(body))
+            .await
+            .expect("create table");
+        assert_eq!(r.status.as_u16(), 201, "{}", r.text());
+    }
+
     /// `GET /_health` answers 200.
     pub async fn healthy(&self) -> bool {
         match self
