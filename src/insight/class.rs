@@ -6,6 +6,7 @@ use std::fmt;
 
 use crate::protocol::filter::{Expr, Property};
 use crate::query::plan::{Plan, RangeKind};
+use crate::store::KeyBound;
 
 /// How a query reaches its entities.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,6 +99,26 @@ impl fmt::Display for QueryClass {
     }
 }
 
+/// The PartitionKey every range of `plan` stays inside, if there is one.
+pub fn single_partition(plan: &Plan) -> Option<String> {
+    let pk = |b: &KeyBound| match b {
+        KeyBound::Included(p, _)
+        | KeyBound::Excluded(p, _)
+        | KeyBound::PartitionStart(p)
+        | KeyBound::PartitionEnd(p) => Some(p.clone()),
+        KeyBound::Unbounded => None,
+    };
+    let mut found: Option<String> = None;
+    for r in &plan.ranges {
+        let (a, b) = (pk(&r.start)?, pk(&r.end)?);
+        if a != b || found.as_ref().is_some_and(|f| *f != a) {
+            return None;
+        }
+        found = Some(a);
+    }
+    found
+}
+
 /// Names of the non-key properties a filter compares (sorted, without duplicates): what an
 /// index entity or an intra-partition secondary index would have to serve.
 pub fn filtered_properties(filter: Option<&Expr>) -> Vec<String> {
@@ -169,6 +190,24 @@ mod tests {
         for (f, want) in cases {
             assert_eq!(class(f), want, "{f}");
         }
+    }
+
+    #[test]
+    fn the_partition_a_query_stays_in() {
+        let one = |f: &str| {
+            let e = filter::parse(f).expect("parses");
+            single_partition(&plan_entities(Some(&e)))
+        };
+        assert_eq!(
+            one("PartitionKey eq 'a' and RowKey gt '1'").as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            one("PartitionKey eq 'a' and (RowKey eq '1' or RowKey eq '3')").as_deref(),
+            Some("a")
+        );
+        assert_eq!(one("PartitionKey eq 'a' or PartitionKey eq 'b'"), None);
+        assert_eq!(one("Age gt 3"), None);
     }
 
     #[test]

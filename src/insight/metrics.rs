@@ -35,7 +35,7 @@ fn latency_histogram() -> Histogram {
 }
 
 fn batch_histogram() -> Histogram {
-    Histogram::new([1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 90.0, 100.0].into_iter())
+    Histogram::new([1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 90.0, 100.0])
 }
 
 pub struct Metrics {

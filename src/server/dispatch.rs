@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::auth;
 use super::connections::is_body_timeout;
 use super::context::RequestContext;
-use super::handlers::{acl, batch, entities, service, tables};
+use super::handlers::{acl, batch, entities, insight, service, tables};
 use super::middleware::AuthOutcome;
 use super::{AppState, Scheme};
 use crate::auth::Principal;
@@ -61,6 +61,9 @@ pub async fn dispatch(
         let mut r = ctx.plain_response(StatusCode::OK);
         r.body("text/plain; charset=utf-8", b"OK".to_vec());
         return r.into_response();
+    }
+    if let Some(r) = insight::route(&state, &parts, &ctx, peer).await {
+        return r;
     }
     if let Some(v) = parts.headers.get(headers::X_MS_VERSION) {
         // `--skipApiVersionCheck` accepts any value, as Azurite's switch does.
@@ -188,6 +191,10 @@ pub async fn dispatch(
         Err(e) => return closing(ctx.error_response(&body_error(&e), error_format)),
     };
     let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
+    let charged = insight::Charged {
+        operation: insight::operation_name(&operation),
+        account: Some(ctx.data_account().to_string()),
+    };
     let call = Call {
         ctx,
         principal,
@@ -223,6 +230,7 @@ pub async fn dispatch(
         Err(e) => call.ctx.error_response(&e, error_format),
     };
     response.extensions_mut().insert(auth_outcome);
+    response.extensions_mut().insert(charged);
     if let Some(origin) = call.header("origin") {
         service::decorate_cors(
             &state,

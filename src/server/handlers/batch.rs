@@ -9,6 +9,7 @@ use axum::response::Response;
 use super::entities::{insert_op, table_info, write_op};
 use super::store_error;
 use crate::batch::{check_rules, RuleViolation};
+use crate::insight::{BatchFacts, Observation};
 use crate::model::entity::etag_for;
 use crate::model::{Entity, EntityKey, WriteKind, WriteOp};
 use crate::protocol::batch::{
@@ -275,6 +276,11 @@ async fn changeset(
         Err((_, e)) if e.status().is_server_error() => return Err(e),
         Err((index, e)) => return Ok(changeset_failure(call, index, &e, writes[index].prefer)),
     };
+    let facts = BatchFacts {
+        operations: ops.len(),
+        body_bytes: call.body.len(),
+    };
+    let observed = Observation::writes(&account, &info.name, &ops, Some(facts));
     let responses: Vec<SubResponse> = writes
         .into_iter()
         .zip(ops)
@@ -285,7 +291,7 @@ async fn changeset(
         })
         .collect();
     let (ct, body) = encode_changeset_response(&responses);
-    Ok(accepted(call, ct, body))
+    Ok(super::observe(accepted(call, ct, body), observed))
 }
 
 fn success_sub_response(
