@@ -13,7 +13,7 @@ use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use reqwest::StatusCode;
 use serde_json::Value;
 use tablestore::config::DEV_ACCOUNT;
-use tablestore::model::{EdmValue, EntityKey, IfMatch, Property, TableName, WriteKind, WriteOp};
+use tablestore::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
 use tablestore::store::memory::MemoryKv;
 use tablestore::store::{Durability, KvStore, Store};
 
@@ -22,7 +22,7 @@ use tablestore::store::{Durability, KvStore, Store};
 fn hundred_thousand() -> Arc<dyn Store> {
     let store = KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("store");
     let info = store
-        .create_table(DEV_ACCOUNT, &TableName::parse("people").expect("name"))
+        .create_table(&TableRef::new(DEV_ACCOUNT, "people"))
         .expect("create");
     for p in 0..100 {
         let pk = format!("p{p:03}");

@@ -8,7 +8,7 @@ use super::{metadata, observe, parse_top, store_error, wants_plan};
 use crate::insight::class::{filtered_properties, single_partition};
 use crate::insight::{Event, Observation, QueryClass};
 use crate::model::entity::etag_for;
-use crate::model::{Entity, EntityKey, IfMatch, WriteKind, WriteOp};
+use crate::model::{Entity, EntityKey, IfMatch, TableRef, WriteKind, WriteOp};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::filter;
 use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
@@ -22,9 +22,9 @@ use crate::server::dispatch::Call;
 use crate::server::AppState;
 use crate::store::{Store, TableInfo};
 
-pub fn table_info(store: &dyn Store, account: &str, table: &str) -> Result<TableInfo, ApiError> {
+pub fn table_info(store: &dyn Store, table: &TableRef) -> Result<TableInfo, ApiError> {
     store
-        .get_table(account, table)
+        .get_table(table)
         .map_err(store_error)?
         .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))
 }
@@ -91,8 +91,8 @@ pub async fn query_entities(
     let count_pages = wants_plan(call);
     let (info, page, pages) = state
         .blocking(move |store| {
-            let info = table_info(store, &account, &table)?;
-            let matches = |e: &crate::query::RawRow<'_>| eval::matches_opt(filter.as_ref(), e);
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let matches = |e: &crate::store::StoredRow<'_>| eval::matches_opt(filter.as_ref(), e);
             let run = |resume: Option<&(String, String)>| {
                 execute_raw_page(
                     store,
@@ -176,7 +176,10 @@ pub async fn get_entity(
     let filter = filter::parse_param(call.query.get("$filter"))?;
     let account = call.ctx.data_account().to_string();
     let (info, found) = state.inline(|store| {
-        let info = table_info(store, &account, &entity.table)?;
+        let info = table_info(
+            store,
+            &TableRef::new(account.as_str(), entity.table.as_str()),
+        )?;
         let found = store
             .get_entity(info.id, &entity.partition_key, &entity.row_key)
             .map_err(store_error)?
@@ -210,7 +213,7 @@ pub async fn insert_entity(
     let account = call.ctx.data_account().to_string();
     let (info, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &account, &table)?;
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
@@ -335,7 +338,7 @@ pub async fn write_entity(
     let account = call.ctx.data_account().to_string();
     let (name, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &account, &table)?;
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
