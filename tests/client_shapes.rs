@@ -1,0 +1,172 @@
+//! Request shapes that real clients send and Azure accepts, on the wire: booleans sent as
+//! annotated strings (Azure CLI, Storage Explorer) through every entity-body path including
+//! `$batch`.
+
+mod common;
+mod support;
+
+use common::TestServer;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use support::{assert_error, entity_url};
+
+/// The body the Azure CLI sends for `az storage entity insert ... Ok=true Ok@odata.type=Edm.Boolean`.
+fn cli_body(pk: &str, rk: &str, ok: &str) -> String {
+    json!({"PartitionKey": pk, "RowKey": rk, "Ok": ok, "Ok@odata.type": "Edm.Boolean"}).to_string()
+}
+
+async fn stored_ok(t: &TestServer, table: &str, rk: &str) -> Value {
+    let r = t.send("GET", &entity_url(table, "p", rk), &[], None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let v = r.json();
+    // A stored boolean comes back as a JSON boolean with no annotation.
+    assert!(v.get("Ok@odata.type").is_none(), "{v}");
+    v["Ok"].clone()
+}
+
+#[tokio::test]
+async fn annotated_boolean_strings_are_stored_as_booleans_on_every_body_path() {
+    let t = TestServer::start().await;
+    t.create_table("cli").await;
+
+    // Insert (any letter case).
+    for (rk, text, want) in [
+        ("1", "true", true),
+        ("2", "FALSE", false),
+        ("3", "True", true),
+    ] {
+        let r = t
+            .send(
+                "POST",
+                "/cli",
+                &[("Prefer", "return-content")],
+                Some(&cli_body("p", rk, text)),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+        assert_eq!(r.json()["Ok"], json!(want));
+        assert_eq!(stored_ok(&t, "cli", rk).await, json!(want));
+    }
+
+    // Update (If-Match *), Merge (If-Match *), Insert Or Replace, Insert Or Merge.
+    let cases: [(&str, &[(&str, &str)], &str, &str, bool); 4] = [
+        ("PUT", &[("If-Match", "*")], "1", "false", false),
+        ("MERGE", &[("If-Match", "*")], "2", "tRUE", true),
+        ("PUT", &[], "4", "FaLsE", false),
+        ("MERGE", &[], "5", "TRUE", true),
+    ];
+    for (method, headers, rk, text, want) in cases {
+        let r = t
+            .send(
+                method,
+                &entity_url("cli", "p", rk),
+                headers,
+                Some(&cli_body("p", rk, text)),
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::NO_CONTENT,
+            "{method} {rk}: {}",
+            r.text()
+        );
+        assert_eq!(stored_ok(&t, "cli", rk).await, json!(want), "{method} {rk}");
+    }
+
+    // A filter sees a real boolean.
+    let r = t
+        .send("GET", "/cli()?$filter=Ok%20eq%20true", &[], None)
+        .await;
+    let mut keys: Vec<String> = r.json()["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["RowKey"].as_str().unwrap().to_string())
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["2", "3", "5"]);
+
+    // Anything but true/false stays 400 InvalidInput, on every path.
+    for bad in ["yes", "1", "", "t"] {
+        let r = t
+            .send("POST", "/cli", &[], Some(&cli_body("p", "x", bad)))
+            .await;
+        assert_error(&r, 400, "InvalidInput");
+        let r = t
+            .send(
+                "PUT",
+                &entity_url("cli", "p", "x"),
+                &[],
+                Some(&cli_body("p", "x", bad)),
+            )
+            .await;
+        assert_error(&r, 400, "InvalidInput");
+        let r = t
+            .send(
+                "MERGE",
+                &entity_url("cli", "p", "x"),
+                &[],
+                Some(&cli_body("p", "x", bad)),
+            )
+            .await;
+        assert_error(&r, 400, "InvalidInput");
+    }
+}
+
+/// One change set with one sub-request per entity body: insert, replace and merge.
+fn batch(t: &TestServer, subs: &[(&str, String, String)]) -> String {
+    let mut body =
+        String::from("--batch_b1\r\nContent-Type: multipart/mixed; boundary=changeset_c1\r\n\r\n");
+    for (i, (method, path, payload)) in subs.iter().enumerate() {
+        body.push_str(&format!(
+            "--changeset_c1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\nContent-ID: {i}\r\n\r\n\
+             {method} {}{path} HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\n\
+             Prefer: return-no-content\r\nContent-Type: application/json\r\n\r\n{payload}\r\n",
+            t.base()
+        ));
+    }
+    body.push_str("--changeset_c1--\r\n--batch_b1--\r\n");
+    body
+}
+
+#[tokio::test]
+async fn annotated_boolean_strings_inside_a_batch() {
+    let t = TestServer::start().await;
+    t.create_table("csv").await;
+    let body = batch(
+        &t,
+        &[
+            ("POST", "/csv".into(), cli_body("p", "a", "TRUE")),
+            (
+                "PUT",
+                entity_url("csv", "p", "b"),
+                cli_body("p", "b", "false"),
+            ),
+            (
+                "MERGE",
+                entity_url("csv", "p", "c"),
+                cli_body("p", "c", "True"),
+            ),
+        ],
+    );
+    let ct = [("Content-Type", "multipart/mixed; boundary=batch_b1")];
+    let r = t.send("POST", "/$batch", &ct, Some(&body)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    assert!(!r.text().contains("odata.error"), "{}", r.text());
+    assert_eq!(stored_ok(&t, "csv", "a").await, json!(true));
+    assert_eq!(stored_ok(&t, "csv", "b").await, json!(false));
+    assert_eq!(stored_ok(&t, "csv", "c").await, json!(true));
+
+    // "yes" fails the change set with InvalidInput and nothing is written.
+    let body = batch(
+        &t,
+        &[
+            ("POST", "/csv".into(), cli_body("p", "d", "true")),
+            ("POST", "/csv".into(), cli_body("p", "e", "yes")),
+        ],
+    );
+    let r = t.send("POST", "/$batch", &ct, Some(&body)).await;
+    assert!(r.text().contains("\"InvalidInput\""), "{}", r.text());
+    let r = t.send("GET", &entity_url("csv", "p", "d"), &[], None).await;
+    assert_error(&r, 404, "ResourceNotFound");
+}
