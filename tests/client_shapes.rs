@@ -170,3 +170,42 @@ async fn annotated_boolean_strings_inside_a_batch() {
     let r = t.send("GET", &entity_url("csv", "p", "d"), &[], None).await;
     assert_error(&r, 404, "ResourceNotFound");
 }
+
+#[tokio::test]
+async fn top_zero_answers_an_empty_page_without_continuation() {
+    let t = TestServer::start().await;
+    t.create_table("topzero").await;
+    for rk in ["a", "b"] {
+        t.insert("topzero", &json!({"PartitionKey": "0", "RowKey": rk}))
+            .await;
+    }
+    // What Storage Explorer sends (Azurite #1428).
+    for path in [
+        "/topzero()?$top=0&$select=&$filter=PartitionKey%20eq%20%270%27",
+        "/topzero()?$top=0",
+        "/topzero?$top=0&NextPartitionKey=0&NextRowKey=a",
+        "/Tables?$top=0",
+        "/Tables?$top=0&$filter=TableName%20eq%20%27topzero%27",
+    ] {
+        let r = t.send("GET", path, &[], None).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.text());
+        assert_eq!(r.json()["value"], json!([]), "{path}");
+        for h in [
+            "x-ms-continuation-NextPartitionKey",
+            "x-ms-continuation-NextRowKey",
+            "x-ms-continuation-NextTableName",
+        ] {
+            assert!(r.header(h).is_none(), "{path}: {h}");
+        }
+    }
+    // The rest of the request is still checked: a missing table, a bad filter.
+    let r = t.send("GET", "/nosuch()?$top=0", &[], None).await;
+    assert_error(&r, 404, "TableNotFound");
+    let r = t
+        .send("GET", "/topzero()?$top=0&$filter=aaa%20bbb", &[], None)
+        .await;
+    assert_error(&r, 400, "InvalidInput");
+    // 1001 is still out of range.
+    let r = t.send("GET", "/topzero()?$top=1001", &[], None).await;
+    assert_error(&r, 400, "InvalidQueryParameterValue");
+}

@@ -34,6 +34,15 @@ describe("client shapes", () => {
     assert.deepEqual(got, { p1: false, p2: true, p3: true, p4: false, qa: true, qb: false });
   });
 
+  test("$top=0 answers an empty page (Storage Explorer's show top 0)", async () => {
+    await client.createEntity({ partitionKey: "zero", rowKey: "a" });
+    const pages = [];
+    for await (const page of client.listEntities({ queryOptions: { filter: "PartitionKey eq 'zero'" } }).byPage({ maxPageSize: 0 })) {
+      pages.push([...page]);
+    }
+    assert.deepEqual(pages, [[]]);
+  });
+
   test("other boolean text is 400 InvalidInput", async () => {
     for (const text of ["yes", "1"]) {
       await rejectsWith(() => client.createEntity(typed("p", "x", text)), 400, "InvalidInput");

@@ -52,3 +52,15 @@ def test_other_boolean_text_is_invalid_input(table, text):
         table.create_entity(_typed("p", "x", text))
     assert info.value.status_code == 400
     assert error_code_of(info.value) == "InvalidInput"
+
+
+@pytest.mark.query
+def test_top_zero_is_an_empty_page(table, service):
+    """Storage Explorer's "show top 0": Azure returns zero entities (Azurite #1428)."""
+    for rk in ("a", "b"):
+        table.create_entity({"PartitionKey": "0", "RowKey": rk})
+    pages = list(table.query_entities("PartitionKey eq '0'", results_per_page=0).by_page())
+    assert [list(p) for p in pages] == [[]]
+    pages = list(table.list_entities(results_per_page=0).by_page())
+    assert [list(p) for p in pages] == [[]]
+    assert [list(p) for p in service.list_tables(results_per_page=0).by_page()] == [[]]
