@@ -445,12 +445,7 @@ fn describe(properties: &[String]) -> String {
 /// Records a rule that held (the example text is built only the first time).
 type Check<'a> = dyn FnMut(&mut TableStats, Rule, &dyn Fn() -> String) + 'a;
 
-fn record_entity(
-    t: &mut TableStats,
-    e: &EntityFacts,
-    now: u64,
-    check: &mut Check<'_>,
-) {
+fn record_entity(t: &mut TableStats, e: &EntityFacts, now: u64, check: &mut Check<'_>) {
     if let Some(n) = t.touch_partition(&e.partition, 1, now) {
         let p = e.partition.clone();
         check(t, Rule::HotPartition, &|| {
