@@ -31,7 +31,7 @@
 #   TABLESTORE_SKIP="batch,query"
 #                               JS groups to skip (the Python equivalent is -m).
 #   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_PYTHON=1, TABLESTORE_SKIP_JS=1,
-#   TABLESTORE_SKIP_EXAMPLES=1
+#   TABLESTORE_SKIP_EXAMPLES=1, TABLESTORE_SKIP_CONSOLE=1
 #                               leave out a stage.
 #   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
@@ -370,6 +370,21 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_EXAMPLES:-0}" != "1" ] &
     record "sdk doc examples" ok "${e_pass:-0} passed, ${e_fail:-0} failed"
   else
     record "sdk doc examples" FAILED "exit $ex_rc; ${e_pass:-0} passed, ${e_fail:-0} failed"
+  fi
+fi
+
+if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CONSOLE:-0}" != "1" ] && [ -x "$SERVER_BIN" ]; then
+  log "Console in a headless browser (scripts/ci/console-browser.sh)"
+  set +e
+  scripts/ci/console-browser.sh --binary "$SERVER_BIN" 2>&1 | tee "$WORK/console.log"
+  co_rc=${PIPESTATUS[0]}
+  set -e
+  read -r c_pass c_fail c_skip < <(sed -n 's/^console browser: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$WORK/console.log" | tail -n1)
+  add_counts "${c_pass:-0}" "${c_fail:-0}" "${c_skip:-0}"
+  if [ "$co_rc" -eq 0 ]; then
+    record "console browser" ok "${c_pass:-0} passed; $(sed -n 's/^console browser: installs took //p' "$WORK/console.log" | tail -n1) installing"
+  else
+    record "console browser" FAILED "exit $co_rc; ${c_pass:-0} passed, ${c_fail:-1} failed"
   fi
 fi
 

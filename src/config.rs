@@ -162,6 +162,11 @@ pub struct Config {
         value_parser = BoolishValueParser::new())]
     pub disable_auth: bool,
 
+    /// Do not serve the web console at /_tablestore/console/.
+    #[arg(long, env = "TABLESTORE_NO_CONSOLE",
+        value_parser = BoolishValueParser::new())]
+    pub no_console: bool,
+
     /// Accounts and keys, Azurite's format `name:key1[:key2];name2:key1[:key2]` (base64 keys).
     /// When set, these replace devstoreaccount1.
     #[arg(
@@ -276,6 +281,7 @@ impl Config {
             skip_api_version_check: false,
             disable_product_style_url: false,
             disable_auth: false,
+            no_console: false,
             accounts_env: None,
             cert: None,
             key: None,

@@ -16,6 +16,7 @@
 //! - [`server`]: the axum front end, deliberately thin; only [`testing`] depends on it.
 //! - [`insight`]: query classes, bounded statistics and design advice from the design guide,
 //!   fed by the server after each request; Prometheus metrics.
+//! - [`console`]: the web console's embedded assets (a client of the REST API and insight).
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
 //! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
@@ -23,6 +24,7 @@
 pub mod auth;
 pub mod batch;
 pub mod config;
+pub mod console;
 pub mod insight;
 pub mod model;
 pub mod protocol;

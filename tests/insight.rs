@@ -279,3 +279,28 @@ async fn insight_is_open_with_auth_disabled_and_the_access_log_shows_the_class()
         "{line}"
     );
 }
+
+#[tokio::test]
+async fn the_console_is_served_with_its_safety_headers_and_turns_off() {
+    let t = TestServer::start().await;
+    let r = get(&t, "/_tablestore/console/", None).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.text().contains("<script src=\"app.js\" defer>"));
+    assert_eq!(r.header("x-frame-options"), Some("DENY"));
+    assert!(r
+        .header("content-security-policy")
+        .is_some_and(|c| c.contains("connect-src 'self'")));
+    assert!(r.header("access-control-allow-origin").is_none());
+    let r = get(&t, "/_tablestore/console/config.json", None).await;
+    assert_eq!(r.json()["auth"], true);
+    assert_eq!(r.json()["accounts"][0], DEV_ACCOUNT);
+    let r = get(&t, "/_tablestore/console", None).await;
+    assert_eq!(r.status, StatusCode::OK, "the redirect is followed");
+
+    let mut config = tablestore::config::Config::for_tests();
+    config.no_console = true;
+    let off = TestServer::start_with(config).await;
+    let r = get(&off, "/_tablestore/console/", None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert!(r.text().contains("--no-console"), "{}", r.text());
+}

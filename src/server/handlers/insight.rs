@@ -39,6 +39,14 @@ pub async fn route(
     peer: SocketAddr,
 ) -> Option<Response> {
     let path = parts.uri.path();
+    if path.starts_with("/_tablestore/console") {
+        let mut response = console(state, parts, ctx, path);
+        response.extensions_mut().insert(Charged {
+            operation: "Console",
+            account: None,
+        });
+        return Some(response);
+    }
     let metrics = path == METRICS_PATH && !state.accounts.contains("metrics");
     if path != INSIGHT_PATH && !metrics {
         return None;
@@ -96,6 +104,47 @@ async fn answer(
     }
     r.header("cache-control", "no-store");
     Ok(r.into_response())
+}
+
+/// The console's static files (see `crate::console`): anyone may load them; they carry no
+/// data and no credential. Off with `--no-console`.
+fn console(state: &AppState, parts: &Parts, ctx: &RequestContext, path: &str) -> Response {
+    use crate::console::{asset, config_json, CONSOLE_PATH, SECURITY_HEADERS};
+    let not_found = |message: &str| {
+        ctx.error(&ApiError::with_message(
+            ErrorCode::ResourceNotFound,
+            message.to_string(),
+        ))
+    };
+    if state.config.no_console {
+        return not_found("The console is turned off (--no-console).");
+    }
+    if parts.method != axum::http::Method::GET && parts.method != axum::http::Method::HEAD {
+        return ctx.error(&ApiError::new(ErrorCode::UnsupportedHttpVerb));
+    }
+    let mut r = if path == "/_tablestore/console" {
+        let mut r = ctx.plain_response(StatusCode::PERMANENT_REDIRECT);
+        r.header("location", CONSOLE_PATH);
+        r
+    } else if path == format!("{CONSOLE_PATH}config.json") {
+        let accounts: Vec<String> = state.accounts.names().map(str::to_string).collect();
+        let mut r = ctx.plain_response(StatusCode::OK);
+        r.body(
+            "application/json",
+            config_json(!state.config.disable_auth, &accounts).into_bytes(),
+        );
+        r
+    } else if let Some((content_type, body)) = asset(path) {
+        let mut r = ctx.plain_response(StatusCode::OK);
+        r.body(content_type, body.as_bytes().to_vec());
+        r
+    } else {
+        return not_found("No such console file.");
+    };
+    for (name, value) in SECURITY_HEADERS {
+        r.header(name, value);
+    }
+    r.into_response()
 }
 
 /// The account the caller proved it holds the key of (`None` with authentication off).
