@@ -120,7 +120,7 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
     // A balloon takes most of the space, so the store fills up after a few writes (the
     // server keeps 8 MiB in reserve and refuses writes below it).
     let balloon = mnt.join("balloon");
-    let free = fs2::available_space(&mnt).unwrap();
+    let free = fs4::available_space(&mnt).unwrap();
     let keep = (8 + 3) * 1024 * 1024;
     std::fs::write(&balloon, vec![0u8; free.saturating_sub(keep) as usize]).unwrap();
 
