@@ -33,7 +33,7 @@ pub fn store_error(e: StoreError) -> ApiError {
 use crate::model::limits::MAX_PAGE_SIZE;
 use crate::protocol::headers::{negotiate_metadata, Metadata};
 use crate::protocol::uri::QueryParams;
-use crate::server::dispatch::Call;
+use crate::server::call::Call;
 
 /// `$top`: 0..=1000 entities (or tables) per page; absent means 1000. Azure answers `$top=0`
 /// with zero entities (Storage Explorer sends it; Azurite issue #1428 compares the two).
@@ -62,7 +62,7 @@ pub fn metadata(call: &Call) -> Result<Metadata, ApiError> {
 }
 
 /// OData query options the Table service does not support: answered 501 NotImplemented
-/// rather than silently ignored [emu, spec §6.3].
+/// rather than silently ignored [emu, Azure docs: "Query operators supported for the Table service"].
 pub fn reject_unsupported_options(query: &QueryParams) -> Result<(), ApiError> {
     for option in [
         "$orderby",

@@ -9,7 +9,7 @@ use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
 use crate::protocol::{filter, json, ApiError, ErrorCode};
 use crate::query::{execute_table_page, TablePage};
-use crate::server::dispatch::Call;
+use crate::server::call::Call;
 use crate::server::AppState;
 use crate::store::StoreError;
 
