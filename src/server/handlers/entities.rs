@@ -85,10 +85,10 @@ pub async fn query_entities(
     }
     let description = plan.to_string();
     let resume = resume_position(call);
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let (info, page) = state
         .blocking(move |store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let info = table_info(store, &table)?;
             let page = execute_raw_page(
                 store,
                 info.id,
@@ -139,12 +139,9 @@ pub async fn get_entity(
     // [emu] `$filter` on a point query is an extra predicate: an entity it rejects is
     // answered like a missing one (the swagger accepts the parameter; Azure's use is unknown).
     let filter = filter::parse_param(call.query.get("$filter"))?;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(entity.table.as_str());
     let (info, found) = state.inline(|store| {
-        let info = table_info(
-            store,
-            &TableRef::new(account.as_str(), entity.table.as_str()),
-        )?;
+        let info = table_info(store, &table)?;
         let found = store
             .get_entity(info.id, &entity.partition_key, &entity.row_key)
             .map_err(store_error)?
@@ -168,10 +165,10 @@ pub async fn insert_entity(
     let metadata = metadata(call)?;
     let op = decode_insert(&call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let (info, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let info = table_info(store, &table)?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
@@ -217,10 +214,10 @@ pub async fn write_entity(
     let (table, op) = decode_write(operation, &call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let is_delete = op.kind == WriteKind::Delete;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let timestamp = state
         .write(|store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let info = table_info(store, &table)?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
