@@ -97,6 +97,15 @@ impl RawRows {
         self.ends.is_empty()
     }
 
+    /// Keeps the first `n` rows.
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.ends.len() {
+            let end = if n == 0 { 0 } else { self.ends[n - 1].1 };
+            self.ends.truncate(n);
+            self.bytes.truncate(end);
+        }
+    }
+
     /// The rows as entities that borrow their properties from the stored bytes.
     pub fn entities(&self) -> Result<Vec<EntityView<'_>>, StoreError> {
         self.iter()

@@ -57,6 +57,9 @@ pub async fn dispatch(
     let (parts, body) = request.into_parts();
     let mut ctx = RequestContext::new(&parts.headers);
     let path = parts.uri.path();
+    if path == super::realism::FAULTS_PATH {
+        return super::realism::faults_endpoint(&state, parts, body, peer).await;
+    }
     if path == HEALTH_PATH {
         let mut r = ctx.plain_response(StatusCode::OK);
         r.body("text/plain; charset=utf-8", b"OK".to_vec());
@@ -196,6 +199,19 @@ pub async fn dispatch(
         query,
         body,
     };
+    let realism = match super::realism::before_dispatch(
+        &state,
+        &call,
+        &operation,
+        &parts.method,
+        &parts.extensions,
+        error_format,
+    )
+    .await
+    {
+        Ok(consulted) => consulted,
+        Err(response) => return response,
+    };
     let result = match operation {
         Operation::QueryTables => tables::query_tables(&state, &call).await,
         Operation::GetTable { table } => tables::get_table(&state, &call, table).await,
@@ -218,10 +234,12 @@ pub async fn dispatch(
         Operation::SetTableAcl { table } => acl::set_table_acl(&state, &call, table).await,
         Operation::Batch => batch::batch(&state, &call).await,
     };
-    let mut response = match result {
+    let response = match result {
         Ok(response) => response,
         Err(e) => call.ctx.error_response(&e, error_format),
     };
+    let mut response =
+        super::realism::after_commit(&state, realism, &call.ctx, response, &parts.extensions).await;
     response.extensions_mut().insert(auth_outcome);
     if let Some(origin) = call.header("origin") {
         service::decorate_cors(

@@ -10,6 +10,7 @@ pub mod group_commit;
 pub mod handlers;
 pub mod health;
 pub mod middleware;
+pub mod realism;
 pub mod tls;
 
 use std::future::Future;
@@ -36,6 +37,8 @@ pub struct AppState {
     pub group_commit: Arc<group_commit::GroupCommit>,
     /// Bounds how many [`AppState::blocking`] calls run at once; the rest wait their turn.
     pub store_work: Arc<tokio::sync::Semaphore>,
+    /// Production realism (targets, page breaks, lifecycle, faults); off by default.
+    pub realism: Arc<crate::realism::Realism>,
 }
 
 /// How many store tasks (scans, table and metadata work) may run on the blocking pool at
@@ -50,7 +53,12 @@ fn store_work_permits() -> usize {
 impl AppState {
     pub fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
         let accounts = config.accounts()?;
+        let realism = crate::realism::Realism::new(realism::options(&config.realism)?);
+        if realism.is_active() {
+            tracing::warn!("production realism is on (docs/realism.md): answers are less polite than by default");
+        }
         Ok(AppState {
+            realism: Arc::new(realism),
             group_commit: Arc::new(group_commit::GroupCommit::start(Arc::clone(&store))),
             store_work: Arc::new(tokio::sync::Semaphore::new(store_work_permits())),
             store,

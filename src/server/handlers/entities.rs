@@ -80,7 +80,7 @@ pub async fn query_entities(
     let description = plan.to_string();
     let resume = resume_position(call);
     let account = call.ctx.data_account().to_string();
-    let (info, page) = state
+    let (info, mut page) = state
         .blocking(move |store| {
             let info = table_info(store, &account, &table)?;
             let page = execute_raw_page(
@@ -95,6 +95,7 @@ pub async fn query_entities(
             Ok((info, page))
         })
         .await?;
+    crate::server::realism::cut_page(state, &mut page);
     tracing::debug!(
         request_id = %call.ctx.request_id,
         table = %info.name,
