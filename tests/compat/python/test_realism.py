@@ -177,7 +177,8 @@ def test_a_just_deleted_table_name_answers_table_being_deleted(realism_server):
     name = unique_table_name("reborn")
     service.create_table(name)
     service.delete_table(name)
-    with pytest.raises(ResourceExistsError) as refused:
+    # The SDK raises a plain HttpResponseError for this code (not ResourceExistsError).
+    with pytest.raises(HttpResponseError) as refused:
         service.create_table(name)
     status, code, message = wire_error(refused.value)
     assert (status, code) == (409, "TableBeingDeleted")
@@ -188,6 +189,7 @@ def test_a_just_deleted_table_name_answers_table_being_deleted(realism_server):
         try:
             service.create_table(name)
             break
-        except ResourceExistsError:
+        except HttpResponseError as e:
+            assert wire_error(e)[1] == "TableBeingDeleted"
             assert time.monotonic() < deadline
             time.sleep(0.5)
