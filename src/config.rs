@@ -626,6 +626,48 @@ mod tests {
     }
 
     #[test]
+    fn realism_is_off_by_default_and_its_defaults_match_the_command_line() {
+        let c = parse(&[]).unwrap();
+        let d = RealismArgs::default();
+        assert!(!c.realism.simulate_targets && !c.realism.simulate_lifecycle);
+        assert!(c.realism.page_breaks.is_none() && c.realism.faults.is_none());
+        assert_eq!(
+            (
+                c.realism.target_partition_rate,
+                c.realism.target_table_rate,
+                c.realism.target_account_rate,
+                c.realism.target_error,
+                c.realism.realism_seed,
+                c.realism.table_purge_seconds,
+            ),
+            (
+                d.target_partition_rate,
+                d.target_table_rate,
+                d.target_account_rate,
+                d.target_error,
+                d.realism_seed,
+                d.table_purge_seconds,
+            )
+        );
+        let on = parse(&[
+            "--simulate-targets",
+            "--target-partition-rate",
+            "7",
+            "--page-breaks",
+            "random",
+            "--simulate-lifecycle",
+            "--table-purge-seconds",
+            "3",
+        ])
+        .unwrap();
+        assert!(on.realism.simulate_targets && on.realism.simulate_lifecycle);
+        assert_eq!(on.realism.target_partition_rate, 7);
+        assert_eq!(on.realism.page_breaks, Some(PageBreaksArg::Random));
+        assert_eq!(on.realism.table_purge_seconds, 3);
+        assert!(parse(&["--page-breaks", "sometimes"]).is_err());
+    }
+
+    #[test]
     fn azurite_table_flags_are_aliases() {
         let c = parse(&[
             "--tableHost",
