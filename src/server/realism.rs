@@ -162,7 +162,7 @@ pub fn cut_page(state: &AppState, page: &mut RawPage) {
     let keys: Vec<(String, String)> = page
         .rows
         .iter()
-        .filter_map(|(key, _)| crate::store::key::decode_entity_key(key))
+        .filter_map(|row| row.keys().ok())
         .collect();
     if keys.len() != page.rows.len() {
         return;
