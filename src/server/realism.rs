@@ -159,11 +159,7 @@ pub fn cut_page(state: &AppState, page: &mut RawPage) {
     if !state.realism.is_active() {
         return;
     }
-    let keys: Vec<(String, String)> = page
-        .rows
-        .iter()
-        .filter_map(|row| row.keys().ok())
-        .collect();
+    let keys: Vec<(String, String)> = page.rows.iter().filter_map(|row| row.keys().ok()).collect();
     if keys.len() != page.rows.len() {
         return;
     }
