@@ -7,13 +7,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use axum::body::{to_bytes, Body};
-use axum::http::{request::Parts, Extensions, HeaderValue, Method, StatusCode};
+use axum::http::{request::Parts, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 
+use super::call::Call;
 use super::connections::ConnectionAbort;
 use super::context::RequestContext;
-use super::dispatch::Call;
 use super::AppState;
 use crate::config::{PageBreaksArg, RealismArgs, TargetErrorArg};
 use crate::protocol::batch::{decode_batch, BatchBody, SubRequest};
@@ -91,7 +91,7 @@ pub async fn before_dispatch(
     call: &Call,
     operation: &Operation,
     method: &Method,
-    extensions: &Extensions,
+    abort: Option<&ConnectionAbort>,
     format: ErrorFormat,
 ) -> Result<Option<Consulted>, Response> {
     if !state.realism.is_active() {
@@ -112,7 +112,7 @@ pub async fn before_dispatch(
             drop_after_commit: true,
         })),
         Outcome::Reject(e) => Err(call.ctx.error_response(&e, format)),
-        Outcome::DropBeforeWrite => Err(drop_connection(&call.ctx, extensions).await),
+        Outcome::DropBeforeWrite => Err(drop_connection(&call.ctx, abort).await),
     }
 }
 
@@ -123,7 +123,7 @@ pub async fn after_commit(
     consulted: Option<Consulted>,
     ctx: &RequestContext,
     response: Response,
-    extensions: &Extensions,
+    abort: Option<&ConnectionAbort>,
 ) -> Response {
     let Some(c) = consulted else {
         return response;
@@ -132,15 +132,15 @@ pub async fn after_commit(
         .realism
         .after_commit(&c.facts, response.status().is_success());
     if c.drop_after_commit {
-        return drop_connection(ctx, extensions).await;
+        return drop_connection(ctx, abort).await;
     }
     response
 }
 
 /// Ends the connection without an answer. Outside the HTTP front end (a router called in
 /// process) there is no connection to drop: the answer is 500 with `Connection: close`.
-async fn drop_connection(ctx: &RequestContext, extensions: &Extensions) -> Response {
-    if let Some(abort) = extensions.get::<ConnectionAbort>() {
+async fn drop_connection(ctx: &RequestContext, abort: Option<&ConnectionAbort>) -> Response {
+    if let Some(abort) = abort {
         tracing::info!(request_id = %ctx.request_id, "fault injected: dropping the connection");
         abort.abort();
         // The connection task drops this request's future with the connection.
