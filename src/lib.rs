@@ -16,6 +16,8 @@
 //! - [`realism`]: production realism, off by default: scalability targets, early page ends,
 //!   deleted-name memory, fault injection; the server consults it at named points.
 //! - [`server`]: the axum front end, deliberately thin; only [`testing`] depends on it.
+//! - [`insight`]: query classes, bounded statistics and design advice from the design guide,
+//!   fed by the server after each request; Prometheus metrics.
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
 //! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
@@ -23,6 +25,7 @@
 pub mod auth;
 pub mod batch;
 pub mod config;
+pub mod insight;
 pub mod model;
 pub mod protocol;
 pub mod query;

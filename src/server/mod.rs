@@ -39,6 +39,8 @@ pub struct AppState {
     pub group_commit: Arc<group_commit::GroupCommit>,
     /// Bounds how many [`AppState::blocking`] calls run at once; the rest wait their turn.
     pub store_work: Arc<tokio::sync::Semaphore>,
+    /// Query classes, statistics, advice and metrics (fed by `middleware::request_log`).
+    pub insight: crate::insight::Insight,
     /// Production realism (targets, page breaks, lifecycle, faults); off by default.
     pub realism: Arc<crate::realism::Realism>,
 }
@@ -66,6 +68,7 @@ impl AppState {
             store,
             config: Arc::new(config),
             accounts: Arc::new(accounts),
+            insight: crate::insight::Insight::start(),
         })
     }
 

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::call::Call;
 use super::connections::ConnectionAbort;
 use super::context::RequestContext;
+use super::handlers::insight::operation_name;
 use super::AppState;
 use crate::config::{PageBreaksArg, RealismArgs, TargetErrorArg};
 use crate::protocol::batch::{decode_batch, BatchBody, SubRequest};
@@ -170,27 +171,21 @@ pub fn cut_page(state: &AppState, page: &mut RawPage) {
     }
 }
 
-fn kind_and_name(operation: &Operation) -> (OperationKind, &'static str) {
-    use OperationKind::{Admin, Batch, Read, Write};
+/// What kind of work an operation is, for fault rules.
+fn kind(operation: &Operation) -> OperationKind {
     match operation {
-        Operation::GetServiceProperties => (Read, "GetServiceProperties"),
-        Operation::SetServiceProperties => (Admin, "SetServiceProperties"),
-        Operation::GetServiceStats => (Read, "GetServiceStats"),
-        Operation::QueryTables => (Read, "QueryTables"),
-        Operation::GetTable { .. } => (Read, "GetTable"),
-        Operation::CreateTable => (Admin, "CreateTable"),
-        Operation::DeleteTable { .. } => (Admin, "DeleteTable"),
-        Operation::GetTableAcl { .. } => (Read, "GetTableAcl"),
-        Operation::SetTableAcl { .. } => (Admin, "SetTableAcl"),
-        Operation::QueryEntities { .. } => (Read, "QueryEntities"),
-        Operation::GetEntity(_) => (Read, "GetEntity"),
-        Operation::InsertEntity { .. } => (Write, "InsertEntity"),
-        Operation::UpdateEntity(..) => (Write, "UpdateEntity"),
-        Operation::MergeEntity(..) => (Write, "MergeEntity"),
-        Operation::DeleteEntity(..) => (Write, "DeleteEntity"),
-        Operation::InsertOrReplaceEntity(_) => (Write, "InsertOrReplaceEntity"),
-        Operation::InsertOrMergeEntity(_) => (Write, "InsertOrMergeEntity"),
-        Operation::Batch => (Batch, "Batch"),
+        Operation::InsertEntity { .. }
+        | Operation::UpdateEntity(..)
+        | Operation::MergeEntity(..)
+        | Operation::DeleteEntity(..)
+        | Operation::InsertOrReplaceEntity(_)
+        | Operation::InsertOrMergeEntity(_) => OperationKind::Write,
+        Operation::Batch => OperationKind::Batch,
+        Operation::SetServiceProperties
+        | Operation::CreateTable
+        | Operation::DeleteTable { .. }
+        | Operation::SetTableAcl { .. } => OperationKind::Admin,
+        _ => OperationKind::Read,
     }
 }
 
@@ -227,7 +222,7 @@ fn sub_request_target(account: &str, sub: &SubRequest) -> (Option<String>, Optio
 
 /// Describes a request for realism: only called when realism is on.
 fn facts(call: &Call, operation: &Operation, method: &Method) -> RequestFacts {
-    let (kind, name) = kind_and_name(operation);
+    let (kind, name) = (kind(operation), operation_name(operation));
     let mut table = operation.table().map(str::to_string);
     let mut partition_key = None;
     let mut entities = 1;
@@ -277,10 +272,8 @@ pub async fn faults_endpoint(
 ) -> Response {
     let mut ctx = RequestContext::new(&parts.headers);
     ctx.error_format = ErrorFormat::Json;
-    if !state.config.disable_auth {
-        if let Err(e) = authorize_control(state, &parts, &ctx, peer) {
-            return ctx.error(&e);
-        }
+    if let Err(e) = super::handlers::insight::caller(state, &parts, peer) {
+        return ctx.error(&e);
     }
     let report = |ctx: &RequestContext, status: StatusCode| {
         let mut r = ctx.plain_response(status);
@@ -318,51 +311,5 @@ pub async fn faults_endpoint(
             }
         }
         _ => ctx.error(&ApiError::new(ErrorCode::UnsupportedHttpVerb)),
-    }
-}
-
-/// Shared Key (or Lite) with one of the configured accounts' keys; nothing else (no SAS,
-/// no bearer token) may change the rules.
-fn authorize_control(
-    state: &AppState,
-    parts: &Parts,
-    ctx: &RequestContext,
-    peer: SocketAddr,
-) -> Result<(), ApiError> {
-    let authorization = parts
-        .headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| ApiError::new(ErrorCode::NoAuthenticationInformation))?;
-    let account = authorization
-        .split_once(' ')
-        .and_then(|(scheme, credential)| {
-            scheme
-                .starts_with("SharedKey")
-                .then(|| credential.split_once(':').map(|(a, _)| a))
-                .flatten()
-        })
-        .ok_or_else(|| ApiError::new(ErrorCode::AuthenticationFailed))?;
-    if !state.accounts.contains(account) {
-        return Err(ApiError::new(ErrorCode::AuthenticationFailed));
-    }
-    let view = crate::auth::RequestView {
-        method: parts.method.as_str(),
-        raw_path: parts.uri.path(),
-        raw_query: parts.uri.query(),
-        headers: &parts.headers,
-        account,
-        path_style: false,
-        is_https: super::Scheme::of(&parts.extensions) == super::Scheme::Https,
-        client_ip: Some(peer.ip()),
-        now: chrono::Utc::now(),
-    };
-    match crate::auth::authenticate(&view, &state.accounts) {
-        Ok(crate::auth::Principal::SharedKey { .. }) => Ok(()),
-        Ok(_) => Err(ApiError::new(ErrorCode::AuthorizationFailure)),
-        Err(e) => {
-            tracing::debug!(request_id = %ctx.request_id, error = %e.message(), "fault endpoint refused");
-            Err(super::auth::auth_error(&e))
-        }
     }
 }
