@@ -147,8 +147,8 @@ async fn every_option_is_off_by_default() {
 async fn the_fault_endpoint_needs_an_account_key() {
     let t = TestServer::start().await;
     let r = faults(&t, "GET", None, false).await;
-    assert_eq!(r.status, 401, "{}", r.text());
-    assert_eq!(r.error_code(), "NoAuthenticationInformation");
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.error_code(), "AuthenticationFailed");
     // A wrong key is refused.
     let url = format!("{}{FAULTS}", t.server.endpoint());
     let other = Signer::new(
