@@ -12,6 +12,7 @@
 //! batch     -> model, protocol, store
 //! config    -> model, store, auth
 //! insight   -> model, protocol, store, query, batch
+//! realism   -> model, protocol
 //! server    -> everything (except testing)
 //! testing   -> everything
 //! ```
@@ -35,16 +36,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("batch", &["model", "protocol", "store"]),
     ("config", &["model", "store", "auth"]),
     ("insight", &["model", "protocol", "store", "query", "batch"]),
+    ("realism", &["model", "protocol"]),
     (
         "server",
         &[
-            "model", "protocol", "store", "auth", "query", "batch", "config", "insight",
+            "model", "protocol", "store", "auth", "query", "batch", "config", "insight", "realism",
         ],
     ),
     (
         "testing",
         &[
-            "model", "protocol", "store", "auth", "query", "batch", "config", "insight", "server",
+            "model", "protocol", "store", "auth", "query", "batch", "config", "insight", "realism",
+            "server",
         ],
     ),
 ];
