@@ -261,6 +261,9 @@ mod tests {
         // The message starts without an index ("0:"); the body's `Time:` line may contain
         // "0:" itself (any hour or minute ending in 0), so look at the message's start only.
         let body = String::from_utf8_lossy(&r.body).into_owned();
-        assert!(!body.contains("\"value\":\"0:") && !body.contains(">0:"), "{body}");
+        assert!(
+            !body.contains("\"value\":\"0:") && !body.contains(">0:"),
+            "{body}"
+        );
     }
 }
