@@ -37,10 +37,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("config", &["model", "store", "auth"]),
     ("insight", &["model", "protocol", "store", "query", "batch"]),
     ("realism", &["model", "protocol"]),
+    ("console", &[]),
     (
         "server",
         &[
             "model", "protocol", "store", "auth", "query", "batch", "config", "insight", "realism",
+            "console",
         ],
     ),
     (
