@@ -448,7 +448,7 @@ async fn query_tables_gives_no_token_when_the_last_page_is_exactly_full() {
 async fn bad_top_values_are_invalid_query_parameter_values() {
     let t = TestServer::start().await;
     t.create_table("topt").await;
-    for top in ["0", "-1", "abc", "1.5", ""] {
+    for top in ["-1", "abc", "1.5", ""] {
         let r = t
             .send("GET", &format!("/Tables?$top={top}"), &[], None)
             .await;

@@ -359,6 +359,9 @@ fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<E
         }
         EdmType::Boolean => match value {
             Json::Bool(b) => EdmValue::Boolean(*b),
+            // The Azure CLI and Storage Explorer send annotated booleans as strings
+            // ("true", "FALSE" from a CSV import); Azure takes them in any letter case.
+            Json::Str(s) => EdmValue::Boolean(parse_bool_text(s).ok_or_else(bad)?),
             _ => return Err(bad()),
         },
         EdmType::Int32 => {
@@ -403,6 +406,17 @@ fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<E
         }
     };
     Ok(v)
+}
+
+/// `true` or `false` in any letter case: the text form of an `Edm.Boolean` value.
+fn parse_bool_text(s: &str) -> Option<bool> {
+    if s.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if s.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// Decodes a Create Table body: `{"TableName":"…"}`.
@@ -985,5 +999,56 @@ mod tests {
         );
         assert_eq!(parse_select(Some(" ")), None);
         assert_eq!(parse_select(Some("*")), None);
+    }
+
+    #[test]
+    fn annotated_boolean_strings_in_any_case() {
+        let e = decode(r#"{"a":"true","a@odata.type":"Edm.Boolean","b@odata.type":"Edm.Boolean","b":"FALSE","c":"True","c@odata.type":"Edm.Boolean","d":false,"d@odata.type":"Edm.Boolean"}"#).unwrap();
+        let values: Vec<&EdmValue> = e.properties.iter().map(|p| &p.value).collect();
+        assert_eq!(
+            values,
+            [
+                &EdmValue::Boolean(true),
+                &EdmValue::Boolean(false),
+                &EdmValue::Boolean(true),
+                &EdmValue::Boolean(false)
+            ]
+        );
+        for bad in [r#""yes""#, r#""1""#, r#""""#, r#"" true""#, "1", "0"] {
+            let body = format!(r#"{{"a":{bad},"a@odata.type":"Edm.Boolean"}}"#);
+            assert_eq!(
+                decode(&body).unwrap_err().code,
+                ErrorCode::InvalidInput,
+                "{body}"
+            );
+        }
+        // Without an annotation a string stays a string.
+        let e = decode(r#"{"a":"true"}"#).unwrap();
+        assert_eq!(e.properties[0].value, EdmValue::String("true".into()));
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// An annotated Edm.Boolean string decodes to a boolean exactly when it spells
+            /// true or false in some letter case; anything else is 400 InvalidInput.
+            #[test]
+            fn annotated_boolean_text(text in "(?i:true|false)|[a-zA-Z0-9 ]{0,6}") {
+                let body = serde_json::json!({"v": text, "v@odata.type": "Edm.Boolean"}).to_string();
+                let lower = text.to_ascii_lowercase();
+                match decode(&body) {
+                    Ok(e) => {
+                        prop_assert!(lower == "true" || lower == "false");
+                        prop_assert_eq!(&e.properties[0].value, &EdmValue::Boolean(lower == "true"));
+                    }
+                    Err(err) => {
+                        prop_assert!(lower != "true" && lower != "false");
+                        prop_assert_eq!(err.code, ErrorCode::InvalidInput);
+                    }
+                }
+            }
+        }
     }
 }

@@ -77,6 +77,11 @@ pub async fn query_entities(
             .filter_map(|r| r.intersect(sas))
             .collect();
     }
+    if limits.top == 0 {
+        // `$top=0`: an empty page with no continuation (a continuation would point back at
+        // the same place, and a client paging on it would never finish).
+        plan.ranges.clear();
+    }
     let description = plan.to_string();
     let resume = resume_position(call);
     let account = call.ctx.data_account().to_string();

@@ -35,12 +35,13 @@ use crate::protocol::headers::{negotiate_metadata, Metadata};
 use crate::protocol::uri::QueryParams;
 use crate::server::dispatch::Call;
 
-/// `$top`: 1..=1000 entities (or tables) per page; absent means 1000.
+/// `$top`: 0..=1000 entities (or tables) per page; absent means 1000. Azure answers `$top=0`
+/// with zero entities (Storage Explorer sends it; Azurite issue #1428 compares the two).
 pub fn parse_top(query: &QueryParams) -> Result<usize, ApiError> {
     match query.get("$top") {
         None => Ok(MAX_PAGE_SIZE),
         Some(v) => match v.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) => Ok(n),
+            Ok(n) if n <= MAX_PAGE_SIZE => Ok(n),
             _ => Err(ApiError::with_message(
                 ErrorCode::InvalidQueryParameterValue,
                 format!("Value for one of the query parameters specified in the request URI is invalid. ($top={v})"),
