@@ -24,10 +24,13 @@ hash="$(sha256sum "$req" | cut -c1-16)"
 cache="${TABLESTORE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tablestore}"
 venv="$cache/azure-cli-$hash"
 
+mkdir -p "$cache"
+# One installer at a time (two test runs on one machine share the cache).
+exec 9>"$cache/azure-cli.lock"
+flock 9
 if [ ! -f "$venv/.installed" ]; then
   echo "azure-cli: installing $(grep -m1 '^azure-cli==' "$req") into $venv (cold; cached afterwards)"
   rm -rf "$venv"
-  mkdir -p "$cache"
   start=$SECONDS
   "$python" -m venv "$venv"
   if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req"; then
@@ -41,6 +44,7 @@ if [ ! -f "$venv/.installed" ]; then
 else
   echo "azure-cli: using the cached environment $venv"
 fi
+flock -u 9
 
 config="$(mktemp -d "${TMPDIR:-/tmp}/tablestore-azcli.XXXXXX")"
 trap 'rm -rf "$config"' EXIT
