@@ -283,7 +283,7 @@ def scenario(cli: Cli):
 
 def main() -> int:
     if len(sys.argv) != 3:
-        print(__doc__.strip().splitlines()[-6], file=sys.stderr)
+        print("usage: azure_cli_scenario.py AZ ENDPOINT (see scripts/ci/azure-cli.sh)", file=sys.stderr)
         return 2
     cli = Cli(sys.argv[1], sys.argv[2])
     passed = failed = 0
