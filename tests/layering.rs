@@ -11,6 +11,7 @@
 //! query     -> model, protocol, store
 //! batch     -> model, protocol, store
 //! config    -> model, store, auth
+//! realism   -> model, protocol
 //! server    -> everything (except testing)
 //! testing   -> everything
 //! ```
@@ -33,16 +34,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("query", &["model", "protocol", "store"]),
     ("batch", &["model", "protocol", "store"]),
     ("config", &["model", "store", "auth"]),
+    ("realism", &["model", "protocol"]),
     (
         "server",
         &[
-            "model", "protocol", "store", "auth", "query", "batch", "config",
+            "model", "protocol", "store", "auth", "query", "batch", "config", "realism",
         ],
     ),
     (
         "testing",
         &[
-            "model", "protocol", "store", "auth", "query", "batch", "config", "server",
+            "model", "protocol", "store", "auth", "query", "batch", "config", "realism", "server",
         ],
     ),
 ];

@@ -95,7 +95,7 @@ pub async fn query_entities(
     let resume = resume_position(call);
     let account = call.ctx.data_account().to_string();
     let count_pages = wants_plan(call);
-    let (info, page, pages) = state
+    let (info, mut page, pages) = state
         .blocking(move |store| {
             let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let matches = |e: &crate::store::StoredRow<'_>| eval::matches_opt(filter.as_ref(), e);
@@ -124,6 +124,7 @@ pub async fn query_entities(
             Ok((info, page, pages))
         })
         .await?;
+    crate::server::realism::cut_page(state, &mut page);
     tracing::debug!(
         request_id = %call.ctx.request_id,
         table = %info.name,
