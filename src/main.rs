@@ -69,6 +69,11 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Realism options (a `--faults` file) are checked before anything starts, too.
+    if let Err(e) = tablestore::server::realism::options(&config.realism) {
+        eprintln!("tablestore: {e}");
+        return ExitCode::FAILURE;
+    }
     let scheme = if tls_config.is_some() {
         "https"
     } else {
