@@ -1,16 +1,21 @@
 //! An Azure Table storage–compatible server.
 //!
-//! Layout (dependencies point downwards only):
-//! - [`model`]: domain types (names, EDM values, entities, write operations, limits).
-//! - [`protocol`]: wire ⇄ typed values (URIs, headers, JSON, errors, continuation tokens);
-//!   pure functions, never touches the store.
-//! - [`store`]: ordered storage of tables and entities behind the [`store::Store`] trait.
+//! Layout (dependencies point downwards only; `tests/layering.rs` checks the arrows):
+//! - [`model`]: domain types (names, table references, EDM values, entities, write
+//!   operations, limits).
+//! - [`protocol`]: wire ⇄ typed values (URIs, operations, headers, JSON, entity writes, the
+//!   `$batch` codec, errors, continuation tokens); pure functions, never touches the store.
+//! - [`store`]: ordered storage of tables and entities behind the [`store::Store`] contract,
+//!   with one conformance suite for every store ([`store::conformance`]).
 //! - [`query`]: runs a query against the store: plan, evaluate, page.
-//! - [`batch`]: entity group transactions: change-set rules and the atomic commit.
+//! - [`batch`]: entity group transactions: change-set rules, the table lookup, one atomic
+//!   commit and each operation's outcome.
 //! - [`auth`]: Shared Key, Shared Key Lite, SAS and bearer authentication, SAS authorization,
 //!   configured accounts and the table ACL (`SignedIdentifiers`) codec; depends on nothing
 //!   else in the crate.
 //! - [`server`]: the axum front end, deliberately thin; only [`testing`] depends on it.
+//! - [`insight`]: query classes, bounded statistics and design advice from the design guide,
+//!   fed by the server after each request; Prometheus metrics.
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
 //! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
@@ -18,6 +23,7 @@
 pub mod auth;
 pub mod batch;
 pub mod config;
+pub mod insight;
 pub mod model;
 pub mod protocol;
 pub mod query;

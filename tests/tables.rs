@@ -80,7 +80,7 @@ async fn create_table_201_body_matches_azure_byte_for_byte_at_each_metadata_leve
         assert_eq!(r.header("dataserviceid"), None);
         assert_eq!(r.header("cache-control"), Some("no-cache"));
         assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
-        // Corrected in the spec: no top-level DataServiceVersion header.
+        // No top-level DataServiceVersion header.
         assert_eq!(r.header("dataserviceversion"), None);
         assert!(r.header("etag").is_none(), "tables have no ETag");
     }

@@ -22,6 +22,13 @@ pub const X_TABLESTORE_DEBUG_PLAN: &str = "x-tablestore-debug-plan";
 pub const X_TABLESTORE_PLAN: &str = "x-tablestore-plan";
 /// Entities (or tables) the page read from the store, including the look-ahead.
 pub const X_TABLESTORE_EXAMINED: &str = "x-tablestore-examined";
+/// Response header (with `x-tablestore-debug-plan: true`): the design guide's query class.
+pub const X_TABLESTORE_CLASS: &str = "x-tablestore-class";
+/// Response header (with `x-tablestore-debug-plan: true`): entities in this page.
+pub const X_TABLESTORE_RETURNED: &str = "x-tablestore-returned";
+/// Response header (with `x-tablestore-debug-plan: true`): pages the whole result takes from
+/// this page on (`1000+` past a thousand).
+pub const X_TABLESTORE_PAGES: &str = "x-tablestore-pages";
 
 /// The version assumed when a request sends none, and the one the SDKs send.
 pub const DEFAULT_VERSION: &str = "2019-02-02";
@@ -46,7 +53,7 @@ impl Metadata {
     }
 }
 
-/// Picks the metadata level from `$format` (which wins) or `Accept` (spec §3.6). Atom and
+/// Picks the metadata level from `$format` (which wins) or `Accept` (Azure docs: "Payload format for Table service operations"). Atom and
 /// verbose JSON are refused with Azure's 415 codes.
 pub fn negotiate_metadata(
     accept: Option<&str>,
@@ -102,7 +109,7 @@ fn media_type_metadata(media: &str) -> Result<Option<Metadata>, ApiError> {
 }
 
 /// Error bodies follow `Accept`: JSON when it names JSON or is absent, OData XML otherwise
-/// (Azure answered `Accept: */*` with the XML form, spec §3.6).
+/// (Azure answered `Accept: */*` with the XML form, Azure docs: "Payload format for Table service operations").
 pub fn error_format(accept: Option<&str>) -> ErrorFormat {
     match accept {
         None => ErrorFormat::Json,

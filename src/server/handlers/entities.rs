@@ -4,19 +4,22 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::{metadata, parse_top, store_error, wants_plan};
+use super::{metadata, observe, parse_top, store_error, wants_plan};
+use crate::insight::class::{filtered_properties, single_partition};
+use crate::insight::{Event, Observation, QueryClass};
 use crate::model::entity::etag_for;
-use crate::model::{Entity, EntityKey, IfMatch, TableRef, WriteKind, WriteOp};
+use crate::model::{Entity, TableRef, WriteKind};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::filter;
-use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
+use crate::protocol::headers::{self, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::operation::{EntityRef, Operation};
 use crate::protocol::uri::entity_path;
+use crate::protocol::write::{decode_insert, decode_write};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::query::plan::plan_entities;
 use crate::query::{eval, execute_raw_page, PageLimits};
-use crate::server::dispatch::Call;
+use crate::server::call::Call;
 use crate::server::AppState;
 use crate::store::{Store, TableInfo};
 
@@ -55,6 +58,9 @@ fn resume_position(call: &Call) -> Option<(String, String)> {
     Some((pk, decode("NextRowKey").unwrap_or_default()))
 }
 
+/// Pages counted for `x-tablestore-pages` before giving up (the header then says `1000+`).
+const MAX_COUNTED_PAGES: u64 = 1000;
+
 pub async fn query_entities(
     state: &AppState,
     call: &Call,
@@ -83,27 +89,46 @@ pub async fn query_entities(
         plan.ranges.clear();
     }
     let description = plan.to_string();
+    let class = QueryClass::of_plan(&plan);
+    let partition = single_partition(&plan);
+    let properties = filtered_properties(filter.as_ref());
     let resume = resume_position(call);
     let account = call.ctx.data_account().to_string();
-    let (info, page) = state
+    let count_pages = wants_plan(call);
+    let (info, page, pages) = state
         .blocking(move |store| {
             let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
-            let page = execute_raw_page(
-                store,
-                info.id,
-                &plan.ranges,
-                &|e| eval::matches_opt(filter.as_ref(), e),
-                resume.as_ref().map(|(p, r)| (p.as_str(), r.as_str())),
-                limits,
-            )
-            .map_err(store_error)?;
-            Ok((info, page))
+            let matches = |e: &crate::store::StoredRow<'_>| eval::matches_opt(filter.as_ref(), e);
+            let run = |resume: Option<&(String, String)>| {
+                execute_raw_page(
+                    store,
+                    info.id,
+                    &plan.ranges,
+                    &matches,
+                    resume.map(|(p, r)| (p.as_str(), r.as_str())),
+                    limits,
+                )
+                .map_err(store_error)
+            };
+            let page = run(resume.as_ref())?;
+            // Opt-in debugging only: the pages the whole result takes from here.
+            let mut pages = None;
+            if count_pages {
+                let (mut n, mut next) = (1u64, page.next.clone());
+                while let Some(at) = next.filter(|_| n < MAX_COUNTED_PAGES) {
+                    next = run(Some(&at))?.next;
+                    n += 1;
+                }
+                pages = Some(n);
+            }
+            Ok((info, page, pages))
         })
         .await?;
     tracing::debug!(
         request_id = %call.ctx.request_id,
         table = %info.name,
         plan = %description,
+        class = %class,
         examined = page.examined,
         returned = page.rows.len(),
         more = page.next.is_some(),
@@ -116,16 +141,33 @@ pub async fn query_entities(
         r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &encode_token(pk))
             .header(headers::CONTINUATION_NEXT_ROW_KEY, &encode_token(rk));
     }
-    if wants_plan(call) {
+    if let Some(pages) = pages {
+        let pages = if pages >= MAX_COUNTED_PAGES {
+            format!("{pages}+")
+        } else {
+            pages.to_string()
+        };
         r.header(headers::X_TABLESTORE_PLAN, &description)
-            .header(headers::X_TABLESTORE_EXAMINED, &page.examined.to_string());
+            .header(headers::X_TABLESTORE_EXAMINED, &page.examined.to_string())
+            .header(headers::X_TABLESTORE_CLASS, class.as_str())
+            .header(headers::X_TABLESTORE_RETURNED, &page.rows.len().to_string())
+            .header(headers::X_TABLESTORE_PAGES, &pages);
     }
+    let observed = Observation::query(
+        call.ctx.data_account(),
+        &info.name,
+        class,
+        page.examined,
+        page.rows.len() as u64,
+        partition,
+        properties,
+    );
     let entities = page.rows.entities().map_err(store_error)?;
     r.body(
         metadata.content_type(),
         json::encode_entity_page(&entities, &ctx),
     );
-    Ok(r.into_response())
+    Ok(observe(r.into_response(), observed))
 }
 
 pub async fn get_entity(
@@ -156,7 +198,14 @@ pub async fn get_entity(
     let mut r = call.ctx.odata_response(StatusCode::OK);
     r.header("etag", &found.etag());
     r.body(metadata.content_type(), json::encode_entity(&found, &ctx));
-    Ok(r.into_response())
+    let observed = Observation {
+        account: account.clone(),
+        table: info.name.clone(),
+        event: Event::Read {
+            partition: entity.partition_key.clone(),
+        },
+    };
+    Ok(observe(r.into_response(), observed))
 }
 
 pub async fn insert_entity(
@@ -165,7 +214,7 @@ pub async fn insert_entity(
     table: String,
 ) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
-    let op = insert_op(&call.body, call.header("content-type"))?;
+    let op = decode_insert(&call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let account = call.ctx.data_account().to_string();
     let (info, timestamp) = state
@@ -183,6 +232,7 @@ pub async fn insert_entity(
         entity_path(&info.name, &op.key.partition_key, &op.key.row_key)
     );
     let etag = etag_for(timestamp);
+    let observed = Observation::writes(&account, &info.name, std::slice::from_ref(&op), None);
     let preference = ReturnPreference::parse(call.header(headers::PREFER));
     if preference == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
@@ -190,7 +240,7 @@ pub async fn insert_entity(
             .header("location", &location)
             .header(headers::DATA_SERVICE_ID, &location)
             .header(headers::PREFERENCE_APPLIED, "return-no-content");
-        return Ok(r.into_response());
+        return Ok(observe(r.into_response(), observed));
     }
     let entity = Entity {
         partition_key: op.key.partition_key,
@@ -205,82 +255,7 @@ pub async fn insert_entity(
         r.header(headers::PREFERENCE_APPLIED, "return-content");
     }
     r.body(metadata.content_type(), json::encode_entity(&entity, &ctx));
-    Ok(r.into_response())
-}
-
-/// Builds the store operation of Insert Entity from its body (shared with `$batch`).
-pub fn insert_op(body: &[u8], content_type: Option<&str>) -> Result<WriteOp, ApiError> {
-    check_json_content_type(content_type)?;
-    let body = json::decode_entity(body)?;
-    let (Some(partition_key), Some(row_key)) = (body.partition_key, body.row_key) else {
-        return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
-    };
-    json::check_entity_limits(&partition_key, &row_key, &body.properties)?;
-    Ok(WriteOp {
-        kind: WriteKind::Insert,
-        key: EntityKey {
-            partition_key,
-            row_key,
-        },
-        properties: body.properties,
-        if_match: IfMatch::Any,
-    })
-}
-
-/// Builds the store operation for an entity write from the URL, headers and body.
-pub fn write_op(
-    operation: Operation,
-    body: &[u8],
-    content_type: Option<&str>,
-) -> Result<(String, WriteOp), ApiError> {
-    let (entity, kind, if_match) = match operation {
-        Operation::UpdateEntity(e, m) => (e, WriteKind::Update, m),
-        Operation::MergeEntity(e, m) => (e, WriteKind::Merge, m),
-        Operation::DeleteEntity(e, m) => (e, WriteKind::Delete, m),
-        Operation::InsertOrReplaceEntity(e) => (e, WriteKind::InsertOrReplace, IfMatch::Any),
-        Operation::InsertOrMergeEntity(e) => (e, WriteKind::InsertOrMerge, IfMatch::Any),
-        _ => return Err(ApiError::new(ErrorCode::MethodNotAllowed)),
-    };
-    json::validate_key(&entity.partition_key)?;
-    json::validate_key(&entity.row_key)?;
-    let properties = if kind == WriteKind::Delete {
-        Vec::new()
-    } else {
-        check_json_content_type(content_type)?;
-        // Some legacy clients send MERGE without a body: an empty property set.
-        let decoded = if body.iter().all(u8::is_ascii_whitespace) {
-            json::EntityBody {
-                partition_key: None,
-                row_key: None,
-                properties: Vec::new(),
-            }
-        } else {
-            json::decode_entity(body)?
-        };
-        let mismatched = |k: &Option<String>, url: &str| k.as_deref().is_some_and(|k| k != url);
-        if mismatched(&decoded.partition_key, &entity.partition_key)
-            || mismatched(&decoded.row_key, &entity.row_key)
-        {
-            return Err(ApiError::with_message(
-                ErrorCode::InvalidInput,
-                "The keys in the request body do not match the keys in the request URI.",
-            ));
-        }
-        json::check_entity_limits(&entity.partition_key, &entity.row_key, &decoded.properties)?;
-        decoded.properties
-    };
-    Ok((
-        entity.table,
-        WriteOp {
-            kind,
-            key: EntityKey {
-                partition_key: entity.partition_key,
-                row_key: entity.row_key,
-            },
-            properties,
-            if_match,
-        },
-    ))
+    Ok(observe(r.into_response(), observed))
 }
 
 pub async fn write_entity(
@@ -288,22 +263,23 @@ pub async fn write_entity(
     call: &Call,
     operation: Operation,
 ) -> Result<Response, ApiError> {
-    let (table, op) = write_op(operation, &call.body, call.header("content-type"))?;
+    let (table, op) = decode_write(operation, &call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let is_delete = op.kind == WriteKind::Delete;
     let account = call.ctx.data_account().to_string();
-    let timestamp = state
+    let (name, timestamp) = state
         .write(|store| {
             let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
-            Ok((committed.stamps[0], committed.generation))
+            Ok(((info.name, committed.stamps[0]), committed.generation))
         })
         .await?;
     let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
     if !is_delete {
         r.header("etag", &etag_for(timestamp));
     }
-    Ok(r.into_response())
+    let observed = Observation::writes(&account, &name, std::slice::from_ref(&op), None);
+    Ok(observe(r.into_response(), observed))
 }

@@ -3,6 +3,7 @@
 pub mod acl;
 pub mod batch;
 pub mod entities;
+pub mod insight;
 pub mod service;
 pub mod tables;
 
@@ -33,7 +34,7 @@ pub fn store_error(e: StoreError) -> ApiError {
 use crate::model::limits::MAX_PAGE_SIZE;
 use crate::protocol::headers::{negotiate_metadata, Metadata};
 use crate::protocol::uri::QueryParams;
-use crate::server::dispatch::Call;
+use crate::server::call::Call;
 
 /// `$top`: 0..=1000 entities (or tables) per page; absent means 1000. Azure answers `$top=0`
 /// with zero entities (Storage Explorer sends it; Azurite issue #1428 compares the two).
@@ -56,13 +57,23 @@ pub fn wants_plan(call: &Call) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
+/// Attaches what a successful request did, for the access log and the insight statistics
+/// (read by `middleware::request_log`).
+pub fn observe(
+    mut response: axum::response::Response,
+    observation: crate::insight::Observation,
+) -> axum::response::Response {
+    response.extensions_mut().insert(observation);
+    response
+}
+
 /// Response metadata level from `Accept` and `$format`.
 pub fn metadata(call: &Call) -> Result<Metadata, ApiError> {
     negotiate_metadata(call.header("accept"), call.query.get("$format"))
 }
 
 /// OData query options the Table service does not support: answered 501 NotImplemented
-/// rather than silently ignored [emu, spec §6.3].
+/// rather than silently ignored [emu, Azure docs: "Query operators supported for the Table service"].
 pub fn reject_unsupported_options(query: &QueryParams) -> Result<(), ApiError> {
     for option in [
         "$orderby",

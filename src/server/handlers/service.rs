@@ -8,8 +8,8 @@ use super::store_error;
 use crate::model::EdmDateTime;
 use crate::protocol::service_properties::ServiceProperties;
 use crate::protocol::{ApiError, ErrorCode};
+use crate::server::call::Call;
 use crate::server::context::RequestContext;
-use crate::server::dispatch::Call;
 use crate::server::AppState;
 
 async fn load(state: &AppState, account: &str) -> Result<ServiceProperties, ApiError> {
@@ -51,9 +51,9 @@ pub async fn set_service_properties(state: &AppState, call: &Call) -> Result<Res
 }
 
 /// Replication stats: this server has no replica, so the secondary is always `live` and in
-/// sync as of now [emu, spec §2.8]. Azure offers them on the `-secondary` endpoint only and
-/// answers the primary with 400 `InvalidQueryParameterValue` (REST reference "Get Table
-/// Service Stats"; azure-cosmos-table-dotnet issue #26 quotes the response).
+/// sync as of now [emu, Azure docs: "Get Table Service Stats"]. Azure offers them on the
+/// `-secondary` endpoint only and answers the primary with 400 `InvalidQueryParameterValue`
+/// (azure-cosmos-table-dotnet issue #26 quotes the response).
 pub async fn get_service_stats(_state: &AppState, call: &Call) -> Result<Response, ApiError> {
     if !call.ctx.account.ends_with("-secondary") {
         return Err(ApiError::new(ErrorCode::InvalidQueryParameterValue));
