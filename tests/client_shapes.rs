@@ -5,12 +5,13 @@
 //! header lists.
 
 mod common;
-mod support;
 
+use common::assert::assert_error;
+use common::batch::BatchBody;
+use common::url::entity_url;
 use common::TestServer;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{assert_error, entity_url};
 
 /// The body the Azure CLI sends for `az storage entity insert ... Ok=true Ok@odata.type=Edm.Boolean`.
 fn cli_body(pk: &str, rk: &str, ok: &str) -> String {
@@ -119,18 +120,16 @@ async fn annotated_boolean_strings_are_stored_as_booleans_on_every_body_path() {
 
 /// One change set with one sub-request per entity body: insert, replace and merge.
 fn batch(t: &TestServer, subs: &[(&str, String, String)]) -> String {
-    let mut body =
-        String::from("--batch_b1\r\nContent-Type: multipart/mixed; boundary=changeset_c1\r\n\r\n");
-    for (i, (method, path, payload)) in subs.iter().enumerate() {
-        body.push_str(&format!(
-            "--changeset_c1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\nContent-ID: {i}\r\n\r\n\
-             {method} {}{path} HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\n\
-             Prefer: return-no-content\r\nContent-Type: application/json\r\n\r\n{payload}\r\n",
-            t.base()
-        ));
+    let mut batch = BatchBody::new(&t.base());
+    for (method, path, payload) in subs {
+        batch.op(
+            method,
+            path,
+            &[("Prefer", "return-no-content")],
+            Some(payload),
+        );
     }
-    body.push_str("--changeset_c1--\r\n--batch_b1--\r\n");
-    body
+    batch.body()
 }
 
 #[tokio::test]
@@ -344,7 +343,10 @@ async fn service_stats_only_on_the_secondary_endpoint() {
         .send("GET", "/?restype=service&comp=stats", &[], None)
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
-    assert_eq!(support::xml_error_code(&r), "InvalidQueryParameterValue");
+    assert_eq!(
+        common::assert::xml_error_code(&r),
+        "InvalidQueryParameterValue"
+    );
     assert!(
         r.text().contains("<m:error xmlns:m=\"http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><m:code>InvalidQueryParameterValue</m:code><m:message xml:lang=\"en-US\">Value for one of the query parameters specified in the request URI is invalid."),
         "{}",
@@ -364,7 +366,11 @@ async fn table_acl_on_a_missing_table_is_resource_not_found() {
     for (method, body) in cases {
         let r = t.send(method, "/nosuch?comp=acl", &[], body).await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{method}: {}", r.text());
-        assert_eq!(support::xml_error_code(&r), "ResourceNotFound", "{method}");
+        assert_eq!(
+            common::assert::xml_error_code(&r),
+            "ResourceNotFound",
+            "{method}"
+        );
         assert!(
             r.text().contains("The specified resource does not exist."),
             "{}",
@@ -375,7 +381,7 @@ async fn table_acl_on_a_missing_table_is_resource_not_found() {
     // with Shared Key).
     let r = t.get_secondary("/nosuch?comp=acl").await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
-    assert_eq!(support::xml_error_code(&r), "ResourceNotFound");
+    assert_eq!(common::assert::xml_error_code(&r), "ResourceNotFound");
 }
 
 #[tokio::test]
