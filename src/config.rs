@@ -221,8 +221,8 @@ pub struct Config {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Azurite options accepted and ignored")]
 pub struct AzuriteOptions {
-    /// Azurite table keep-alive timeout in seconds (not applied: connections stay open until
-    /// the client closes them).
+    /// Azurite table keep-alive timeout in seconds (not applied: an idle connection is closed
+    /// after 30 s without a request).
     #[arg(long = "tableKeepAliveTimeout", value_name = "SECONDS")]
     pub table_keep_alive_timeout: Option<u64>,
 
@@ -432,10 +432,12 @@ impl Config {
             ));
         }
         if a.table_keep_alive_timeout.is_some() {
-            out.push(
-                "ignoring --tableKeepAliveTimeout: idle connections stay open until the client closes them"
-                    .to_string(),
-            );
+            out.push(format!(
+                "ignoring --tableKeepAliveTimeout: an idle connection is closed after {} s without a request",
+                crate::server::ServeLimits::default()
+                    .header_read_timeout
+                    .as_secs()
+            ));
         }
         if self.oauth.is_some() && self.cert.is_none() {
             out.push(

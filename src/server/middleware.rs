@@ -1,5 +1,5 @@
 //! The request-log layer: one `tablestore::request` line per request (method, path, status,
-//! latency, request id, auth outcome) unless `--silent`, and with `--debug FILE` a
+//! latency, request id, auth outcome, and the `x-ms-error-code` of a failed request) unless `--silent`, and with `--debug FILE` a
 //! `tablestore::debug` trace of each request and response (headers and bodies, secrets
 //! redacted). It wraps the whole application, so the latency includes everything.
 //!
@@ -19,7 +19,7 @@ use bytes::Bytes;
 use super::dispatch::HEALTH_PATH;
 use super::AppState;
 use crate::model::limits::MAX_REQUEST_BODY;
-use crate::protocol::headers::X_MS_REQUEST_ID;
+use crate::protocol::headers::{X_MS_ERROR_CODE, X_MS_REQUEST_ID};
 
 /// The log target of the per-request access line.
 pub const REQUEST_LOG_TARGET: &str = "tablestore::request";
@@ -74,12 +74,18 @@ pub async fn request_log(State(state): State<AppState>, request: Request, next: 
             .get::<AuthOutcome>()
             .map(|a| a.0.as_str())
             .unwrap_or("-");
+        // The Azure error code of a failed request, so the log says why, not only that.
+        let error = response
+            .headers()
+            .get(X_MS_ERROR_CODE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
         let latency_ms = (latency_ms * 1000.0).round() / 1000.0;
         // Readiness probes run every few seconds in containers: keep them out of the info log.
         if path == HEALTH_PATH {
-            tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, "request");
+            tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");
         } else {
-            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, "request");
+            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");
         }
     }
     response
