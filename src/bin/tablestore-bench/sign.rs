@@ -90,7 +90,8 @@ mod tests {
 
     #[test]
     fn spec_vector_shared_key_lite() {
-        // shared/spec/table-protocol.md §8.3, first row.
+        // A fixed Shared Key Lite vector (path-style Query Tables, development key): the same
+        // one the server's canonicalisation tests check.
         let s = Signer::new("devstoreaccount1", KEY).unwrap();
         let sts = "Mon, 27 Jun 2016 15:25:14 GMT\n/devstoreaccount1/devstoreaccount1/Tables";
         assert_eq!(
