@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use crate::model::WriteOp;
-use crate::store::{CommitError, Committed, Store};
+use crate::store::{CommitError, Committed, Store, TableId};
 
 /// Most operations in one change set.
 pub const MAX_OPERATIONS: usize = 100;
@@ -52,16 +52,16 @@ pub fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleViolation
 /// caller's: the server acknowledges after its group commit covers the change set.
 pub fn execute(
     store: &dyn Store,
-    table_id: u64,
+    table: TableId,
     ops: &[WriteOp],
 ) -> Result<Committed, CommitError> {
-    store.commit_unsynced(table_id, ops)
+    store.commit_unsynced(table, ops)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{EntityKey, IfMatch, TableName, WriteKind};
+    use crate::model::{EntityKey, IfMatch, TableRef, WriteKind};
     use crate::store::memory::MemoryKv;
     use crate::store::{Durability, KvStore, StoreError};
 
@@ -118,9 +118,7 @@ mod tests {
     #[test]
     fn a_failing_operation_leaves_nothing_behind() {
         let store = KvStore::open(MemoryKv::new(), Durability::Durable).unwrap();
-        let info = store
-            .create_table("a", &TableName::parse("tbl").unwrap())
-            .unwrap();
+        let info = store.create_table(&TableRef::new("a", "tbl")).unwrap();
         store
             .commit(info.id, &[op(WriteKind::Insert, "p", "57")])
             .unwrap();

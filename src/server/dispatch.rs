@@ -18,6 +18,7 @@ use super::middleware::AuthOutcome;
 use super::{AppState, Scheme};
 use crate::auth::Principal;
 use crate::model::limits::MAX_REQUEST_BODY;
+use crate::model::TableRef;
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::headers::{self, is_valid_version};
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
@@ -41,6 +42,11 @@ pub struct Call {
 impl Call {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Table `name` of the account the request addresses.
+    pub fn table(&self, name: impl Into<String>) -> TableRef {
+        TableRef::new(self.ctx.data_account(), name)
     }
 
     /// Refuses an entity key outside the caller's SAS key range.

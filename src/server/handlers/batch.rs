@@ -10,6 +10,7 @@ use super::entities::{insert_op, table_info, write_op};
 use super::store_error;
 use crate::batch::{check_rules, RuleViolation};
 use crate::model::entity::etag_for;
+use crate::model::TableRef;
 use crate::model::{Entity, EntityKey, WriteKind, WriteOp};
 use crate::protocol::batch::{
     decode_batch, encode_changeset_response, encode_query_response, BatchBody, SubRequest,
@@ -257,7 +258,7 @@ async fn changeset(
     let table = writes[0].table.clone();
     let outcome = state
         .write(|store| {
-            let info = match table_info(store, &account, &table) {
+            let info = match table_info(store, &TableRef::new(account.as_str(), table.as_str())) {
                 Ok(i) => i,
                 Err(e) => return Ok((Err((0, e)), store.generation())),
             };
@@ -393,7 +394,10 @@ async fn query(state: &AppState, call: &Call, sub: SubRequest) -> Result<Respons
     };
     let account = call.ctx.data_account().to_string();
     let found = state.inline(|store| {
-        let info = table_info(store, &account, &entity.table)?;
+        let info = table_info(
+            store,
+            &TableRef::new(account.as_str(), entity.table.as_str()),
+        )?;
         let found = store
             .get_entity(info.id, &entity.partition_key, &entity.row_key)
             .map_err(store_error)?

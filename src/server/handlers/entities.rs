@@ -6,7 +6,7 @@ use axum::response::Response;
 
 use super::{metadata, parse_top, store_error, wants_plan};
 use crate::model::entity::etag_for;
-use crate::model::{Entity, EntityKey, IfMatch, WriteKind, WriteOp};
+use crate::model::{Entity, EntityKey, IfMatch, TableRef, WriteKind, WriteOp};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::filter;
 use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
@@ -20,9 +20,9 @@ use crate::server::dispatch::Call;
 use crate::server::AppState;
 use crate::store::{Store, TableInfo};
 
-pub fn table_info(store: &dyn Store, account: &str, table: &str) -> Result<TableInfo, ApiError> {
+pub fn table_info(store: &dyn Store, table: &TableRef) -> Result<TableInfo, ApiError> {
     store
-        .get_table(account, table)
+        .get_table(table)
         .map_err(store_error)?
         .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))
 }
@@ -82,7 +82,7 @@ pub async fn query_entities(
     let account = call.ctx.data_account().to_string();
     let (info, page) = state
         .blocking(move |store| {
-            let info = table_info(store, &account, &table)?;
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let page = execute_raw_page(
                 store,
                 info.id,
@@ -135,7 +135,10 @@ pub async fn get_entity(
     let filter = filter::parse_param(call.query.get("$filter"))?;
     let account = call.ctx.data_account().to_string();
     let (info, found) = state.inline(|store| {
-        let info = table_info(store, &account, &entity.table)?;
+        let info = table_info(
+            store,
+            &TableRef::new(account.as_str(), entity.table.as_str()),
+        )?;
         let found = store
             .get_entity(info.id, &entity.partition_key, &entity.row_key)
             .map_err(store_error)?
@@ -162,7 +165,7 @@ pub async fn insert_entity(
     let account = call.ctx.data_account().to_string();
     let (info, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &account, &table)?;
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
@@ -286,7 +289,7 @@ pub async fn write_entity(
     let account = call.ctx.data_account().to_string();
     let timestamp = state
         .write(|store| {
-            let info = table_info(store, &account, &table)?;
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
