@@ -16,7 +16,9 @@ Ways: the binary itself; the pip-installed `tablestore` command; `python -m tabl
 npm-installed command (node_modules/.bin/tablestore, a node launcher); `npx tablestore`;
 the Python API `tablestore.Server()` (what the pytest fixture calls) and the JS `start()`
 helper, both timed inside their own interpreter (interpreter start-up excluded, as in a test
-run). Prints a table of medians and 90th percentiles in milliseconds. A benchmark, not a test:
+run). Prints a table of medians and 90th percentiles in milliseconds, and for commands the
+CPU time (user + system, all their processes) one start and stop costs — the figure that holds
+on a busy machine, where wall-clock times mostly measure waiting for a core. A benchmark, not a test:
 it asserts nothing; docs/performance.md records a run.
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -38,9 +41,15 @@ READY = "Azurite Table service is successfully listening at "
 SERVER_ARGS = ["--inMemoryPersistence", "--tableHost", "127.0.0.1", "--tablePort", "0"]
 
 
-def time_command(argv: list[str], runs: int, cwd: Path | None = None) -> tuple[list[float], list[float]]:
-    ready, stop = [], []
+def children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def time_command(argv: list[str], runs: int, cwd: Path | None = None) -> tuple[list[float], list[float], list[float]]:
+    ready, stop, cpu = [], [], []
     for _ in range(runs):
+        c0 = children_cpu_ms()
         t0 = time.perf_counter()
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=cwd)
         for line in p.stdout:
@@ -55,7 +64,8 @@ def time_command(argv: list[str], runs: int, cwd: Path | None = None) -> tuple[l
         p.stdout.close()
         ready.append((t1 - t0) * 1000)
         stop.append((t2 - t1) * 1000)
-    return ready, stop
+        cpu.append(children_cpu_ms() - c0)
+    return ready, stop, cpu
 
 
 PY_API = """
@@ -103,7 +113,7 @@ def main() -> None:
         subprocess.run(["npm", "install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", *tarballs],
                        cwd=project, check=True)
 
-        rows: list[tuple[str, list[float], list[float]]] = []
+        rows: list[tuple[str, list[float], list[float], list[float]]] = []
         ways = [
             ("binary itself", [str(binary)]),
             ("pip: tablestore (venv/bin)", [str(venv / "bin/tablestore")]),
@@ -116,22 +126,23 @@ def main() -> None:
             rows.append((name, *time_command(argv + SERVER_ARGS, runs, cwd=project)))
         out = subprocess.run([str(venv / "bin/python"), "-c", PY_API, str(a.runs)],
                              check=True, capture_output=True, text=True).stdout
-        rows.append(("pytest fixture: tablestore.Server()", *json.loads(out)))
+        rows.append(("pytest fixture: tablestore.Server()", *json.loads(out), []))
         (project / "bench.mjs").write_text(JS_API)
         out = subprocess.run(["node", "bench.mjs", str(a.runs)], cwd=project,
                              check=True, capture_output=True, text=True).stdout
-        rows.append(("JS helper: start()", *json.loads(out)))
+        rows.append(("JS helper: start()", *json.loads(out), []))
 
     def p90(xs: list[float]) -> float:
         return sorted(xs)[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
 
     print(f"binary: {binary} ({binary.stat().st_size // 1024} KiB); runs: {a.runs}; "
           f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    print(f"| {'way':38} | ready median | ready p90 | stop median | stop p90 |")
-    print(f"|{'-' * 40}|-------------:|----------:|------------:|---------:|")
-    for name, ready, stop in rows:
+    print(f"| {'way':38} | ready median | ready p90 | stop median | stop p90 | CPU per start+stop |")
+    print(f"|{'-' * 40}|-------------:|----------:|------------:|---------:|-------------------:|")
+    for name, ready, stop, cpu in rows:
+        cpu_text = f"{statistics.median(cpu):15.1f} ms" if cpu else f"{'(in-process)':>18}"
         print(f"| {name:38} | {statistics.median(ready):9.1f} ms | {p90(ready):6.1f} ms "
-              f"| {statistics.median(stop):8.1f} ms | {p90(stop):5.1f} ms |")
+              f"| {statistics.median(stop):8.1f} ms | {p90(stop):5.1f} ms | {cpu_text} |")
 
 
 if __name__ == "__main__":
