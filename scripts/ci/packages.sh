@@ -75,11 +75,20 @@ install_sdk() {
     theirs="$("$SDK_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
     echo "$theirs" >"$own/tablestore-suite-sdk.pth"
   else
-    "$PYTHON" -m pip --python "$VENV/bin/python" install --quiet --disable-pip-version-check "${py_reqs[@]}"
+    venv_pip install --quiet --disable-pip-version-check "${py_reqs[@]}"
   fi
 }
-if "$PYTHON" -m venv --without-pip "$VENV" \
-  && "$PYTHON" -m pip --python "$VENV/bin/python" install --quiet --disable-pip-version-check --no-index "$WHEEL" \
+# pip >= 22.3 installs into another environment (--python): the fresh venv needs no pip of
+# its own (ensurepip alone took ~20 s on the busy CI machine). Older pip: a venv with pip.
+if "$PYTHON" -m pip --python "$PYTHON" --version >/dev/null 2>&1; then
+  make_venv() { "$PYTHON" -m venv --without-pip "$VENV"; }
+  venv_pip() { "$PYTHON" -m pip --python "$VENV/bin/python" "$@"; }
+else
+  make_venv() { "$PYTHON" -m venv "$VENV"; }
+  venv_pip() { "$VENV/bin/python" -m pip "$@"; }
+fi
+if make_venv \
+  && venv_pip install --quiet --disable-pip-version-check --no-index "$WHEEL" \
   && install_sdk; then
   echo "packages: venv ready in $((SECONDS - t0)) s"
   (cd tests/packaging/python \
