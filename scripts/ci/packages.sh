@@ -80,7 +80,7 @@ install_sdk() {
 }
 # pip >= 22.3 installs into another environment (--python): the fresh venv needs no pip of
 # its own (ensurepip alone took ~20 s on the busy CI machine). Older pip: a venv with pip.
-if "$PYTHON" -m pip --python "$PYTHON" --version >/dev/null 2>&1; then
+if "$PYTHON" -c 'import sys, pip; sys.exit(tuple(map(int, pip.__version__.split(".")[:2])) < (22, 3))' 2>/dev/null; then
   make_venv() { "$PYTHON" -m venv --without-pip "$VENV"; }
   venv_pip() { "$PYTHON" -m pip --python "$VENV/bin/python" "$@"; }
 else
