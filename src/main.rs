@@ -186,9 +186,12 @@ fn store_error(config: &Config, e: &tablestore::store::StoreError) -> String {
         other => format!("{other:?}"),
     };
     if text.contains("in use by another process") {
+        let hint = match config.port {
+            0 => String::new(),
+            port => format!(" (is one already running on port {port}?)"),
+        };
         return format!(
-            "another tablestore is using {shown} (is one already running on port {}?): stop it, or give this one its own folder with --location",
-            config.port
+            "another tablestore is using the data folder {shown}{hint}: stop it, or give this one its own folder with --location"
         );
     }
     // The nearest part of the path that exists but is not a folder.
