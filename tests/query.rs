@@ -364,7 +364,7 @@ async fn filter_errors_are_invalid_input_with_azure_messages() {
 #[tokio::test]
 async fn top_rules() {
     let t = people().await;
-    for bad in ["0", "1001", "-1", "abc", "1.5", ""] {
+    for bad in ["1001", "-1", "abc", "1.5", ""] {
         let r = t
             .send("GET", &format!("/people()?$top={bad}"), &[], None)
             .await;

@@ -16,7 +16,7 @@ use crate::store::{KeyRange, Store, StoreError, StoredRow, StoredRows, TableId};
 /// Limits on one page of results.
 #[derive(Debug, Clone, Copy)]
 pub struct PageLimits {
-    /// Most entities returned (1..=1000).
+    /// Most entities returned (0..=1000; the handler answers 0 without reading).
     pub top: usize,
     /// Most entities examined before the page ends early with a continuation token (Azure
     /// ends a page after 5 s of work; a count keeps our pages predictable).

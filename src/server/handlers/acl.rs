@@ -1,5 +1,5 @@
 //! Get/Set Table ACL: the table's stored access policies, kept in the table record in
-//! Azure's `SignedIdentifiers` XML form (spec §2.4, §2.5).
+//! Azure's `SignedIdentifiers` XML form (Azure docs: "Get Table ACL", "Set Table ACL").
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -7,7 +7,7 @@ use axum::response::Response;
 use super::store_error;
 use crate::auth::{decode_signed_identifiers, encode_signed_identifiers, AclError};
 use crate::protocol::{ApiError, ErrorCode};
-use crate::server::dispatch::Call;
+use crate::server::call::Call;
 use crate::server::AppState;
 
 fn acl_error(e: &AclError) -> ApiError {

@@ -8,8 +8,8 @@ use crate::model::{TableName, TableNameError};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
 use crate::protocol::{filter, json, ApiError, ErrorCode};
-use crate::query::execute_table_page;
-use crate::server::dispatch::Call;
+use crate::query::{execute_table_page, TablePage};
+use crate::server::call::Call;
 use crate::server::AppState;
 use crate::store::StoreError;
 
@@ -23,12 +23,20 @@ pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, Api
         .get("NextTableName")
         .map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
     let account = call.ctx.data_account().to_string();
-    let page = state
-        .blocking(move |store| {
-            execute_table_page(store, &account, filter.as_ref(), start.as_deref(), top)
-                .map_err(store_error)
-        })
-        .await?;
+    let page = if top == 0 {
+        // `$top=0`: an empty page with no continuation, as for Query Entities.
+        TablePage {
+            plan: "none ($top=0)".into(),
+            ..TablePage::default()
+        }
+    } else {
+        state
+            .blocking(move |store| {
+                execute_table_page(store, &account, filter.as_ref(), start.as_deref(), top)
+                    .map_err(store_error)
+            })
+            .await?
+    };
     tracing::debug!(
         request_id = %call.ctx.request_id,
         plan = %page.plan,
