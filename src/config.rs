@@ -432,12 +432,12 @@ impl Config {
             ));
         }
         if a.table_keep_alive_timeout.is_some() {
-            out.push(format!(
-                "ignoring --tableKeepAliveTimeout: an idle connection is closed after {} s without a request",
-                crate::server::ServeLimits::default()
-                    .header_read_timeout
-                    .as_secs()
-            ));
+            // The server's request-head timeout (`ServeLimits::header_read_timeout`); a test in
+            // tests/cli.rs keeps the two equal without config depending on server.
+            out.push(
+                "ignoring --tableKeepAliveTimeout: an idle connection is closed after 30 s without a request"
+                    .to_string(),
+            );
         }
         if self.oauth.is_some() && self.cert.is_none() {
             out.push(

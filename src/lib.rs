@@ -14,6 +14,8 @@
 //!   configured accounts and the table ACL (`SignedIdentifiers`) codec; depends on nothing
 //!   else in the crate.
 //! - [`server`]: the axum front end, deliberately thin; only [`testing`] depends on it.
+//! - [`insight`]: query classes, bounded statistics and design advice from the design guide,
+//!   fed by the server after each request; Prometheus metrics.
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
 //! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
@@ -21,6 +23,7 @@
 pub mod auth;
 pub mod batch;
 pub mod config;
+pub mod insight;
 pub mod model;
 pub mod protocol;
 pub mod query;

@@ -474,3 +474,22 @@ fn a_busy_port_fails_before_any_folder_is_created() {
     assert_one_clear_sentence(&out, "is already in use");
     assert!(!location.exists(), "a folder was created before failing");
 }
+
+/// The `--tableKeepAliveTimeout` warning states the idle timeout the server really applies.
+#[test]
+fn the_keep_alive_warning_states_the_real_idle_timeout() {
+    let config = tablestore::config::Config::try_parse_args(
+        ["tablestore", "--tableKeepAliveTimeout", "5"],
+        |_| None,
+    )
+    .unwrap();
+    let secs = tablestore::server::ServeLimits::default()
+        .header_read_timeout
+        .as_secs();
+    let expected = format!("an idle connection is closed after {secs} s without a request");
+    assert!(
+        config.warnings().iter().any(|w| w.contains(&expected)),
+        "{:?}",
+        config.warnings()
+    );
+}

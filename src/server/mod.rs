@@ -38,6 +38,8 @@ pub struct AppState {
     pub group_commit: Arc<group_commit::GroupCommit>,
     /// Bounds how many [`AppState::blocking`] calls run at once; the rest wait their turn.
     pub store_work: Arc<tokio::sync::Semaphore>,
+    /// Query classes, statistics, advice and metrics (fed by `middleware::request_log`).
+    pub insight: crate::insight::Insight,
 }
 
 /// How many store tasks (scans, table and metadata work) may run on the blocking pool at
@@ -58,6 +60,7 @@ impl AppState {
             store,
             config: Arc::new(config),
             accounts: Arc::new(accounts),
+            insight: crate::insight::Insight::start(),
         })
     }
 

@@ -50,7 +50,13 @@ impl ChildServer {
 
     pub fn try_start(dir: &Path, args: &[&str]) -> Result<ChildServer, StartFailure> {
         let mut child = Command::new(binary())
-            .args(["--host", "127.0.0.1", "--port", "0", "--log-level", "warn"])
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            // Quiet unless the test asks for a level (the access-log tests need `info`).
+            .args(if args.contains(&"--log-level") {
+                &[][..]
+            } else {
+                &["--log-level", "warn"][..]
+            })
             .arg("--location")
             .arg(dir)
             .args(args)
