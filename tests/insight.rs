@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::child::{ChildServer, Client, Signer};
+use common::url::encode as enc;
 use common::{Reply, TestServer};
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use reqwest::StatusCode;
 use serde_json::Value;
 use tablestore::config::DEV_ACCOUNT;
@@ -52,10 +52,6 @@ fn hundred_thousand() -> Arc<dyn Store> {
         }
     }
     store
-}
-
-fn enc(s: &str) -> String {
-    utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
 }
 
 async fn query(t: &TestServer, filter: &str, extra: &str) -> Reply {

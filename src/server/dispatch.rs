@@ -12,6 +12,7 @@ use axum::http::Request;
 use axum::response::Response;
 
 use super::call::Call;
+use super::connections::ConnectionAbort;
 use super::context::RequestContext;
 use super::handlers::{acl, batch, entities, insight, service, tables};
 use super::intake::{admit, Admitted};
@@ -25,6 +26,10 @@ pub async fn dispatch(
     request: Request<Body>,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    if parts.uri.path() == super::realism::FAULTS_PATH {
+        return super::realism::faults_endpoint(&state, parts, body, peer).await;
+    }
+    let abort = parts.extensions.get::<ConnectionAbort>().cloned();
     let ctx = RequestContext::new(&parts.headers);
     if let Some(r) = insight::route(&state, &parts, &ctx, peer).await {
         return r;
@@ -39,14 +44,29 @@ pub async fn dispatch(
         Ok(admitted) => admitted,
         Err(response) => return response,
     };
+    let realism = match super::realism::before_dispatch(
+        &state,
+        &call,
+        &operation,
+        &method,
+        abort.as_ref(),
+        error_format,
+    )
+    .await
+    {
+        Ok(consulted) => consulted,
+        Err(response) => return response,
+    };
     let charged = insight::Charged {
         operation: insight::operation_name(&operation),
         account: Some(call.ctx.data_account().to_string()),
     };
-    let mut response = match route(&state, &call, operation).await {
+    let response = match route(&state, &call, operation).await {
         Ok(response) => response,
         Err(e) => call.ctx.error_response(&e, error_format),
     };
+    let mut response =
+        super::realism::after_commit(&state, realism, &call.ctx, response, abort.as_ref()).await;
     response.extensions_mut().insert(auth_outcome);
     response.extensions_mut().insert(charged);
     if let Some(origin) = call.header("origin") {

@@ -93,11 +93,11 @@ pub async fn query_entities(
     let partition = single_partition(&plan);
     let properties = filtered_properties(filter.as_ref());
     let resume = resume_position(call);
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let count_pages = wants_plan(call);
-    let (info, page, pages) = state
+    let (info, mut page, pages) = state
         .blocking(move |store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let info = table_info(store, &table)?;
             let matches = |e: &crate::store::StoredRow<'_>| eval::matches_opt(filter.as_ref(), e);
             let run = |resume: Option<&(String, String)>| {
                 execute_raw_page(
@@ -124,6 +124,7 @@ pub async fn query_entities(
             Ok((info, page, pages))
         })
         .await?;
+    crate::server::realism::cut_page(state, &mut page);
     tracing::debug!(
         request_id = %call.ctx.request_id,
         table = %info.name,
@@ -180,12 +181,9 @@ pub async fn get_entity(
     // [emu] `$filter` on a point query is an extra predicate: an entity it rejects is
     // answered like a missing one (the swagger accepts the parameter; Azure's use is unknown).
     let filter = filter::parse_param(call.query.get("$filter"))?;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(entity.table.as_str());
     let (info, found) = state.inline(|store| {
-        let info = table_info(
-            store,
-            &TableRef::new(account.as_str(), entity.table.as_str()),
-        )?;
+        let info = table_info(store, &table)?;
         let found = store
             .get_entity(info.id, &entity.partition_key, &entity.row_key)
             .map_err(store_error)?
@@ -199,7 +197,7 @@ pub async fn get_entity(
     r.header("etag", &found.etag());
     r.body(metadata.content_type(), json::encode_entity(&found, &ctx));
     let observed = Observation {
-        account: account.clone(),
+        account: table.account.clone(),
         table: info.name.clone(),
         event: Event::Read {
             partition: entity.partition_key.clone(),
@@ -216,10 +214,10 @@ pub async fn insert_entity(
     let metadata = metadata(call)?;
     let op = decode_insert(&call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let (info, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let info = table_info(store, &table)?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
@@ -232,7 +230,7 @@ pub async fn insert_entity(
         entity_path(&info.name, &op.key.partition_key, &op.key.row_key)
     );
     let etag = etag_for(timestamp);
-    let observed = Observation::writes(&account, &info.name, std::slice::from_ref(&op), None);
+    let observed = Observation::writes(&table.account, &info.name, std::slice::from_ref(&op), None);
     let preference = ReturnPreference::parse(call.header(headers::PREFER));
     if preference == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
@@ -266,10 +264,10 @@ pub async fn write_entity(
     let (table, op) = decode_write(operation, &call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let is_delete = op.kind == WriteKind::Delete;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let (name, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let info = table_info(store, &table)?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
@@ -280,6 +278,6 @@ pub async fn write_entity(
     if !is_delete {
         r.header("etag", &etag_for(timestamp));
     }
-    let observed = Observation::writes(&account, &name, std::slice::from_ref(&op), None);
+    let observed = Observation::writes(&table.account, &name, std::slice::from_ref(&op), None);
     Ok(observe(r.into_response(), observed))
 }

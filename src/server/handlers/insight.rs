@@ -98,8 +98,13 @@ async fn answer(
     Ok(r.into_response())
 }
 
-/// The account the caller proved it holds the key of (`None` with authentication off).
-fn caller(state: &AppState, parts: &Parts, peer: SocketAddr) -> Result<Option<String>, ApiError> {
+/// The account the caller proved it holds the key of (`None` with authentication off). The
+/// rule of every `/_tablestore/` control endpoint (insight, faults): an account key only.
+pub fn caller(
+    state: &AppState,
+    parts: &Parts,
+    peer: SocketAddr,
+) -> Result<Option<String>, ApiError> {
     if state.config.disable_auth {
         return Ok(None);
     }
