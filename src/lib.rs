@@ -18,6 +18,7 @@
 pub mod auth;
 pub mod batch;
 pub mod config;
+pub mod data;
 pub mod model;
 pub mod protocol;
 pub mod query;

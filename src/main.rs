@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use tablestore::config::{connection_string, Config};
+use tablestore::data;
 use tablestore::server::{health, open_store, serve, serve_tls, tls, AppState};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -46,6 +47,18 @@ fn tune_allocator() {
 #[tokio::main]
 async fn main() -> ExitCode {
     tune_allocator();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if matches!(
+        args.get(1).and_then(|a| a.to_str()),
+        Some("export" | "import")
+    ) {
+        // Transfers block (files, a blocking HTTP client): they run off the async workers.
+        return tokio::task::spawn_blocking(move || data::cli::run_if_subcommand(&args))
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(ExitCode::FAILURE);
+    }
     let config = Config::from_env_and_args();
     if config.healthcheck {
         return healthcheck(&config).await;
@@ -89,6 +102,10 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(message) = seed(&config, &store, &account).await {
+        eprintln!("tablestore: --seed: {message}");
+        return ExitCode::FAILURE;
+    }
     let listener = match tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await {
         Ok(l) => l,
         Err(e) => {
@@ -158,6 +175,43 @@ async fn main() -> ExitCode {
         }
     }
 }
+
+/// `--seed` / `--seed-if-present`: loads the seed into the store before the server listens.
+async fn seed(
+    config: &Config,
+    store: &std::sync::Arc<dyn tablestore::store::Store>,
+    account: &str,
+) -> Result<(), String> {
+    let path = match (&config.seed, &config.seed_if_present) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) if path.exists() => path.clone(),
+        _ => return Ok(()),
+    };
+    // An on-disk store records the seed it loaded beside its folder.
+    let record = (!config.in_memory).then(|| config.location.join(SEED_RECORD));
+    let store = std::sync::Arc::clone(store);
+    let account = account.to_string();
+    let shown = path.display().to_string();
+    let summary = tokio::task::spawn_blocking(move || {
+        data::cli::seed(store, &path, &account, record.as_deref())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    if summary.tables == 0 {
+        println!("Seed: {shown} already loaded");
+    } else {
+        println!(
+            "Seed: {} entities in {} tables from {shown}",
+            summary.entities - summary.skipped,
+            summary.tables
+        );
+    }
+    Ok(())
+}
+
+/// File in the workspace recording the digest of the seed last loaded.
+const SEED_RECORD: &str = "__tablestore_seeded__";
 
 /// Console logs filtered by `--log-level`; with `--debug FILE` also everything at debug level
 /// (including the request/response trace) appended to FILE.

@@ -663,6 +663,28 @@ fn write_property(
     }
 }
 
+/// An entity in the typed form a request body carries (Insert, Update, Merge and `$batch`
+/// operations): the keys, optionally the Timestamp (which decoding ignores), and every property
+/// with an `@odata.type` annotation wherever JSON does not imply its type. Exports write one of
+/// these per line, so every Edm type and value reads back exactly.
+pub fn write_entity_body(out: &mut Vec<u8>, entity: &EntityView, timestamp: bool) {
+    let mut first = true;
+    out.push(b'{');
+    push_member(out, &mut first, "PartitionKey");
+    push_str(out, &entity.partition_key);
+    push_member(out, &mut first, "RowKey");
+    push_str(out, &entity.row_key);
+    if timestamp {
+        push_type_annotation(out, &mut first, "Timestamp", "Edm.DateTime");
+        push_member(out, &mut first, "Timestamp");
+        push_plain_str(out, entity.timestamp.text().as_str().as_bytes());
+    }
+    for (name, value) in &entity.properties {
+        write_property(out, &mut first, name, *value, Metadata::Minimal);
+    }
+    out.push(b'}');
+}
+
 /// A single-entity response body (Get Entity, Insert Entity).
 pub fn encode_entity(entity: &Entity, ctx: &EntityContext) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
