@@ -123,3 +123,6 @@ pub fn peak_rss_bytes() -> Option<u64> {
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
+
+#[cfg(test)]
+mod tests;

@@ -516,10 +516,12 @@ pub fn import(
     let mut state: ImportProgress = match progress_path {
         Some(p) => match read_json(p)? {
             Some(state) if options.resume => state,
-            Some(_) => return Err(DataError::new(format!(
+            Some(_) => {
+                return Err(DataError::new(format!(
                 "an interrupted import left {}: add --resume to continue it, or delete that file",
                 p.display()
-            ))),
+            )))
+            }
             None => ImportProgress::default(),
         },
         None => ImportProgress::default(),
