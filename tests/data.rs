@@ -25,10 +25,7 @@ fn run(args: &[&str]) -> Output {
 fn ok(args: &[&str]) -> String {
     let out = run(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "tablestore {args:?} failed: {stderr}"
-    );
+    assert!(out.status.success(), "tablestore {args:?} failed: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -38,7 +35,10 @@ fn fails(args: &[&str]) -> String {
     let out = run(args);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "tablestore {args:?}: {stderr}");
-    assert!(!stderr.contains("panicked") && !stderr.contains("Error("), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Error("),
+        "{stderr}"
+    );
     stderr
 }
 
@@ -134,19 +134,46 @@ fn copy_between_two_running_servers_with_shared_key_and_with_sas() {
     let fixture = write_fixture(work.path(), "Orders", 420);
 
     // Into server A over HTTP with Shared Key (connection string).
-    let out = ok(&["import", "--connection-string", &cs_a, "-q", fixture.to_str().unwrap()]);
+    let out = ok(&[
+        "import",
+        "--connection-string",
+        &cs_a,
+        "-q",
+        fixture.to_str().unwrap(),
+    ]);
     assert!(out.contains("imported 420 entities in 1 table"), "{out}");
 
     // A → folder (Shared Key) → B (URL + SAS) → folder (URL + account key).
     let from_a = work.path().join("from-a");
-    ok(&["export", "--connection-string", &cs_a, "-q", "--out", from_a.to_str().unwrap()]);
+    ok(&[
+        "export",
+        "--connection-string",
+        &cs_a,
+        "-q",
+        "--out",
+        from_a.to_str().unwrap(),
+    ]);
     let b_url = format!("{}/{DEV_ACCOUNT}", b.endpoint());
     let sas = account_sas();
-    let out = ok(&["import", "--url", &b_url, "--sas", &sas, "-q", from_a.to_str().unwrap()]);
+    let out = ok(&[
+        "import",
+        "--url",
+        &b_url,
+        "--sas",
+        &sas,
+        "-q",
+        from_a.to_str().unwrap(),
+    ]);
     assert!(out.contains("imported 420 entities"), "{out}");
     let from_b = work.path().join("from-b");
     ok(&[
-        "export", "--url", &b_url, "--account-key", DEV_ACCOUNT_KEY, "-q", "--out",
+        "export",
+        "--url",
+        &b_url,
+        "--account-key",
+        DEV_ACCOUNT_KEY,
+        "-q",
+        "--out",
         from_b.to_str().unwrap(),
     ]);
     let original: Vec<String> = {
@@ -165,20 +192,52 @@ fn copy_between_two_running_servers_with_shared_key_and_with_sas() {
     // Only what a filter selects; a wrong key is refused with the service's answer.
     let filtered = work.path().join("filtered.jsonl");
     ok(&[
-        "export", "--connection-string", &cs_a, "-q", "--table", "orders", "--filter",
-        "PartitionKey eq 'p0001' and Count lt -800", "--out", filtered.to_str().unwrap(),
+        "export",
+        "--connection-string",
+        &cs_a,
+        "-q",
+        "--table",
+        "orders",
+        "--filter",
+        "PartitionKey eq 'p0001' and Count lt -800",
+        "--out",
+        filtered.to_str().unwrap(),
     ]);
     assert_eq!(without_timestamps(&filtered).len(), 50);
     let e = fails(&[
-        "export", "--url", &b_url, "--account-key", "AAAA", "-q", "--out",
+        "export",
+        "--url",
+        &b_url,
+        "--account-key",
+        "AAAA",
+        "-q",
+        "--out",
         work.path().join("x").to_str().unwrap(),
     ]);
-    assert!(e.contains("403") && e.contains("AuthenticationFailed"), "{e}");
+    assert!(
+        e.contains("403") && e.contains("AuthenticationFailed"),
+        "{e}"
+    );
     // Inserting what exists stops with what to do.
-    let e = fails(&["import", "--url", &b_url, "--sas", &sas, "-q", from_a.to_str().unwrap()]);
+    let e = fails(&[
+        "import",
+        "--url",
+        &b_url,
+        "--sas",
+        &sas,
+        "-q",
+        from_a.to_str().unwrap(),
+    ]);
     assert!(e.contains("already exists") && e.contains("--mode"), "{e}");
     let out = ok(&[
-        "import", "--url", &b_url, "--sas", &sas, "-q", "--mode", "skip",
+        "import",
+        "--url",
+        &b_url,
+        "--sas",
+        &sas,
+        "-q",
+        "--mode",
+        "skip",
         from_a.to_str().unwrap(),
     ]);
     assert!(out.contains("420 already present"), "{out}");
@@ -189,11 +248,23 @@ fn export_resumes_after_kill_9_of_the_exporter() {
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let fixture = write_fixture(work.path(), "Big", 150_000);
-    ok(&["import", "--location", data.to_str().unwrap(), "-q", fixture.to_str().unwrap()]);
+    ok(&[
+        "import",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        fixture.to_str().unwrap(),
+    ]);
 
     let out = work.path().join("out");
     let mut child = Command::new(binary())
-        .args(["export", "--location", data.to_str().unwrap(), "-q", "--out"])
+        .args([
+            "export",
+            "--location",
+            data.to_str().unwrap(),
+            "-q",
+            "--out",
+        ])
         .arg(&out)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -208,27 +279,52 @@ fn export_resumes_after_kill_9_of_the_exporter() {
             break;
         }
         assert!(Instant::now() < deadline, "no checkpoint within 120 s");
-        assert!(child.try_wait().unwrap().is_none(), "the export ended before it was killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the export ended before it was killed"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!out.join(DEV_ACCOUNT).join("manifest.json").exists());
 
-    let e = fails(&["export", "--location", data.to_str().unwrap(), "-q", "--out", out.to_str().unwrap()]);
+    let e = fails(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(e.contains("--resume"), "{e}");
     let summary = ok(&[
-        "export", "--location", data.to_str().unwrap(), "-q", "--resume", "--out",
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--resume",
+        "--out",
         out.to_str().unwrap(),
     ]);
     assert!(summary.contains("exported 150000 entities"), "{summary}");
     assert!(!progress.exists());
 
     let fresh = work.path().join("fresh");
-    ok(&["export", "--location", data.to_str().unwrap(), "-q", "--out", fresh.to_str().unwrap()]);
+    ok(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        fresh.to_str().unwrap(),
+    ]);
     let resumed = std::fs::read(out.join(DEV_ACCOUNT).join("Big.jsonl")).unwrap();
     let whole = std::fs::read(fresh.join(DEV_ACCOUNT).join("Big.jsonl")).unwrap();
-    assert!(resumed == whole, "the resumed export is the same file as an uninterrupted one");
+    assert!(
+        resumed == whole,
+        "the resumed export is the same file as an uninterrupted one"
+    );
 }
 
 #[test]
@@ -236,7 +332,13 @@ fn a_data_folder_in_use_is_refused_and_bad_input_is_one_sentence() {
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let server = ChildServer::start(&data, &[]);
-    let e = fails(&["export", "--location", data.to_str().unwrap(), "--out", work.path().join("o").to_str().unwrap()]);
+    let e = fails(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "--out",
+        work.path().join("o").to_str().unwrap(),
+    ]);
     assert!(e.contains("in use by a running server"), "{e}");
     drop(server);
 
@@ -247,9 +349,24 @@ fn a_data_folder_in_use_is_refused_and_bad_input_is_one_sentence() {
     )
     .unwrap();
     let other = work.path().join("other");
-    let e = fails(&["import", "--location", other.to_str().unwrap(), "-q", bad.to_str().unwrap()]);
-    assert!(e.starts_with("tablestore import: ") && e.contains("Bad.jsonl line 2"), "{e}");
-    let e = fails(&["export", "--location", work.path().join("nothing").to_str().unwrap(), "--out", "x"]);
+    let e = fails(&[
+        "import",
+        "--location",
+        other.to_str().unwrap(),
+        "-q",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(
+        e.starts_with("tablestore import: ") && e.contains("Bad.jsonl line 2"),
+        "{e}"
+    );
+    let e = fails(&[
+        "export",
+        "--location",
+        work.path().join("nothing").to_str().unwrap(),
+        "--out",
+        "x",
+    ]);
     assert!(e.contains("holds no tablestore data"), "{e}");
 }
 
@@ -259,12 +376,23 @@ fn azurite_database_imports_with_types_and_access_policies() {
     let data = work.path().join("data");
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/azurite");
     let out = ok(&[
-        "import", "--from-azurite", fixture.to_str().unwrap(), "--location",
-        data.to_str().unwrap(), "-q",
+        "import",
+        "--from-azurite",
+        fixture.to_str().unwrap(),
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
     ]);
     assert!(out.contains("imported 8 entities in 2 tables"), "{out}");
     let exported = work.path().join("out");
-    ok(&["export", "--location", data.to_str().unwrap(), "-q", "--out", exported.to_str().unwrap()]);
+    ok(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        exported.to_str().unwrap(),
+    ]);
     let typed = std::fs::read_to_string(exported.join(DEV_ACCOUNT).join("Typed.jsonl")).unwrap();
     for expected in [
         r#""Big@odata.type":"Edm.Int64","Big":"9007199254740993""#,
@@ -280,7 +408,8 @@ fn azurite_database_imports_with_types_and_access_policies() {
     ] {
         assert!(typed.contains(expected), "{expected} missing from {typed}");
     }
-    let manifest = std::fs::read_to_string(exported.join(DEV_ACCOUNT).join("manifest.json")).unwrap();
+    let manifest =
+        std::fs::read_to_string(exported.join(DEV_ACCOUNT).join("manifest.json")).unwrap();
     assert!(
         manifest.contains("<Id>readers</Id>") && manifest.contains("<Permission>r</Permission>"),
         "{manifest}"
@@ -300,14 +429,35 @@ fn seed_twice_does_not_duplicate_or_overwrite() {
     let cs = connection_string(&server);
     let count = |cs: &str| {
         let path = work.path().join("count.jsonl");
-        ok(&["export", "--connection-string", cs, "-q", "--table", "Customers", "--out", path.to_str().unwrap()]);
+        ok(&[
+            "export",
+            "--connection-string",
+            cs,
+            "-q",
+            "--table",
+            "Customers",
+            "--out",
+            path.to_str().unwrap(),
+        ]);
         std::fs::read_to_string(&path).unwrap()
     };
     assert_eq!(count(&cs).lines().count(), 250);
     // The application changes a seeded entity.
     let change = work.path().join("Customers.jsonl");
-    std::fs::write(&change, "{\"PartitionKey\":\"p0000\",\"RowKey\":\"r'0000000%~\",\"Changed\":true}\n").unwrap();
-    ok(&["import", "--connection-string", &cs, "-q", "--mode", "replace", change.to_str().unwrap()]);
+    std::fs::write(
+        &change,
+        "{\"PartitionKey\":\"p0000\",\"RowKey\":\"r'0000000%~\",\"Changed\":true}\n",
+    )
+    .unwrap();
+    ok(&[
+        "import",
+        "--connection-string",
+        &cs,
+        "-q",
+        "--mode",
+        "replace",
+        change.to_str().unwrap(),
+    ]);
     assert_eq!(server.terminate().code(), Some(0));
 
     let server = ChildServer::start(&data, &["--seed", seed_arg]);
@@ -329,8 +479,14 @@ fn seed_twice_does_not_duplicate_or_overwrite() {
     let Err(failed) = ChildServer::try_start(&data, &["--seed", missing.to_str().unwrap()]) else {
         panic!("a missing --seed must stop the start");
     };
-    assert!(failed.stderr.contains("--seed") && failed.stderr.contains("does not exist"), "{failed:?}");
-    drop(ChildServer::start(&data, &["--seed-if-present", missing.to_str().unwrap()]));
+    assert!(
+        failed.stderr.contains("--seed") && failed.stderr.contains("does not exist"),
+        "{failed:?}"
+    );
+    drop(ChildServer::start(
+        &data,
+        &["--seed-if-present", missing.to_str().unwrap()],
+    ));
 }
 
 #[test]
@@ -341,7 +497,13 @@ fn a_million_entities_stream_in_bounded_memory() {
         use std::io::Write as _;
         let mut out = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
         for i in 0..1_000_000u32 {
-            writeln!(out, r#"{{"PartitionKey":"p{:03}","RowKey":"{:07}","V":{i}}}"#, i / 10_000, i).unwrap();
+            writeln!(
+                out,
+                r#"{{"PartitionKey":"p{:03}","RowKey":"{:07}","V":{i}}}"#,
+                i / 10_000,
+                i
+            )
+            .unwrap();
         }
     }
     let data = work.path().join("data");
@@ -353,13 +515,26 @@ fn a_million_entities_stream_in_bounded_memory() {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no peak memory in {summary}"))
     };
-    let summary = ok(&["import", "--location", data.to_str().unwrap(), "-q", file.to_str().unwrap()]);
+    let summary = ok(&[
+        "import",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        file.to_str().unwrap(),
+    ]);
     assert!(summary.contains("imported 1000000 entities"), "{summary}");
     // The store's page cache (64 MiB) plus buffers; never the data set (~50 MiB of JSON, and
     // far more as entities in memory).
     assert!(peak(&summary) < 200, "{summary}");
     let out = work.path().join("out");
-    let summary = ok(&["export", "--location", data.to_str().unwrap(), "-q", "--out", out.to_str().unwrap()]);
+    let summary = ok(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert!(summary.contains("exported 1000000 entities"), "{summary}");
     assert!(peak(&summary) < 200, "{summary}");
 }

@@ -18,9 +18,11 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 
 use super::DataError;
-use crate::model::edm::{format_guid, parse_guid};
+use crate::model::edm::format_guid;
 use crate::model::{EdmDateTime, EdmType, EdmValue, Entity, Property};
-use crate::protocol::json::{check_entity_limits, validate_key, validate_property_name};
+use crate::protocol::json::{
+    check_entity_limits, decode_text_value, validate_key, validate_property_name,
+};
 
 /// The type column's suffix.
 const TYPE_SUFFIX: &str = "@type";
@@ -148,36 +150,6 @@ pub fn value_text(value: &EdmValue) -> String {
     }
 }
 
-/// Parses a cell of the given type.
-pub fn parse_value(text: &str, ty: EdmType) -> Result<EdmValue, String> {
-    let bad = || format!("{text:?} is not a valid {}", type_name(ty));
-    Ok(match ty {
-        EdmType::String => EdmValue::String(text.to_string()),
-        EdmType::Boolean => match text.trim().to_ascii_lowercase().as_str() {
-            "true" => EdmValue::Boolean(true),
-            "false" => EdmValue::Boolean(false),
-            _ => return Err(bad()),
-        },
-        EdmType::Int32 => EdmValue::Int32(text.trim().parse().map_err(|_| bad())?),
-        EdmType::Int64 => EdmValue::Int64(text.trim().parse().map_err(|_| bad())?),
-        EdmType::Double => EdmValue::Double(match text.trim() {
-            "NaN" => f64::NAN,
-            "Infinity" | "INF" => f64::INFINITY,
-            "-Infinity" | "-INF" => f64::NEG_INFINITY,
-            t => t
-                .parse::<f64>()
-                .ok()
-                .filter(|d| d.is_finite())
-                .ok_or_else(bad)?,
-        }),
-        EdmType::DateTime => {
-            EdmValue::DateTime(EdmDateTime::parse(text.trim()).map_err(|_| bad())?)
-        }
-        EdmType::Guid => EdmValue::Guid(parse_guid(text.trim()).ok_or_else(bad)?),
-        EdmType::Binary => EdmValue::Binary(BASE64.decode(text.trim()).map_err(|_| bad())?),
-    })
-}
-
 /// One column of the header.
 enum Column {
     PartitionKey,
@@ -291,8 +263,8 @@ impl<R: Read> Reader<R> {
                         None if cell.is_empty() => continue,
                         None => None,
                     };
-                    let value = parse_value(cell, declared.unwrap_or(EdmType::String))
-                        .map_err(|e| format!("column {name}: {e}"))?;
+                    let value = decode_text_value(name, cell, declared.unwrap_or(EdmType::String))
+                        .map_err(|e| e.message.into_owned())?;
                     properties.push(Property {
                         name: name.clone(),
                         value,
@@ -360,7 +332,10 @@ mod tests {
             .next()
             .unwrap()
             .unwrap_err();
-        assert_eq!(e.0, "t.csv row 2: column N: \"abc\" is not a valid Int64");
+        assert_eq!(
+            e.0,
+            "t.csv row 2: The value of property 'N' is not a valid Edm.Int64."
+        );
         let e = Reader::new("A,B\n1,2\n".as_bytes(), "t.csv").err().unwrap();
         assert!(e.0.contains("no PartitionKey and RowKey"), "{e}");
     }

@@ -328,6 +328,17 @@ fn type_mismatch(name: &str, ty: EdmType) -> ApiError {
     )
 }
 
+/// Decodes a property value given as text with its type (a CSV cell, where every value is
+/// text): the rules of an annotated JSON string, and `true` / `false` (any case) for Boolean.
+pub fn decode_text_value(name: &str, text: &str, ty: EdmType) -> Result<EdmValue, ApiError> {
+    match ty {
+        EdmType::Boolean if text.eq_ignore_ascii_case("true") => Ok(EdmValue::Boolean(true)),
+        EdmType::Boolean if text.eq_ignore_ascii_case("false") => Ok(EdmValue::Boolean(false)),
+        EdmType::Boolean => Err(type_mismatch(name, ty)),
+        _ => decode_value(name, &Json::Str(Cow::Borrowed(text)), Some(ty)),
+    }
+}
+
 fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<EdmValue, ApiError> {
     let ty = match declared {
         Some(t) => t,
