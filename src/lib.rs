@@ -1,12 +1,15 @@
 //! An Azure Table storage–compatible server.
 //!
-//! Layout (dependencies point downwards only):
-//! - [`model`]: domain types (names, EDM values, entities, write operations, limits).
-//! - [`protocol`]: wire ⇄ typed values (URIs, headers, JSON, errors, continuation tokens);
-//!   pure functions, never touches the store.
-//! - [`store`]: ordered storage of tables and entities behind the [`store::Store`] trait.
+//! Layout (dependencies point downwards only; `tests/layering.rs` checks the arrows):
+//! - [`model`]: domain types (names, table references, EDM values, entities, write
+//!   operations, limits).
+//! - [`protocol`]: wire ⇄ typed values (URIs, operations, headers, JSON, entity writes, the
+//!   `$batch` codec, errors, continuation tokens); pure functions, never touches the store.
+//! - [`store`]: ordered storage of tables and entities behind the [`store::Store`] contract,
+//!   with one conformance suite for every store ([`store::conformance`]).
 //! - [`query`]: runs a query against the store: plan, evaluate, page.
-//! - [`batch`]: entity group transactions: change-set rules and the atomic commit.
+//! - [`batch`]: entity group transactions: change-set rules, the table lookup, one atomic
+//!   commit and each operation's outcome.
 //! - [`auth`]: Shared Key, Shared Key Lite, SAS and bearer authentication, SAS authorization,
 //!   configured accounts and the table ACL (`SignedIdentifiers`) codec; depends on nothing
 //!   else in the crate.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tablestore::model::EdmValue;
-use tablestore::model::{EntityKey, IfMatch, Property, TableName, WriteKind, WriteOp};
+use tablestore::model::{EntityKey, IfMatch, Property, TableId, TableRef, WriteKind, WriteOp};
 use tablestore::store::memory::MemoryKv;
 use tablestore::store::{Durability, Kv, KvStore, Space, Store, StoreError};
 
@@ -101,14 +101,14 @@ impl Kv for Shared {
 fn open(
     durability: Durability,
     flush_delay: Duration,
-) -> (Arc<KvStore<Shared>>, Arc<Recording>, u64) {
+) -> (Arc<KvStore<Shared>>, Arc<Recording>, TableId) {
     let rec = Arc::new(Recording {
         flush_delay,
         ..Recording::default()
     });
     let store = KvStore::open(Shared(Arc::clone(&rec)), durability).expect("open");
     let table = store
-        .create_table("acct", &TableName::parse("durable").expect("name"))
+        .create_table(&TableRef::new("acct", "durable"))
         .expect("create");
     (store, rec, table.id)
 }
@@ -133,7 +133,7 @@ fn upsert(pk: &str, rk: &str, n: i32) -> WriteOp {
 fn hammer(
     store: &Arc<KvStore<Shared>>,
     rec: &Arc<Recording>,
-    table: u64,
+    table: TableId,
     threads: usize,
     per_thread: usize,
     durable: bool,
@@ -229,15 +229,13 @@ fn a_failed_flush_fails_the_commit_and_a_later_one_succeeds() {
 #[test]
 fn table_metadata_changes_are_durable_on_return() {
     let (store, rec, _) = open(Durability::Durable, Duration::ZERO);
-    let name = TableName::parse("second").expect("name");
-    store.create_table("acct", &name).expect("create");
+    let name = TableRef::new("acct", "second");
+    store.create_table(&name).expect("create");
     assert_eq!(
         LAST_APPLY.with(Cell::get),
         rec.durable_upto.load(Ordering::SeqCst)
     );
-    store
-        .set_table_acl("acct", "second", vec![1, 2, 3])
-        .expect("acl");
+    store.set_table_acl(&name, vec![1, 2, 3]).expect("acl");
     assert_eq!(
         LAST_APPLY.with(Cell::get),
         rec.durable_upto.load(Ordering::SeqCst)
@@ -249,6 +247,6 @@ fn table_metadata_changes_are_durable_on_return() {
         LAST_APPLY.with(Cell::get),
         rec.durable_upto.load(Ordering::SeqCst)
     );
-    store.delete_table("acct", "second").expect("delete");
+    store.delete_table(&name).expect("delete");
     assert!(rec.durable_upto.load(Ordering::SeqCst) >= LAST_APPLY.with(Cell::get));
 }

@@ -696,7 +696,7 @@ async fn delete_entity_needs_if_match() {
     t.insert("dels", &json!({"PartitionKey": "p", "RowKey": "r"}))
         .await;
     let r = t.send("DELETE", url, &[], None).await;
-    // Spec §2.15: missing If-Match → 400 InvalidInput [emu; Azure's code unverified].
+    // Azure docs: "Delete Entity": missing If-Match → 400 InvalidInput [emu; Azure's code unverified].
     assert_error(&r, 400, "InvalidInput");
     assert_eq!(
         get(&t, url, JSON_NONE).await.status,
@@ -946,7 +946,7 @@ async fn select_on_a_point_get() {
     );
     assert_eq!(g.json()["age"], 30);
     assert_eq!(g.json()["sex"], "f");
-    // A lone space selects everything and echoes an empty list (spec §6.5).
+    // A lone space selects everything and echoes an empty list (Azure docs: "Querying tables and entities").
     let g = get(
         &t,
         "/sel(PartitionKey='p',RowKey='r')?$select=%20",

@@ -1,7 +1,7 @@
 //! Faults of the environment, against the real binary:
 //!
 //! * Disk full (a size-limited tmpfs, else a loop-mounted ext4 image; skipped with a printed
-//!   reason where mounting is not permitted): writes fail with 503 `ServerBusy` (spec §9.3:
+//!   reason where mounting is not permitted): writes fail with 503 `ServerBusy` (Azure docs: "Common REST API error codes":
 //!   the service's "retry later" code; SDK retry policies retry it), reads keep working,
 //!   nothing acknowledged is damaged, and writes succeed again once space is freed, without
 //!   a restart.

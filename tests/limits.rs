@@ -1,4 +1,4 @@
-//! The service's limits over raw HTTP (issue 2, spec §5): property count, name length and
+//! The service's limits over raw HTTP (issue 2, Azure docs: "Understanding the Table service data model"): property count, name length and
 //! rules, value sizes, entity size (also reached by a merge), keys, value types, duplicates,
 //! and the request body size.
 

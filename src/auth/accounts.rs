@@ -1,5 +1,5 @@
 //! Configured storage accounts and their keys: `Accounts` maps an account name to one or two
-//! decoded HMAC keys. Default: the well-known development account (spec §1.2). Extra accounts
+//! decoded HMAC keys. Default: the well-known development account (Azure docs: "Use the Azurite emulator for local Azure Storage development"). Extra accounts
 //! come from an `AZURITE_ACCOUNTS`-style string.
 //!
 //! Depends on nothing else in the crate.

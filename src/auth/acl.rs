@@ -1,4 +1,4 @@
-//! `SignedIdentifiers` XML codec for Get/Set Table ACL (spec §2.4, §2.5): stored access
+//! `SignedIdentifiers` XML codec for Get/Set Table ACL (Azure docs: "Get Table ACL", "Set Table ACL"): stored access
 //! policies that a service SAS can reference with `si`.
 //!
 //! * [`decode_signed_identifiers`] validates a Set Table ACL body (at most 5 identifiers, `Id`
@@ -57,7 +57,7 @@ pub enum AclError {
     /// More than five identifiers → `InvalidXmlDocument` [rec: Py].
     TooManyIdentifiers { count: usize },
     /// A value is out of range (id length or uniqueness, permission letters, time format) →
-    /// `InvalidXmlNodeValue` (code unverified for ACLs; spec §2.5).
+    /// `InvalidXmlNodeValue` (code unverified for ACLs; Azure docs: "Set Table ACL").
     InvalidValue {
         element: &'static str,
         value: String,
@@ -411,7 +411,7 @@ mod tests {
         }
     }
 
-    /// The spec §2.4 sample, pretty-printed as in the reference.
+    /// The sample of Azure docs: "Get Table ACL", pretty-printed as in the reference.
     const SPEC_SAMPLE: &str = r#"<?xml version="1.0" encoding="utf-8"?>
 <SignedIdentifiers>
   <SignedIdentifier>

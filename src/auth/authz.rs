@@ -1,4 +1,4 @@
-//! Authorization: may this [`Principal`] perform this operation (spec §8.4, §8.5)?
+//! Authorization: may this [`Principal`] perform this operation (Azure docs: "Create a service SAS", "Create an account SAS")?
 //!
 //! * Shared Key and bearer principals may do everything on their account (the emulator has no
 //!   RBAC; see [`bearer`](super::bearer) for what a token proves).
@@ -22,7 +22,7 @@ use super::error::AuthError;
 use super::sas::{SasGrant, SasKind, SasPermissions};
 use super::Principal;
 
-/// The operations whose authorization differs (spec §2 names).
+/// The operations whose authorization differs, named as in Azure docs: "Table service REST API".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AuthzOperation {
     GetServiceProperties,

@@ -1,4 +1,5 @@
-//! Pure string-to-sign builders for the Table service (spec §8.1–§8.5) and the HMAC that signs
+//! Pure string-to-sign builders for the Table service (Azure docs: "Authorize with Shared
+//! Key", "Create a service SAS", "Create an account SAS") and the HMAC that signs
 //! them. Nothing here looks at keys other than through [`compute_signature`], and nothing does
 //! I/O; every function is a plain text transformation so the test vectors can pin it down.
 //!
@@ -28,7 +29,7 @@ pub fn parse_query(raw_query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The Shared Key / Shared Key Lite canonicalized resource for the Table service (§8.1):
+/// The Shared Key / Shared Key Lite canonicalized resource for the Table service (Azure docs: "Authorize with Shared Key"):
 /// `"/" + account + raw path` plus `"?comp=" + value` when the query has a `comp` parameter
 /// (name matched case-insensitively, value percent-decoded); no other parameter takes part.
 ///
@@ -53,7 +54,7 @@ pub fn canonicalized_resource(account: &str, raw_path: &str, raw_query: Option<&
     resource
 }
 
-/// Shared Key string-to-sign for the Table service (§8.1):
+/// Shared Key string-to-sign for the Table service (Azure docs: "Authorize with Shared Key"):
 /// `VERB \n Content-MD5 \n Content-Type \n Date \n CanonicalizedResource`.
 pub fn shared_key_string_to_sign(
     verb: &str,
@@ -65,7 +66,7 @@ pub fn shared_key_string_to_sign(
     format!("{verb}\n{content_md5}\n{content_type}\n{date}\n{canonicalized_resource}")
 }
 
-/// Shared Key Lite string-to-sign for the Table service (§8.2): `Date \n CanonicalizedResource`.
+/// Shared Key Lite string-to-sign for the Table service (Azure docs: "Authorize with Shared Key"): `Date \n CanonicalizedResource`.
 pub fn shared_key_lite_string_to_sign(date: &str, canonicalized_resource: &str) -> String {
     format!("{date}\n{canonicalized_resource}")
 }
@@ -103,7 +104,7 @@ pub fn version_at_least(version: &str, minimum: &str) -> bool {
     version >= minimum
 }
 
-/// The canonicalized resource of a table service SAS (§8.4):
+/// The canonicalized resource of a table service SAS (Azure docs: "Create a service SAS"):
 /// `/table/{account}/{table lowercase}` for `sv` ≥ 2015-02-21, otherwise `/{account}/{table}`.
 pub fn service_sas_canonicalized_resource(account: &str, table: &str, sv: &str) -> String {
     let table = table.to_lowercase();
@@ -114,7 +115,7 @@ pub fn service_sas_canonicalized_resource(account: &str, table: &str, sv: &str) 
     }
 }
 
-/// Table service SAS string-to-sign (§8.4), layout chosen by `sv`; fields joined with `\n`,
+/// Table service SAS string-to-sign (Azure docs: "Create a service SAS"), layout chosen by `sv`; fields joined with `\n`,
 /// no trailing newline:
 ///
 /// * sv ≥ 2015-04-05: `sp st se resource si sip spr sv spk srk epk erk`
@@ -145,7 +146,7 @@ pub struct AccountSasFields<'a> {
     pub ses: &'a str,
 }
 
-/// Account SAS string-to-sign (§8.5), every field followed by `\n` (so the string ends with a
+/// Account SAS string-to-sign (Azure docs: "Create an account SAS"), every field followed by `\n` (so the string ends with a
 /// newline): `account sp ss srt st se sip spr sv` and, for sv ≥ 2020-12-06, `ses`.
 pub fn account_sas_string_to_sign(account: &str, f: &AccountSasFields<'_>) -> String {
     let mut parts: Vec<&str> = vec![account, f.sp, f.ss, f.srt, f.st, f.se, f.sip, f.spr, f.sv];
@@ -181,7 +182,7 @@ mod tests {
         BASE64.decode(DEV_KEY).unwrap()
     }
 
-    /// Spec §8.3 vectors (dev account key).
+    /// Known-answer vectors computed with the development account key.
     #[test]
     fn spec_shared_key_vectors() {
         let date = "Mon, 27 Jun 2016 15:25:14 GMT";

@@ -1,5 +1,5 @@
 //! `AuthError`: every way authentication or authorization can fail, each top-level variant
-//! spelled exactly as the Azure error code it becomes (spec §8.6, §9.3).
+//! spelled exactly as the Azure error code it becomes (Azure docs: "Table service error codes", "Common REST API error codes").
 //!
 //! The wire message has two parts in Azure:
 //!
@@ -54,7 +54,7 @@ pub enum AuthError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthFailure {
     /// No `Authorization` header and no SAS `sig` parameter. Azure's answer is unverified
-    /// (401 `NoAuthenticationInformation` is possible); the spec chooses 403
+    /// (401 `NoAuthenticationInformation` is possible); we choose 403
     /// `AuthenticationFailed` [emu], without detail.
     Anonymous,
     /// The account is not configured here. [emu] (Azure never sees such a request; Azurite

@@ -1,5 +1,5 @@
 //! Authentication and authorization for the Table service, as pure functions over a
-//! [`RequestView`] the server fills in (spec §8).
+//! [`RequestView`] the server fills in (Azure docs: "Authorize requests to Azure Storage").
 //!
 //! Layout:
 //!
@@ -11,7 +11,7 @@
 //! * [`accounts`]: configured accounts and keys; [`acl`]: the `SignedIdentifiers` XML codec;
 //! * [`error`]: [`AuthError`], one variant per Azure code.
 //!
-//! Order of evaluation (§8): an `Authorization` header wins (SharedKey, SharedKeyLite, Bearer);
+//! Order of evaluation (Azure docs: "Authorize requests to Azure Storage"): an `Authorization` header wins (SharedKey, SharedKeyLite, Bearer);
 //! otherwise a `sig` query parameter selects SAS (account SAS when `ss` or `srt` is present,
 //! service SAS otherwise); otherwise the request is anonymous, which is an error here (CORS
 //! preflight is the server's business before calling in).

@@ -1,5 +1,5 @@
-//! Shared access signatures for the Table service: parsing and verifying service SAS (§8.4)
-//! and account SAS (§8.5) query parameters, merging stored access policies, and the resulting
+//! Shared access signatures for the Table service: parsing and verifying service SAS (Azure docs: "Create a service SAS")
+//! and account SAS (Azure docs: "Create an account SAS") query parameters, merging stored access policies, and the resulting
 //! [`SasGrant`] with its key-range helpers.
 //!
 //! Validation order: fields are parsed (a missing, empty or malformed field fails with 403
@@ -269,7 +269,7 @@ pub struct KeyBound {
     pub row_key: Option<String>,
 }
 
-/// The entity range of a service SAS (§8.4), all bounds inclusive:
+/// The entity range of a service SAS (Azure docs: "Create a service SAS"), all bounds inclusive:
 ///
 /// | Fields | Allowed entities |
 /// |---|---|
@@ -608,7 +608,7 @@ pub(crate) fn authenticate_service_sas(
         ));
     }
 
-    // Stored access policy merge (§8.4).
+    // Stored access policy merge (Azure docs: "Create a service SAS").
     let (start, expiry, permissions) = match si {
         None => (
             start,
@@ -863,7 +863,8 @@ mod tests {
         })
     }
 
-    /// The four bound shapes of §8.4, each at and around its edge.
+    /// The four bound shapes of a service SAS range (Azure docs: "Create a service SAS"),
+    /// each at and around its edge.
     #[test]
     fn key_range_shapes() {
         let spk = SasKeyRange {

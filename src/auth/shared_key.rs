@@ -1,4 +1,4 @@
-//! Shared Key and Shared Key Lite verification for the Table service (§8.1, §8.2): parses the
+//! Shared Key and Shared Key Lite verification for the Table service (Azure docs: "Authorize with Shared Key"): parses the
 //! `Authorization` header, picks the date, builds the candidate strings-to-sign and compares
 //! signatures in constant time against every key of the account.
 //!
@@ -8,8 +8,8 @@
 //! 2. when both date headers are present, the same with the `Date` header [emu, as Azurite];
 //! 3. on a secondary endpoint, the resource as the client may have built it: path style
 //!    `/{account}/{account}-secondary/…` vs `/{account}/{account}/…`, host style
-//!    `/{account}-secondary/…` vs `/{account}/…` (JS/.NET sign the `-secondary` form; the spec
-//!    names the primary form) [emu: accept both].
+//!    `/{account}-secondary/…` vs `/{account}/…` (JS/.NET sign the `-secondary` form; Azure docs:
+//!    "Authorize with Shared Key" names the primary form) [emu: accept both].
 //!
 //! Depends on nothing else in the crate.
 
@@ -81,7 +81,7 @@ fn resource_candidates(req: &RequestView<'_>) -> Vec<String> {
             } else {
                 format!("/{account}/{tail}")
             };
-            // The spec's (primary-name) form first: it is the one reported on failure.
+            // The documented (primary-name) form first: it is the one reported on failure.
             out.insert(
                 0,
                 canonicalized_resource(account, &primary_path, req.raw_query),

@@ -1,5 +1,5 @@
 //! Accept/reject tests for every authentication and authorization rule. Requests are signed
-//! with the string-to-sign builders of [`canonical`], which the spec vectors (§8.3) and the
+//! with the string-to-sign builders of [`canonical`], which the known-answer vectors (computed with the development account key) and the
 //! SDK-generated fixtures (`tests/auth_golden.rs`) pin down independently.
 
 use std::net::IpAddr;
@@ -135,7 +135,7 @@ fn code(result: Result<Principal, AuthError>) -> &'static str {
 // Shared Key / Shared Key Lite
 // ---------------------------------------------------------------------------------------
 
-/// The §8.3 vectors, as whole requests.
+/// The known-answer vectors (development account key), as whole requests.
 #[test]
 fn spec_vectors_as_requests() {
     let lite = Req::new("GET", "/devstoreaccount1/Tables", None)
@@ -576,7 +576,7 @@ fn grant(result: Result<Principal, AuthError>) -> SasGrant {
 
 #[test]
 fn service_sas_spec_vector_as_request() {
-    // §8.3 service SAS vector with tn in mixed case.
+    // The known-answer service SAS vector with tn in mixed case.
     let q = "sp=raud&st=2016-06-27T00:00:00Z&se=2016-06-28T00:00:00Z&spr=https,http&sv=2019-02-02&tn=MyTable&spk=pk1&epk=pk1&sig=Z1vvstBIbXA2g0L%2B6z0RwslY6Hb6LqpeA5%2BpGu7rFPk%3D";
     let mut r = sas_req(q);
     r.now = t("2016-06-27T12:00:00Z");

@@ -21,7 +21,7 @@ pub fn format_http_date(time: DateTime<Utc>) -> String {
 }
 
 /// Parses an ISO-8601 UTC time in one of the forms Azure documents for SAS fields and stored
-/// access policies (spec §2.5, §8.4):
+/// access policies (Azure docs: "Set Table ACL", "Create a service SAS"):
 ///
 /// * `YYYY-MM-DD`
 /// * `YYYY-MM-DDThh:mmTZD`

@@ -1,11 +1,15 @@
-//! Entity group transactions: checks a change set against Azure's rules, then applies it
-//! with one atomic `Store::commit` (one lock, one backend batch, one durable flush). Knows
-//! nothing about multipart or HTTP; `server::handlers::batch` decodes and encodes.
+//! Entity group transactions: a change set's rules (one table, one partition, at most 100
+//! operations, each entity once), the lookup of its table, and one atomic commit whose
+//! outcome is a Timestamp per operation or the index of the one that failed (preconditions
+//! are checked inside the store's commit, never before it). Knows nothing about multipart or
+//! HTTP: `protocol::batch` decodes the request and encodes each operation's sub-response;
+//! the server's handler only glues them together.
 
 use std::collections::HashSet;
 
-use crate::model::WriteOp;
-use crate::store::{CommitError, Committed, Store};
+use crate::model::{EdmDateTime, TableRef, WriteOp};
+use crate::protocol::{ApiError, ErrorCode};
+use crate::store::{Store, StoreError, TableInfo};
 
 /// Most operations in one change set.
 pub const MAX_OPERATIONS: usize = 100;
@@ -23,13 +27,40 @@ pub enum RuleViolation {
     DuplicateRow,
 }
 
-/// Checks the change-set rules. Returns the first violation and the index Azure reports for
-/// it: the first operation that breaks it, and index 99 for the count limit (as Azure
-/// reports a 101-operation change set, spec §7.3).
-pub fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleViolation)> {
-    if ops.len() > MAX_OPERATIONS {
+impl RuleViolation {
+    /// The Azure error for the violation (messages as the service words them).
+    pub fn api_error(&self) -> ApiError {
+        match self {
+            RuleViolation::TooManyOperations => ApiError::with_message(
+                ErrorCode::InvalidInput,
+                "The batch request operation exceeds the maximum 100 changes per change set.",
+            ),
+            RuleViolation::DifferentTables => ApiError::with_message(
+                ErrorCode::InvalidInput,
+                "All commands in a batch must operate on the same table.",
+            ),
+            RuleViolation::DifferentPartitions => {
+                ApiError::new(ErrorCode::CommandsInBatchActOnDifferentPartitions)
+            }
+            RuleViolation::DuplicateRow => ApiError::new(ErrorCode::InvalidDuplicateRow),
+        }
+    }
+}
+
+/// Checks the operation count alone, before the operations are decoded: Azure reports a
+/// change set of more than 100 operations at index 99 (docs/compatibility.md, entity group
+/// transactions; Azure docs: "Performing entity group transactions" sets the limit).
+pub fn check_count(count: usize) -> Result<(), (usize, RuleViolation)> {
+    if count > MAX_OPERATIONS {
         return Err((MAX_OPERATIONS - 1, RuleViolation::TooManyOperations));
     }
+    Ok(())
+}
+
+/// Checks the change-set rules. Returns the first violation and the index Azure reports for
+/// it: the first operation that breaks it, and index 99 for the count limit.
+pub fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleViolation)> {
+    check_count(ops.len())?;
     let Some((table, first)) = ops.first() else {
         return Ok(());
     };
@@ -48,20 +79,109 @@ pub fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleViolation
     Ok(())
 }
 
-/// Applies a checked change set atomically: every operation or none. Durability is the
-/// caller's: the server acknowledges after its group commit covers the change set.
+/// The operations of one change set: operation `i` writes `ops[i]` into the table its URL
+/// named, `tables[i]` (kept apart so the store gets the writes as one slice).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChangeSet {
+    pub tables: Vec<String>,
+    pub ops: Vec<WriteOp>,
+}
+
+impl ChangeSet {
+    pub fn with_capacity(n: usize) -> ChangeSet {
+        ChangeSet {
+            tables: Vec::with_capacity(n),
+            ops: Vec::with_capacity(n),
+        }
+    }
+
+    pub fn push(&mut self, table: String, op: WriteOp) {
+        self.tables.push(table);
+        self.ops.push(op);
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// Why a change set was not applied; nothing of it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The change set breaks a rule of entity group transactions.
+    Rule(RuleViolation),
+    /// The store refused the operation (a precondition, a missing table or entity) or failed.
+    Store(StoreError),
+}
+
+/// A change set that failed at operation `index`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub index: usize,
+    pub failure: Failure,
+}
+
+/// A change set that was applied: the table, each operation's Timestamp, and the backend
+/// generation they were applied in (the caller makes them durable before answering).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub table: TableInfo,
+    pub stamps: Vec<EdmDateTime>,
+    pub generation: u64,
+}
+
+/// Checks a change set against the rules (see [`check_rules`]).
+pub fn check(changes: &ChangeSet) -> Result<(), Failed> {
+    let pairs: Vec<(&str, &WriteOp)> = changes
+        .tables
+        .iter()
+        .map(String::as_str)
+        .zip(&changes.ops)
+        .collect();
+    check_rules(&pairs).map_err(|(index, rule)| Failed {
+        index,
+        failure: Failure::Rule(rule),
+    })
+}
+
+/// Executes a change set addressed to `account`: checks the rules, resolves the table and
+/// applies every operation or none with one `Store::commit_unsynced`. An empty change set
+/// does nothing (`None`).
 pub fn execute(
     store: &dyn Store,
-    table_id: u64,
-    ops: &[WriteOp],
-) -> Result<Committed, CommitError> {
-    store.commit_unsynced(table_id, ops)
+    account: &str,
+    changes: &ChangeSet,
+) -> Result<Option<Applied>, Failed> {
+    check(changes)?;
+    let Some(table) = changes.tables.first() else {
+        return Ok(None);
+    };
+    let store_failure = |index, error| Failed {
+        index,
+        failure: Failure::Store(error),
+    };
+    let info = store
+        .get_table(&TableRef::new(account, table.as_str()))
+        .map_err(|e| store_failure(0, e))?
+        .ok_or_else(|| store_failure(0, StoreError::TableNotFound))?;
+    let committed = store
+        .commit_unsynced(info.id, &changes.ops)
+        .map_err(|e| store_failure(e.index, e.error))?;
+    Ok(Some(Applied {
+        table: info,
+        stamps: committed.stamps,
+        generation: committed.generation,
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{EntityKey, IfMatch, TableName, WriteKind};
+    use crate::model::{EntityKey, IfMatch, TableRef, WriteKind};
     use crate::store::memory::MemoryKv;
     use crate::store::{Durability, KvStore, StoreError};
 
@@ -118,23 +238,74 @@ mod tests {
     #[test]
     fn a_failing_operation_leaves_nothing_behind() {
         let store = KvStore::open(MemoryKv::new(), Durability::Durable).unwrap();
-        let info = store
-            .create_table("a", &TableName::parse("tbl").unwrap())
-            .unwrap();
+        let info = store.create_table(&TableRef::new("a", "tbl")).unwrap();
         store
             .commit(info.id, &[op(WriteKind::Insert, "p", "57")])
             .unwrap();
         let ops: Vec<WriteOp> = (0..100)
             .map(|i| op(WriteKind::Insert, "p", &i.to_string()))
             .collect();
-        let err = execute(&*store, info.id, &ops).unwrap_err();
+        let changes = ChangeSet {
+            tables: vec!["TBL".into(); ops.len()],
+            ops,
+        };
+        let err = execute(&*store, "a", &changes).unwrap_err();
         assert_eq!(
-            (err.index, err.error),
-            (57, StoreError::EntityAlreadyExists)
+            (err.index, err.failure),
+            (57, Failure::Store(StoreError::EntityAlreadyExists))
         );
         let left: Vec<_> = store
             .scan(info.id, &crate::store::KeyRange::all())
             .collect();
         assert_eq!(left.len(), 1, "only the pre-existing entity remains");
+    }
+
+    #[test]
+    fn execute_checks_rules_and_the_table_before_writing() {
+        let store = KvStore::open(MemoryKv::new(), Durability::Durable).unwrap();
+        let info = store.create_table(&TableRef::new("a", "tbl")).unwrap();
+        let mut changes = ChangeSet::with_capacity(2);
+        changes.push("tbl".into(), op(WriteKind::Insert, "p", "1"));
+        changes.push("tbl".into(), op(WriteKind::Insert, "q", "2"));
+        let err = execute(&*store, "a", &changes).unwrap_err();
+        assert_eq!(
+            (err.index, err.failure),
+            (1, Failure::Rule(RuleViolation::DifferentPartitions))
+        );
+        let mut missing = ChangeSet::default();
+        missing.push("nosuch".into(), op(WriteKind::Insert, "p", "1"));
+        let err = execute(&*store, "a", &missing).unwrap_err();
+        assert_eq!(
+            (err.index, err.failure),
+            (0, Failure::Store(StoreError::TableNotFound))
+        );
+        assert_eq!(execute(&*store, "a", &ChangeSet::default()), Ok(None));
+        let mut good = ChangeSet::default();
+        good.push("tbl".into(), op(WriteKind::Insert, "p", "1"));
+        good.push("TBL".into(), op(WriteKind::InsertOrMerge, "p", "2"));
+        let applied = execute(&*store, "a", &good).unwrap().expect("applied");
+        assert_eq!((applied.table.id, applied.stamps.len()), (info.id, 2));
+        assert!(applied.stamps[0] < applied.stamps[1]);
+        assert_eq!(
+            store.scan(info.id, &crate::store::KeyRange::all()).count(),
+            2
+        );
+    }
+
+    #[test]
+    fn each_rule_has_its_azure_error() {
+        assert_eq!(
+            RuleViolation::DifferentPartitions.api_error().code,
+            ErrorCode::CommandsInBatchActOnDifferentPartitions
+        );
+        assert_eq!(
+            RuleViolation::DuplicateRow.api_error().code,
+            ErrorCode::InvalidDuplicateRow
+        );
+        assert_eq!(
+            check_count(101),
+            Err((99, RuleViolation::TooManyOperations))
+        );
+        assert_eq!(check_count(100), Ok(()));
     }
 }

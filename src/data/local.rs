@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::{DataError, Endpoint, WriteError};
-use crate::model::{Entity, TableName, WriteOp};
+use crate::model::{Entity, TableId, TableName, TableRef, WriteOp};
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
 use crate::store::memory::MemoryKv;
@@ -71,7 +71,7 @@ pub struct LocalEndpoint {
     store: Arc<dyn Store>,
     account: String,
     label: String,
-    ids: Mutex<HashMap<String, u64>>,
+    ids: Mutex<HashMap<String, TableId>>,
 }
 
 impl LocalEndpoint {
@@ -85,7 +85,7 @@ impl LocalEndpoint {
         }
     }
 
-    fn table_id(&self, table: &str) -> Result<u64, DataError> {
+    fn table_id(&self, table: &str) -> Result<TableId, DataError> {
         if let Some(id) = self
             .ids
             .lock()
@@ -96,7 +96,7 @@ impl LocalEndpoint {
         }
         let info = self
             .store
-            .get_table(&self.account, table)
+            .get_table(&self.table_ref(table))
             .map_err(|e| self.failed(&e))?
             .ok_or_else(|| {
                 DataError::new(format!(
@@ -109,6 +109,10 @@ impl LocalEndpoint {
             .unwrap_or_else(|e| e.into_inner())
             .insert(table.to_string(), info.id);
         Ok(info.id)
+    }
+
+    fn table_ref(&self, table: &str) -> TableRef {
+        TableRef::new(self.account.as_str(), table)
     }
 
     fn failed(&self, e: &StoreError) -> DataError {
@@ -136,7 +140,7 @@ impl Endpoint for LocalEndpoint {
     fn find_table(&self, name: &str) -> Result<Option<String>, DataError> {
         Ok(self
             .store
-            .get_table(&self.account, name)
+            .get_table(&self.table_ref(name))
             .map_err(|e| self.failed(&e))?
             .map(|t| t.name))
     }
@@ -178,7 +182,7 @@ impl Endpoint for LocalEndpoint {
     fn ensure_table(&self, table: &str) -> Result<(), DataError> {
         let name = TableName::parse(table)
             .map_err(|e| DataError::new(format!("{table:?} is not a valid table name ({e:?})")))?;
-        match self.store.create_table(&self.account, &name) {
+        match self.store.create_table(&self.table_ref(name.as_str())) {
             Ok(_) | Err(StoreError::TableAlreadyExists) => Ok(()),
             Err(e) => Err(self.failed(&e)),
         }
@@ -187,7 +191,7 @@ impl Endpoint for LocalEndpoint {
     fn table_acl(&self, table: &str) -> Result<Option<String>, DataError> {
         let info = self
             .store
-            .get_table(&self.account, table)
+            .get_table(&self.table_ref(table))
             .map_err(|e| self.failed(&e))?;
         Ok(info
             .filter(|t| !t.acl.is_empty())
@@ -201,7 +205,7 @@ impl Endpoint for LocalEndpoint {
             })?;
         let encoded = crate::auth::acl::encode_signed_identifiers(&identifiers);
         self.store
-            .set_table_acl(&self.account, table, encoded)
+            .set_table_acl(&self.table_ref(table), encoded)
             .map_err(|e| self.failed(&e))
     }
 

@@ -1,4 +1,4 @@
-//! The service's documented limits on entities, keys and values (spec §5).
+//! The service's documented limits on entities, keys and values (Azure docs: "Understanding the Table service data model").
 
 use super::edm::utf16_len;
 use super::entity::Property;

@@ -9,5 +9,5 @@ pub mod write;
 
 pub use edm::{EdmDateTime, EdmType, EdmValue, EdmValueRef};
 pub use entity::{Entity, EntityKey, EntityView, Property};
-pub use names::{TableName, TableNameError};
+pub use names::{TableId, TableName, TableNameError, TableRef};
 pub use write::{IfMatch, WriteKind, WriteOp};

@@ -1,4 +1,5 @@
-//! Table names: validation per the service's rules and the case-insensitive identity.
+//! Table names: validation per the service's rules and the case-insensitive identity; the
+//! [`TableRef`] a request addresses and the [`TableId`] the store resolves it to.
 
 use std::fmt;
 
@@ -34,6 +35,45 @@ impl TableName {
     /// The case-insensitive identity under which the table is stored.
     pub fn folded(&self) -> String {
         self.0.to_ascii_lowercase()
+    }
+}
+
+/// A table as a request addresses it: the account and the table name in any casing (table
+/// names are case-insensitive). Resolving it in the store yields the table's [`TableId`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TableRef {
+    pub account: String,
+    pub name: String,
+}
+
+impl TableRef {
+    pub fn new(account: impl Into<String>, name: impl Into<String>) -> TableRef {
+        TableRef {
+            account: account.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The case-insensitive identity under which the table is stored.
+    pub fn folded(&self) -> String {
+        self.name.to_ascii_lowercase()
+    }
+}
+
+impl fmt::Display for TableRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.account, self.name)
+    }
+}
+
+/// The store's identity of one existing table, fixed when it is created. Deleting the table
+/// and creating the name again gives a new id, so nothing of the old table can show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableId(pub u64);
+
+impl fmt::Display for TableId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
     }
 }
 

@@ -46,7 +46,7 @@ impl Metadata {
     }
 }
 
-/// Picks the metadata level from `$format` (which wins) or `Accept` (spec §3.6). Atom and
+/// Picks the metadata level from `$format` (which wins) or `Accept` (Azure docs: "Payload format for Table service operations"). Atom and
 /// verbose JSON are refused with Azure's 415 codes.
 pub fn negotiate_metadata(
     accept: Option<&str>,
@@ -102,7 +102,7 @@ fn media_type_metadata(media: &str) -> Result<Option<Metadata>, ApiError> {
 }
 
 /// Error bodies follow `Accept`: JSON when it names JSON or is absent, OData XML otherwise
-/// (Azure answered `Accept: */*` with the XML form, spec §3.6).
+/// (Azure answered `Accept: */*` with the XML form, Azure docs: "Payload format for Table service operations").
 pub fn error_format(accept: Option<&str>) -> ErrorFormat {
     match accept {
         None => ErrorFormat::Json,

@@ -1,4 +1,4 @@
-//! JSON payloads (spec §4): decoding entity request bodies into typed properties with every
+//! JSON payloads (Azure docs: "Payload format for Table service operations"): decoding entity request bodies into typed properties with every
 //! validation the service applies, and encoding entities and tables at the three metadata
 //! levels, written straight into one output buffer.
 
@@ -201,7 +201,7 @@ pub struct EntityBody {
     pub properties: Vec<Property>,
 }
 
-/// Decodes and validates an entity request body (spec §4.2, §5).
+/// Decodes and validates an entity request body (Azure docs: "Payload format for Table service operations", "Understanding the Table service data model").
 pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
     let members = parse_members(body)?;
     let annotations: Vec<(&str, &Json)> = members
@@ -279,7 +279,7 @@ pub fn entity_limit_error(e: EntityLimitError) -> ApiError {
     })
 }
 
-/// Key values: ≤ 1024 UTF-16 units and none of `/ \ # ?` or control characters (spec §5.3).
+/// Key values: ≤ 1024 UTF-16 units and none of `/ \ # ?` or control characters (Azure docs: "Understanding the Table service data model").
 pub fn validate_key(key: &str) -> Result<(), ApiError> {
     if utf16_len(key) > MAX_KEY_UTF16 {
         return Err(ApiError::new(ErrorCode::KeyValueTooLarge));
@@ -299,7 +299,7 @@ pub fn validate_key(key: &str) -> Result<(), ApiError> {
 }
 
 /// Property names: ≤ 255 characters, a letter or `_` first, then letters, digits or `_`
-/// (C# identifier rules, Unicode classes) [emu; spec §5.2].
+/// (C# identifier rules, Unicode classes) [emu; Azure docs: "Understanding the Table service data model"].
 pub fn validate_property_name(name: &str) -> Result<(), ApiError> {
     if name.chars().count() > MAX_PROPERTY_NAME {
         return Err(ApiError::new(ErrorCode::PropertyNameTooLong));
@@ -348,7 +348,7 @@ fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<E
             Json::Float(_) | Json::UInt(_) => EdmType::Double,
             Json::Int(i) => match i32::try_from(*i) {
                 Ok(_) => EdmType::Int32,
-                // Unannotated integers outside Int32 are stored as Double [emu, §4.2].
+                // Unannotated integers outside Int32 are stored as Double [emu, Azure docs: "Payload format for Table service operations"].
                 Err(_) => EdmType::Double,
             },
             _ => {
@@ -370,6 +370,9 @@ fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<E
         }
         EdmType::Boolean => match value {
             Json::Bool(b) => EdmValue::Boolean(*b),
+            // The Azure CLI and Storage Explorer send annotated booleans as strings
+            // ("true", "FALSE" from a CSV import); Azure takes them in any letter case.
+            Json::Str(s) => EdmValue::Boolean(parse_bool_text(s).ok_or_else(bad)?),
             _ => return Err(bad()),
         },
         EdmType::Int32 => {
@@ -414,6 +417,17 @@ fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<E
         }
     };
     Ok(v)
+}
+
+/// `true` or `false` in any letter case: the text form of an `Edm.Boolean` value.
+fn parse_bool_text(s: &str) -> Option<bool> {
+    if s.eq_ignore_ascii_case("true") {
+        Some(true)
+    } else if s.eq_ignore_ascii_case("false") {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 /// Decodes a Create Table body: `{"TableName":"…"}`.
@@ -514,7 +528,7 @@ fn metadata_url(ctx: &EntityContext, element: bool) -> String {
 /// Azure answers `$select=age%2C%20sex` with `…#table&$select=age,%20sex` (decoded, then written
 /// back as URL text: the space encoded, the comma raw) [rec: Py
 /// `test_table_entity.test_query_entities_with_select.yaml`], and a lone space with
-/// `&$select=` (spec §6.5), hence the trim.
+/// `&$select=` (Azure docs: "Querying tables and entities"), hence the trim.
 const SELECT_ECHO_SET: &AsciiSet = &CONTROLS
     .add(b' ')
     .add(b'"')
@@ -587,7 +601,7 @@ fn write_entity_view(out: &mut Vec<u8>, entity: &EntityView, ctx: &EntityContext
         }
     }
     if let Some(list) = ctx.select {
-        // Selected properties the entity lacks come back as null [emu, spec §6.5].
+        // Selected properties the entity lacks come back as null [emu, Azure docs: "Querying tables and entities"].
         for name in list {
             let system = matches!(name.as_str(), "PartitionKey" | "RowKey" | "Timestamp");
             if !system && !entity.properties.iter().any(|(n, _)| n == name) {
@@ -1018,5 +1032,56 @@ mod tests {
         );
         assert_eq!(parse_select(Some(" ")), None);
         assert_eq!(parse_select(Some("*")), None);
+    }
+
+    #[test]
+    fn annotated_boolean_strings_in_any_case() {
+        let e = decode(r#"{"a":"true","a@odata.type":"Edm.Boolean","b@odata.type":"Edm.Boolean","b":"FALSE","c":"True","c@odata.type":"Edm.Boolean","d":false,"d@odata.type":"Edm.Boolean"}"#).unwrap();
+        let values: Vec<&EdmValue> = e.properties.iter().map(|p| &p.value).collect();
+        assert_eq!(
+            values,
+            [
+                &EdmValue::Boolean(true),
+                &EdmValue::Boolean(false),
+                &EdmValue::Boolean(true),
+                &EdmValue::Boolean(false)
+            ]
+        );
+        for bad in [r#""yes""#, r#""1""#, r#""""#, r#"" true""#, "1", "0"] {
+            let body = format!(r#"{{"a":{bad},"a@odata.type":"Edm.Boolean"}}"#);
+            assert_eq!(
+                decode(&body).unwrap_err().code,
+                ErrorCode::InvalidInput,
+                "{body}"
+            );
+        }
+        // Without an annotation a string stays a string.
+        let e = decode(r#"{"a":"true"}"#).unwrap();
+        assert_eq!(e.properties[0].value, EdmValue::String("true".into()));
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// An annotated Edm.Boolean string decodes to a boolean exactly when it spells
+            /// true or false in some letter case; anything else is 400 InvalidInput.
+            #[test]
+            fn annotated_boolean_text(text in "(?i:true|false)|[a-zA-Z0-9 ]{0,6}") {
+                let body = serde_json::json!({"v": text, "v@odata.type": "Edm.Boolean"}).to_string();
+                let lower = text.to_ascii_lowercase();
+                match decode(&body) {
+                    Ok(e) => {
+                        prop_assert!(lower == "true" || lower == "false");
+                        prop_assert_eq!(&e.properties[0].value, &EdmValue::Boolean(lower == "true"));
+                    }
+                    Err(err) => {
+                        prop_assert!(lower != "true" && lower != "false");
+                        prop_assert_eq!(err.code, ErrorCode::InvalidInput);
+                    }
+                }
+            }
+        }
     }
 }

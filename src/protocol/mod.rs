@@ -1,5 +1,6 @@
-//! Wire ⇄ typed values: URIs, headers, JSON payloads, errors, continuation tokens.
-//! Pure functions; never imports `store`, `query` or `server`.
+//! Wire ⇄ typed values: URIs, operations, headers, JSON payloads, entity writes, the
+//! `$batch` codec, errors, continuation tokens. Pure functions; imports nothing of the crate
+//! but `model` (tests/layering.rs checks it).
 
 pub mod batch;
 pub mod continuation;
@@ -10,6 +11,7 @@ pub mod json;
 pub mod operation;
 pub mod service_properties;
 pub mod uri;
+pub mod write;
 pub mod xml_tree;
 
 pub use error::{ApiError, ErrorCode};

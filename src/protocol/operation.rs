@@ -196,8 +196,9 @@ pub fn parse_operation(
                 ("MERGE" | "PATCH", Some(m)) => Operation::MergeEntity(entity, m),
                 ("MERGE" | "PATCH", None) => Operation::InsertOrMergeEntity(entity),
                 ("DELETE", Some(m)) => Operation::DeleteEntity(entity, m),
-                // Spec §2.15 [emu]: Azure's code for a DELETE without If-Match is
-                // unverified; the table service reports request errors as InvalidInput.
+                // [emu] Azure docs: "Delete Entity" make If-Match required; Azure's code for
+                // a DELETE without it is unverified; the table service reports request
+                // errors as InvalidInput.
                 ("DELETE", None) => {
                     return Err(ApiError::with_message(
                         ErrorCode::InvalidInput,

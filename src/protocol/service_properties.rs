@@ -1,6 +1,6 @@
 //! Table service properties (logging, metrics, CORS): the XML document of Get/Set Table
-//! Service Properties (spec §2.6, §2.7), its validation, partial update, and CORS rule
-//! matching (§2.9).
+//! Service Properties (Azure docs: "Get Table Service Properties", "Set Table Service Properties"), its validation, partial update, and CORS rule
+//! matching (Azure docs: "Preflight Table Request").
 
 use super::error::{xml_escape, ApiError, ErrorCode};
 use super::xml_tree::{self, Element};
@@ -251,7 +251,7 @@ impl ServiceProperties {
         x.into_bytes()
     }
 
-    /// The first rule that allows `origin` with `method` (spec §2.9: rules in stored order;
+    /// The first rule that allows `origin` with `method` (Azure docs: "Preflight Table Request": rules in stored order;
     /// the first whose origin and method match decides).
     pub fn matching_cors_rule(&self, origin: &str, method: &str) -> Option<&CorsRule> {
         self.cors.iter().find(|r| {

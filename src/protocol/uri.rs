@@ -1,6 +1,6 @@
 //! Request URIs: which account (path style or host style), which resource, and the query
 //! parameters. Key predicates are parsed after percent-decoding the path, with `''` standing
-//! for one `'` (spec §1.4).
+//! for one `'` (Azure docs: "Querying tables and entities").
 
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
@@ -39,7 +39,7 @@ pub struct AccountPath<'a> {
     pub rest: &'a str,
 }
 
-/// Resolves the account (spec §1.1): host style when the Host's first label, followed by
+/// Resolves the account (Azure docs: "Addressing Table service resources"): host style when the Host's first label, followed by
 /// `.table.`, is a known account (e.g. `devstoreaccount1.table.localhost`); path style
 /// otherwise (first path segment). IP literals and `localhost` always mean path style.
 /// With `allow_host_style` false (`--disableProductStyleUrl`) the account is always the first
@@ -129,7 +129,7 @@ pub fn parse_resource(rest: &str) -> Result<Resource, ApiError> {
         .strip_prefix('(')
         .and_then(|a| a.strip_suffix(')'))
         .ok_or_else(|| {
-            // An unterminated key predicate is a malformed predicate (spec §1.4).
+            // An unterminated key predicate is a malformed predicate (Azure docs: "Querying tables and entities").
             if name == "Tables" || name.is_empty() || name.contains('/') {
                 invalid_uri()
             } else {

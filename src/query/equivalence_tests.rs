@@ -8,10 +8,10 @@ use proptest::prelude::*;
 use super::plan::plan_entities;
 use super::{eval, execute_page, PageLimits};
 use crate::model::edm::compare_ordinal;
-use crate::model::{EdmValue, Entity, EntityKey, IfMatch, Property, TableName, WriteKind, WriteOp};
+use crate::model::{EdmValue, Entity, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
 use crate::protocol::filter::{parse, CmpOp, Expr, MAX_COMPARISONS};
 use crate::store::memory::MemoryKv;
-use crate::store::{Durability, KeyRange, KvStore, Store};
+use crate::store::{Durability, KeyRange, KvStore, Store, TableId};
 
 /// Keys from a small alphabet so filters hit them often; includes the empty key, a quote,
 /// non-ASCII and a character whose UTF-16 order differs from its code-point order.
@@ -105,10 +105,10 @@ fn key_of(e: &Entity) -> (String, String) {
     (e.partition_key.clone(), e.row_key.clone())
 }
 
-fn load(entities: &[RawEntity]) -> (std::sync::Arc<KvStore<MemoryKv>>, u64) {
+fn load(entities: &[RawEntity]) -> (std::sync::Arc<KvStore<MemoryKv>>, TableId) {
     let store = KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("memory store");
     let table = store
-        .create_table("acct", &TableName::parse("equiv").expect("valid name"))
+        .create_table(&TableRef::new("acct", "equiv"))
         .expect("table");
     for (pk, rk, props) in entities {
         let op = WriteOp {

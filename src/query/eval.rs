@@ -15,6 +15,7 @@ use std::cmp::Ordering;
 use crate::model::edm::compare_ordinal;
 use crate::model::{EdmValue, Entity};
 use crate::protocol::filter::{Comparison, Expr, Property};
+use crate::store::StoredRow;
 
 /// Something a filter can look at.
 pub trait Row {
@@ -45,11 +46,11 @@ impl Row for Entity {
 }
 
 /// A stored entity read in place: the same rules as [`Entity`]'s impl, on the encoded bytes.
-impl Row for super::RawRow<'_> {
+impl Row for StoredRow<'_> {
     fn compare(&self, property: &Property, value: &EdmValue) -> Option<Ordering> {
         match property {
             Property::PartitionKey | Property::RowKey => {
-                let (pk, rk) = crate::store::key::decode_entity_key(self.key)?;
+                let (pk, rk) = self.keys().ok()?;
                 let key = if matches!(property, Property::PartitionKey) {
                     pk
                 } else {
@@ -58,10 +59,10 @@ impl Row for super::RawRow<'_> {
                 compare_string(&key, value)
             }
             Property::Timestamp => match value {
-                EdmValue::DateTime(t) => Some(self.value.timestamp()?.cmp(t)),
+                EdmValue::DateTime(t) => Some(self.timestamp()?.cmp(t)),
                 _ => None,
             },
-            Property::Named(name) => self.value.property(name)?.compare(value.as_value_ref()),
+            Property::Named(name) => self.property(name)?.compare(value.as_value_ref()),
         }
     }
 }

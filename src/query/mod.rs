@@ -9,30 +9,14 @@ pub mod plan;
 
 use std::time::{Duration, Instant};
 
-use crate::model::{Entity, EntityView};
+use crate::model::{Entity, EntityView, TableRef};
 use crate::protocol::filter::Expr;
-use crate::store::codec::RawEntity;
-use crate::store::key::decode_entity_key;
-use crate::store::{KeyRange, Store, StoreError};
-
-/// A stored entity as a filter sees it: its key bytes and its encoded value, read in place.
-/// Only entities that match are decoded.
-#[derive(Debug, Clone, Copy)]
-pub struct RawRow<'a> {
-    pub key: &'a [u8],
-    pub value: RawEntity<'a>,
-}
-
-fn next_position(key: &[u8]) -> Result<Option<(String, String)>, StoreError> {
-    decode_entity_key(key)
-        .map(Some)
-        .ok_or_else(|| StoreError::Corrupt("entity key".into()))
-}
+use crate::store::{KeyRange, Store, StoreError, StoredRow, StoredRows, TableId};
 
 /// Limits on one page of results.
 #[derive(Debug, Clone, Copy)]
 pub struct PageLimits {
-    /// Most entities returned (1..=1000).
+    /// Most entities returned (0..=1000; the handler answers 0 without reading).
     pub top: usize,
     /// Most entities examined before the page ends early with a continuation token (Azure
     /// ends a page after 5 s of work; a count keeps our pages predictable).
@@ -65,78 +49,23 @@ pub struct Page {
 /// caller that encodes them straight from the bytes instead of decoding them.
 #[derive(Debug, Default)]
 pub struct RawPage {
-    pub rows: RawRows,
+    pub rows: StoredRows,
     /// Where the next page starts (PartitionKey, RowKey), if more entities may match.
     pub next: Option<(String, String)>,
     /// Entities read from the store for this page (including the look-ahead).
     pub examined: u64,
 }
 
-/// Stored rows copied into one buffer (the store lends its bytes only during a scan).
-#[derive(Debug, Default)]
-pub struct RawRows {
-    bytes: Vec<u8>,
-    /// Per row: where its key ends and its value ends in `bytes` (each starts where the
-    /// previous one ended).
-    ends: Vec<(usize, usize)>,
-}
-
-impl RawRows {
-    fn push(&mut self, key: &[u8], value: &[u8]) {
-        self.bytes.extend_from_slice(key);
-        let key_end = self.bytes.len();
-        self.bytes.extend_from_slice(value);
-        self.ends.push((key_end, self.bytes.len()));
-    }
-
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// The rows as entities that borrow their properties from the stored bytes.
-    pub fn entities(&self) -> Result<Vec<EntityView<'_>>, StoreError> {
-        self.iter()
-            .map(|(key, value)| {
-                let (partition_key, row_key) = decode_entity_key(key)
-                    .ok_or_else(|| StoreError::Corrupt("entity key".into()))?;
-                let (timestamp, properties) = RawEntity::new(value)
-                    .properties()
-                    .ok_or_else(|| StoreError::Corrupt("entity".into()))?;
-                Ok(EntityView {
-                    partition_key: partition_key.into(),
-                    row_key: row_key.into(),
-                    timestamp,
-                    properties,
-                })
-            })
-            .collect()
-    }
-
-    /// (key, value) of each row, in scan order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        let mut start = 0;
-        self.ends.iter().map(move |&(key_end, value_end)| {
-            let row = (&self.bytes[start..key_end], &self.bytes[key_end..value_end]);
-            start = value_end;
-            row
-        })
-    }
-}
-
 /// Executes a page and decodes its entities (see [`execute_raw_page`]).
 pub fn execute_page(
     store: &dyn Store,
-    table_id: u64,
+    table: TableId,
     ranges: &[KeyRange],
-    matches: &dyn Fn(&RawRow<'_>) -> bool,
+    matches: &dyn Fn(&StoredRow<'_>) -> bool,
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<Page, StoreError> {
-    let raw = execute_raw_page(store, table_id, ranges, matches, resume, limits)?;
+    let raw = execute_raw_page(store, table, ranges, matches, resume, limits)?;
     let entities = raw
         .rows
         .entities()?
@@ -155,9 +84,9 @@ pub fn execute_page(
 /// stored bytes and never decoded here.
 pub fn execute_raw_page(
     store: &dyn Store,
-    table_id: u64,
+    table: TableId,
     ranges: &[KeyRange],
-    matches: &dyn Fn(&RawRow<'_>) -> bool,
+    matches: &dyn Fn(&StoredRow<'_>) -> bool,
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<RawPage, StoreError> {
@@ -173,7 +102,7 @@ pub fn execute_raw_page(
             None => range.clone(),
         };
         let mut done = false;
-        store.scan_raw(table_id, &range, &mut |key, value| {
+        store.scan_raw(table, &range, &mut |row| {
             page.examined += 1;
             // Look-ahead: the first entity after a full page is where the next page starts;
             // so is the first one past the scan budget.
@@ -181,19 +110,15 @@ pub fn execute_raw_page(
             let over_budget = page.examined > limits.max_examined
                 || (page.examined.is_multiple_of(256) && started.elapsed() > limits.max_duration);
             if filled || over_budget {
-                match next_position(key) {
-                    Ok(next) => page.next = next,
+                match row.keys() {
+                    Ok(next) => page.next = Some(next),
                     Err(e) => failure = Some(e),
                 }
                 done = true;
                 return false;
             }
-            let row = RawRow {
-                key,
-                value: RawEntity::new(value),
-            };
             if matches(&row) {
-                page.rows.push(key, value);
+                page.rows.push(&row);
             }
             true
         })?;
@@ -241,7 +166,7 @@ pub fn execute_table_page(
                 break;
             }
             page.examined += 1;
-            if let Some(table) = store.get_table(account, &folded)? {
+            if let Some(table) = store.get_table(&TableRef::new(account, folded))? {
                 if eval::matches_opt(filter, &eval::TableRow { name: &table.name }) {
                     page.names.push(table.name);
                 }
@@ -270,15 +195,13 @@ mod equivalence_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableName, WriteKind, WriteOp};
+    use crate::model::{EdmValue, EdmValueRef, EntityKey, IfMatch, Property, WriteKind, WriteOp};
     use crate::store::memory::MemoryKv;
     use crate::store::{Durability, KvStore};
 
-    fn store_with(n: usize) -> (std::sync::Arc<KvStore<MemoryKv>>, u64) {
+    fn store_with(n: usize) -> (std::sync::Arc<KvStore<MemoryKv>>, TableId) {
         let store = KvStore::open(MemoryKv::new(), Durability::Durable).unwrap();
-        let t = store
-            .create_table("acct", &TableName::parse("tbl").unwrap())
-            .unwrap();
+        let t = store.create_table(&TableRef::new("acct", "tbl")).unwrap();
         for i in 0..n {
             let op = WriteOp {
                 kind: WriteKind::Insert,
@@ -299,10 +222,10 @@ mod tests {
 
     fn all_pages(
         store: &dyn Store,
-        table: u64,
+        table: TableId,
         ranges: &[KeyRange],
         top: usize,
-        pred: &dyn Fn(&RawRow<'_>) -> bool,
+        pred: &dyn Fn(&StoredRow<'_>) -> bool,
     ) -> (Vec<Entity>, usize) {
         let mut out = Vec::new();
         let mut resume: Option<(String, String)> = None;
@@ -350,7 +273,7 @@ mod tests {
     #[test]
     fn selective_scan_is_bounded_and_complete() {
         let (store, t) = store_with(60);
-        let pred = |r: &RawRow<'_>| matches!(r.value.property("n"), Some(crate::store::codec::RawValue::Int32(n)) if n % 20 == 0);
+        let pred = |r: &StoredRow<'_>| matches!(r.property("n"), Some(EdmValueRef::Int32(n)) if n % 20 == 0);
         let (all, pages) = all_pages(&*store, t, &[KeyRange::all()], 1000, &pred);
         assert_eq!(all.len(), 3);
         assert!(pages > 5, "pages end after max_examined entities");
@@ -359,7 +282,7 @@ mod tests {
     #[test]
     fn raw_pages_hold_the_same_entities_as_decoded_pages() {
         let (store, t) = store_with(40);
-        let pred = |r: &RawRow<'_>| matches!(r.value.property("n"), Some(crate::store::codec::RawValue::Int32(n)) if n % 3 == 0);
+        let pred = |r: &StoredRow<'_>| matches!(r.property("n"), Some(EdmValueRef::Int32(n)) if n % 3 == 0);
         let limits = PageLimits {
             top: 5,
             ..PageLimits::default()

@@ -75,7 +75,10 @@ pub fn check(
 ) -> Result<Principal, ApiError> {
     let store = &state.store;
     let policies = |account: &str, table: &str, id: &str| {
-        let info = store.get_table(account, table).ok().flatten()?;
+        let info = store
+            .get_table(&crate::model::TableRef::new(account, table))
+            .ok()
+            .flatten()?;
         let identifiers = crate::auth::decode_signed_identifiers(&info.acl).ok()?;
         identifiers
             .into_iter()

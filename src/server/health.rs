@@ -1,15 +1,16 @@
 //! The client side of the readiness probe, for `tablestore --healthcheck` (container health
 //! checks in images without curl): `GET /_health` on the configured host and port.
 //!
-//! Depends only on [`super::dispatch::HEALTH_PATH`] and, for HTTPS servers, the TLS client
-//! set-up in [`super::tls`].
+//! Owns [`HEALTH_PATH`], which the server answers in `intake`. Depends only on, for HTTPS
+//! servers, the TLS client set-up in [`super::tls`].
 
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use super::dispatch::HEALTH_PATH;
+/// Path of the readiness probe; `_` cannot start an account name, so it never collides.
+pub const HEALTH_PATH: &str = "/_health";
 
 /// The address to probe for a listening address: a wildcard (`0.0.0.0`, `::`) means this
 /// machine, so the loopback address of the same family is probed.

@@ -16,7 +16,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
 
-use super::dispatch::HEALTH_PATH;
+use super::health::HEALTH_PATH;
 use super::AppState;
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::protocol::headers::X_MS_REQUEST_ID;

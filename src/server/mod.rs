@@ -3,12 +3,14 @@
 //! store through [`AppState::blocking`], and every error becomes Azure's error response.
 
 pub mod auth;
+pub mod call;
 pub mod connections;
 pub mod context;
 pub mod dispatch;
 pub mod group_commit;
 pub mod handlers;
 pub mod health;
+pub mod intake;
 pub mod middleware;
 pub mod tls;
 

@@ -128,3 +128,15 @@ impl Kv for MemoryKv {
         false
     }
 }
+
+#[cfg(test)]
+crate::store_conformance!(
+    durable: false,
+    open: |_dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+        crate::store::KvStore::open(
+            crate::store::memory::MemoryKv::new(),
+            crate::store::Durability::Durable,
+        )
+        .expect("open")
+    },
+);

@@ -9,8 +9,10 @@
 //! clock, so every write gets a distinct Timestamp and hence a distinct ETag.
 
 pub mod codec;
+pub mod conformance;
 pub mod key;
 pub mod memory;
+pub mod row;
 pub mod sled_kv;
 
 use std::ops::Bound;
@@ -18,9 +20,11 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::model::limits::{check_entity, EntityLimitError};
-use crate::model::{EdmDateTime, Entity, IfMatch, Property, TableName, WriteKind, WriteOp};
+use crate::model::{EdmDateTime, Entity, IfMatch, Property, WriteKind, WriteOp};
+pub use crate::model::{TableId, TableRef};
 use codec::TableRecord;
 pub use key::{KeyBound, KeyRange};
+pub use row::{StoredRow, StoredRows};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreError {
@@ -56,7 +60,7 @@ pub struct Committed {
 /// A table as the store knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableInfo {
-    pub id: u64,
+    pub id: TableId,
     /// Name with the casing used at creation.
     pub name: String,
     /// Stored access policies (opaque bytes owned by the auth layer).
@@ -66,45 +70,48 @@ pub struct TableInfo {
 pub type EntityIter<'a> = Box<dyn Iterator<Item = Result<Entity, StoreError>> + Send + 'a>;
 pub type TableIter<'a> = Box<dyn Iterator<Item = Result<TableInfo, StoreError>> + Send + 'a>;
 
+/// The store contract: tables addressed by [`TableRef`], entities by the [`TableId`] a table
+/// resolved to, key ranges ([`KeyRange`]) and rows ([`StoredRow`]) in Azure's key order.
+/// Every implementation passes the one conformance suite ([`conformance`]).
 pub trait Store: Send + Sync + 'static {
-    fn create_table(&self, account: &str, name: &TableName) -> Result<TableInfo, StoreError>;
+    /// Creates the table; its name must be valid ([`crate::model::TableName::parse`]).
+    fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError>;
     /// Removes the table and (eventually, in the background) its entities.
-    fn delete_table(&self, account: &str, name: &str) -> Result<(), StoreError>;
+    fn delete_table(&self, table: &TableRef) -> Result<(), StoreError>;
     /// Looks a table up by name, case-insensitively.
-    fn get_table(&self, account: &str, name: &str) -> Result<Option<TableInfo>, StoreError>;
+    fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError>;
     /// Tables of an account ordered by lower-cased name, from `start_folded` (inclusive).
     fn list_tables(
         &self,
         account: &str,
         start_folded: Option<&str>,
     ) -> Result<TableIter<'_>, StoreError>;
-    fn set_table_acl(&self, account: &str, name: &str, acl: Vec<u8>) -> Result<(), StoreError>;
+    fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError>;
     fn get_entity(
         &self,
-        table_id: u64,
+        table: TableId,
         partition_key: &str,
         row_key: &str,
     ) -> Result<Option<Entity>, StoreError>;
     /// Entities of `range` in key order, read lazily.
-    fn scan(&self, table_id: u64, range: &KeyRange) -> EntityIter<'_>;
-    /// Visits the stored `(key, value)` bytes of `range` in key order, without copying or
-    /// decoding, until `visit` returns false. Keys decode with [`key::decode_entity_key`],
-    /// values with [`codec::decode_entity`] or in place with [`codec::RawEntity`].
+    fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_>;
+    /// Visits the stored rows of `range` in key order, without copying or decoding them,
+    /// until `visit` returns false.
     fn scan_raw(
         &self,
-        table_id: u64,
+        table: TableId,
         range: &KeyRange,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
     ) -> Result<(), StoreError>;
     /// Applies all operations atomically (all share one PartitionKey when more than one), or
     /// none. Returns the new Timestamp of each operation (`Delete`'s is unused). Durable on
     /// return when the store is in durable mode.
-    fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError>;
+    fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError>;
     /// Like [`Store::commit`] but returns as soon as the operations are applied (visible to
     /// reads), before they are durable. The caller must make them durable ([`Store::flush`],
     /// or the server's asynchronous group commit) before acknowledging them when
     /// [`Store::needs_sync`] says so.
-    fn commit_unsynced(&self, table_id: u64, ops: &[WriteOp]) -> Result<Committed, CommitError>;
+    fn commit_unsynced(&self, table: TableId, ops: &[WriteOp]) -> Result<Committed, CommitError>;
     /// Whether acknowledged writes must wait for a flush (durable mode on disk).
     fn needs_sync(&self) -> bool;
     /// The backend generation: it changes when the backend discarded unflushed writes (a
@@ -390,16 +397,17 @@ impl<B: Kv> KvStore<B> {
 }
 
 impl<B: Kv> Store for KvStore<B> {
-    fn create_table(&self, account: &str, name: &TableName) -> Result<TableInfo, StoreError> {
+    fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError> {
         let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let folded = name.folded();
+        let account = table.account.as_str();
+        let folded = table.folded();
         if self.read_table(account, &folded)?.is_some() {
             return Err(StoreError::TableAlreadyExists);
         }
         let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
         let record = TableRecord {
             id,
-            name: name.as_str().to_string(),
+            name: table.name.clone(),
             acl: Vec::new(),
         };
         self.write_tables(vec![
@@ -413,15 +421,16 @@ impl<B: Kv> Store for KvStore<B> {
             ),
         ])?;
         Ok(TableInfo {
-            id,
+            id: TableId(id),
             name: record.name,
             acl: record.acl,
         })
     }
 
-    fn delete_table(&self, account: &str, name: &str) -> Result<(), StoreError> {
+    fn delete_table(&self, table: &TableRef) -> Result<(), StoreError> {
         let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let folded = name.to_ascii_lowercase();
+        let account = table.account.as_str();
+        let folded = table.folded();
         let record = self
             .read_table(account, &folded)?
             .ok_or(StoreError::TableNotFound)?;
@@ -435,11 +444,11 @@ impl<B: Kv> Store for KvStore<B> {
         Ok(())
     }
 
-    fn get_table(&self, account: &str, name: &str) -> Result<Option<TableInfo>, StoreError> {
+    fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
         Ok(self
-            .read_table(account, &name.to_ascii_lowercase())?
+            .read_table(&table.account, &table.folded())?
             .map(|r| TableInfo {
-                id: r.id,
+                id: TableId(r.id),
                 name: r.name,
                 acl: r.acl,
             }))
@@ -466,7 +475,7 @@ impl<B: Kv> Store for KvStore<B> {
                 let (_, v) = r?;
                 codec::decode_table(v.as_ref())
                     .map(|r| TableInfo {
-                        id: r.id,
+                        id: TableId(r.id),
                         name: r.name,
                         acl: r.acl,
                     })
@@ -475,9 +484,10 @@ impl<B: Kv> Store for KvStore<B> {
         Ok(Box::new(iter))
     }
 
-    fn set_table_acl(&self, account: &str, name: &str, acl: Vec<u8>) -> Result<(), StoreError> {
+    fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError> {
         let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let folded = name.to_ascii_lowercase();
+        let account = table.account.as_str();
+        let folded = table.folded();
         let mut record = self
             .read_table(account, &folded)?
             .ok_or(StoreError::TableNotFound)?;
@@ -490,11 +500,11 @@ impl<B: Kv> Store for KvStore<B> {
 
     fn get_entity(
         &self,
-        table_id: u64,
+        table: TableId,
         partition_key: &str,
         row_key: &str,
     ) -> Result<Option<Entity>, StoreError> {
-        let key = key::entity_key(table_id, partition_key, row_key);
+        let key = key::entity_key(table.0, partition_key, row_key);
         match self.kv.get(Space::Entities, &key)? {
             Some(bytes) => {
                 let (timestamp, properties) = codec::decode_entity(bytes.as_ref())
@@ -510,8 +520,8 @@ impl<B: Kv> Store for KvStore<B> {
         }
     }
 
-    fn scan(&self, table_id: u64, range: &KeyRange) -> EntityIter<'_> {
-        let (start, end) = range.to_bytes(table_id);
+    fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_> {
+        let (start, end) = range.to_bytes(table.0);
         Box::new(self.kv.range(Space::Entities, start, end).map(|r| {
             let (k, v) = r?;
             let (partition_key, row_key) = key::decode_entity_key(k.as_ref())
@@ -529,22 +539,22 @@ impl<B: Kv> Store for KvStore<B> {
 
     fn scan_raw(
         &self,
-        table_id: u64,
+        table: TableId,
         range: &KeyRange,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
     ) -> Result<(), StoreError> {
-        let (start, end) = range.to_bytes(table_id);
+        let (start, end) = range.to_bytes(table.0);
         for entry in self.kv.range(Space::Entities, start, end) {
             let (k, v) = entry?;
-            if !visit(k.as_ref(), v.as_ref()) {
+            if !visit(StoredRow::new(k.as_ref(), v.as_ref())) {
                 break;
             }
         }
         Ok(())
     }
 
-    fn commit(&self, table_id: u64, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
-        let committed = self.commit_unsynced(table_id, ops)?;
+    fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
+        let committed = self.commit_unsynced(table, ops)?;
         self.make_durable(committed.generation)
             .map_err(|error| CommitError {
                 index: ops.len().saturating_sub(1),
@@ -561,7 +571,8 @@ impl<B: Kv> Store for KvStore<B> {
         self.durability == Durability::Durable && self.kv.is_persistent()
     }
 
-    fn commit_unsynced(&self, table_id: u64, ops: &[WriteOp]) -> Result<Committed, CommitError> {
+    fn commit_unsynced(&self, table: TableId, ops: &[WriteOp]) -> Result<Committed, CommitError> {
+        let table_id = table.0;
         let Some(first) = ops.first() else {
             return Ok(Committed {
                 stamps: Vec::new(),

@@ -433,3 +433,28 @@ impl Kv for SledKv {
         self.generation.load(Ordering::Acquire)
     }
 }
+
+#[cfg(test)]
+crate::store_conformance!(
+    durable: true,
+    open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+        crate::store::sled_kv::open_for_tests(dir)
+    },
+);
+
+/// Opens a durable sled store over `dir`, waiting briefly while a store closed just before
+/// (a background purge may still hold it) lets go of the folder.
+#[cfg(test)]
+fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::store::Store> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match SledKv::open(dir, &SledOptions::default()) {
+            Ok(kv) => {
+                return crate::store::KvStore::open(kv, crate::store::Durability::Durable)
+                    .expect("open the store")
+            }
+            Err(e) if Instant::now() > deadline => panic!("opening sled in {dir:?}: {e:?}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}

@@ -1,5 +1,5 @@
 //! What the benchmark writes: key layout, ~1 KiB entities with ten typed properties, `$batch`
-//! bodies (spec §7.2) and the parsing of `$batch` and query responses.
+//! bodies (Azure docs: "Performing entity group transactions") and the parsing of `$batch` and query responses.
 
 use std::fmt::Write as _;
 use std::ops::Range;

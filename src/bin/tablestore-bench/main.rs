@@ -2,7 +2,7 @@
 //!
 //! Layout:
 //! - `cli`: command line (`--help` documents every workload and figure).
-//! - `sign`: Shared Key Lite signing (spec §8.2).
+//! - `sign`: Shared Key Lite signing (Azure docs: "Authorize with Shared Key").
 //! - `client`: one keep-alive HTTP/1.1 connection per worker, signed requests, timeouts.
 //! - `data`: key layout, ~1 KiB typed entities, `$batch` bodies, response parsing.
 //! - `hist`: constant-memory latency histogram.

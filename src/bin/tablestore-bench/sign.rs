@@ -1,4 +1,4 @@
-//! Shared Key Lite signing for the Table service (spec §8.2):
+//! Shared Key Lite signing for the Table service (Azure docs: "Authorize with Shared Key"):
 //! `StringToSign = Date + "\n" + CanonicalizedResource`, where the canonicalized resource is
 //! `"/" + account + <request path exactly as sent>` plus `?comp=<value>` when present.
 
@@ -90,7 +90,7 @@ mod tests {
 
     #[test]
     fn spec_vector_shared_key_lite() {
-        // shared/spec/table-protocol.md §8.3, first row.
+        // Known-answer vectors computed with the development account key, first row.
         let s = Signer::new("devstoreaccount1", KEY).unwrap();
         let sts = "Mon, 27 Jun 2016 15:25:14 GMT\n/devstoreaccount1/devstoreaccount1/Tables";
         assert_eq!(
@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn other_spec_vectors_share_the_hmac() {
-        // §8.3 Shared Key rows: same key and HMAC, different string-to-sign.
+        // The known-answer Shared Key rows: same key and HMAC, different string-to-sign.
         let s = Signer::new("devstoreaccount1", KEY).unwrap();
         assert_eq!(
             s.signature(

@@ -1,4 +1,4 @@
-//! Decoding of a `$batch` request body (`table-protocol.md` §7.2) into a [`BatchBody`].
+//! Decoding of a `$batch` request body (Azure docs: "Performing entity group transactions") into a [`BatchBody`].
 //!
 //! Layout accepted (every variation below was seen in real client traffic):
 //!

@@ -1,4 +1,4 @@
-//! Encoding of `$batch` responses (`table-protocol.md` §7.5, §7.6).
+//! Encoding of `$batch` responses (Azure docs: "Performing entity group transactions").
 //!
 //! Byte layout, CRLF everywhere, as Azure writes it (recordings of the real service made by the
 //! JS SDK's and azure-storage-node's test suites):
@@ -172,7 +172,7 @@ mod tests {
         std::str::from_utf8(bytes).expect("utf-8")
     }
 
-    /// The spec's §7.5 sample, with the body layout Azure really uses (blank line after the
+    /// The sample of Azure docs: "Performing entity group transactions", with the body layout Azure really uses (blank line after the
     /// headers, then the empty body, then the delimiter's CRLF) and without `Content-ID`.
     #[test]
     fn changeset_response_bytes() {
@@ -237,7 +237,7 @@ ETag: W/\"datetime'2013-10-14T18%3A25%3A49.8932467Z'\"\r\n\
         assert_eq!(text(&got), want);
     }
 
-    /// §7.6 failure: only the failed operation's sub-response, with its JSON error body.
+    /// A failure (Azure docs: "Performing entity group transactions"): only the failed operation's sub-response, with its JSON error body.
     #[test]
     fn failure_response_bytes() {
         let failed = SubResponse {

@@ -1,17 +1,17 @@
-//! The `$batch` (entity group transaction) multipart codec: splits a `multipart/mixed` request
-//! body into [`SubRequest`]s and writes `multipart/mixed` batch responses from [`SubResponse`]s.
-//!
-//! Owns only the framing (boundaries, part headers, inner request/status lines) described in
-//! `table-protocol.md` §7.2 and §7.5. It does not interpret URLs, entity bodies or headers beyond
-//! what framing needs: the caller turns each sub-request into an operation and decides every
-//! sub-response header (including whether to echo `Content-ID`). Pure bytes <-> typed values:
-//! no I/O, and nothing from the `store`, `query`, `batch` or `server` modules.
+//! The `$batch` (entity group transaction) codec. `decode.rs` and `encode.rs` own the
+//! framing (boundaries, part headers, inner request/status lines; Azure docs: "Performing
+//! entity group transactions"): a `multipart/mixed` request body becomes [`SubRequest`]s and
+//! [`SubResponse`]s become a `multipart/mixed` response. `operations.rs` reads each
+//! sub-request as the same operation and write a top-level request would be, and builds each
+//! operation's sub-response. Pure bytes <-> typed values: no I/O, and nothing from the
+//! `store`, `query`, `batch` or `server` modules.
 //!
 //! Decoding is a line scanner over the raw bytes (no regexes): it never panics, and its work is
 //! linear in the input size (each byte is visited a bounded number of times).
 
 mod decode;
 mod encode;
+mod operations;
 
 #[cfg(test)]
 mod golden_tests;
@@ -22,6 +22,10 @@ pub use decode::decode_batch;
 pub use encode::{
     encode_changeset_response, encode_changeset_response_with_boundaries, encode_query_response,
     encode_query_response_with_boundary, reason_phrase,
+};
+pub use operations::{
+    decode_change, error_sub_response, parse_sub_operation, retrieve_sub_response,
+    write_sub_response, ChangeWrite,
 };
 
 /// One operation of a batch, exactly as the client wrote it.

@@ -1,5 +1,5 @@
 //! Get/Set Table ACL: the table's stored access policies, kept in the table record in
-//! Azure's `SignedIdentifiers` XML form (spec §2.4, §2.5).
+//! Azure's `SignedIdentifiers` XML form (Azure docs: "Get Table ACL", "Set Table ACL").
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -7,7 +7,7 @@ use axum::response::Response;
 use super::store_error;
 use crate::auth::{decode_signed_identifiers, encode_signed_identifiers, AclError};
 use crate::protocol::{ApiError, ErrorCode};
-use crate::server::dispatch::Call;
+use crate::server::call::Call;
 use crate::server::AppState;
 
 fn acl_error(e: &AclError) -> ApiError {
@@ -23,9 +23,9 @@ pub async fn get_table_acl(
     call: &Call,
     table: String,
 ) -> Result<Response, ApiError> {
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let info = state
-        .blocking(move |store| store.get_table(&account, &table).map_err(store_error))
+        .blocking(move |store| store.get_table(&table).map_err(store_error))
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))?;
     // Stored bytes were written by encode_signed_identifiers; re-encoding normalises them.
@@ -51,13 +51,9 @@ pub async fn set_table_acl(
 ) -> Result<Response, ApiError> {
     let identifiers = decode_signed_identifiers(&call.body).map_err(|e| acl_error(&e))?;
     let encoded = encode_signed_identifiers(&identifiers);
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     state
-        .blocking(move |store| {
-            store
-                .set_table_acl(&account, &table, encoded)
-                .map_err(store_error)
-        })
+        .blocking(move |store| store.set_table_acl(&table, encoded).map_err(store_error))
         .await?;
     Ok(call
         .ctx

@@ -6,23 +6,24 @@ use axum::response::Response;
 
 use super::{metadata, parse_top, store_error, wants_plan};
 use crate::model::entity::etag_for;
-use crate::model::{Entity, EntityKey, IfMatch, WriteKind, WriteOp};
+use crate::model::{Entity, TableRef, WriteKind};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::filter;
-use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
+use crate::protocol::headers::{self, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::operation::{EntityRef, Operation};
 use crate::protocol::uri::entity_path;
+use crate::protocol::write::{decode_insert, decode_write};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::query::plan::plan_entities;
 use crate::query::{eval, execute_raw_page, PageLimits};
-use crate::server::dispatch::Call;
+use crate::server::call::Call;
 use crate::server::AppState;
 use crate::store::{Store, TableInfo};
 
-pub fn table_info(store: &dyn Store, account: &str, table: &str) -> Result<TableInfo, ApiError> {
+pub fn table_info(store: &dyn Store, table: &TableRef) -> Result<TableInfo, ApiError> {
     store
-        .get_table(account, table)
+        .get_table(table)
         .map_err(store_error)?
         .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))
 }
@@ -77,12 +78,17 @@ pub async fn query_entities(
             .filter_map(|r| r.intersect(sas))
             .collect();
     }
+    if limits.top == 0 {
+        // `$top=0`: an empty page with no continuation (a continuation would point back at
+        // the same place, and a client paging on it would never finish).
+        plan.ranges.clear();
+    }
     let description = plan.to_string();
     let resume = resume_position(call);
     let account = call.ctx.data_account().to_string();
     let (info, page) = state
         .blocking(move |store| {
-            let info = table_info(store, &account, &table)?;
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let page = execute_raw_page(
                 store,
                 info.id,
@@ -135,7 +141,10 @@ pub async fn get_entity(
     let filter = filter::parse_param(call.query.get("$filter"))?;
     let account = call.ctx.data_account().to_string();
     let (info, found) = state.inline(|store| {
-        let info = table_info(store, &account, &entity.table)?;
+        let info = table_info(
+            store,
+            &TableRef::new(account.as_str(), entity.table.as_str()),
+        )?;
         let found = store
             .get_entity(info.id, &entity.partition_key, &entity.row_key)
             .map_err(store_error)?
@@ -157,12 +166,12 @@ pub async fn insert_entity(
     table: String,
 ) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
-    let op = insert_op(&call.body, call.header("content-type"))?;
+    let op = decode_insert(&call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let account = call.ctx.data_account().to_string();
     let (info, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &account, &table)?;
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
@@ -200,93 +209,18 @@ pub async fn insert_entity(
     Ok(r.into_response())
 }
 
-/// Builds the store operation of Insert Entity from its body (shared with `$batch`).
-pub fn insert_op(body: &[u8], content_type: Option<&str>) -> Result<WriteOp, ApiError> {
-    check_json_content_type(content_type)?;
-    let body = json::decode_entity(body)?;
-    let (Some(partition_key), Some(row_key)) = (body.partition_key, body.row_key) else {
-        return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
-    };
-    json::check_entity_limits(&partition_key, &row_key, &body.properties)?;
-    Ok(WriteOp {
-        kind: WriteKind::Insert,
-        key: EntityKey {
-            partition_key,
-            row_key,
-        },
-        properties: body.properties,
-        if_match: IfMatch::Any,
-    })
-}
-
-/// Builds the store operation for an entity write from the URL, headers and body.
-pub fn write_op(
-    operation: Operation,
-    body: &[u8],
-    content_type: Option<&str>,
-) -> Result<(String, WriteOp), ApiError> {
-    let (entity, kind, if_match) = match operation {
-        Operation::UpdateEntity(e, m) => (e, WriteKind::Update, m),
-        Operation::MergeEntity(e, m) => (e, WriteKind::Merge, m),
-        Operation::DeleteEntity(e, m) => (e, WriteKind::Delete, m),
-        Operation::InsertOrReplaceEntity(e) => (e, WriteKind::InsertOrReplace, IfMatch::Any),
-        Operation::InsertOrMergeEntity(e) => (e, WriteKind::InsertOrMerge, IfMatch::Any),
-        _ => return Err(ApiError::new(ErrorCode::MethodNotAllowed)),
-    };
-    json::validate_key(&entity.partition_key)?;
-    json::validate_key(&entity.row_key)?;
-    let properties = if kind == WriteKind::Delete {
-        Vec::new()
-    } else {
-        check_json_content_type(content_type)?;
-        // Some legacy clients send MERGE without a body: an empty property set.
-        let decoded = if body.iter().all(u8::is_ascii_whitespace) {
-            json::EntityBody {
-                partition_key: None,
-                row_key: None,
-                properties: Vec::new(),
-            }
-        } else {
-            json::decode_entity(body)?
-        };
-        let mismatched = |k: &Option<String>, url: &str| k.as_deref().is_some_and(|k| k != url);
-        if mismatched(&decoded.partition_key, &entity.partition_key)
-            || mismatched(&decoded.row_key, &entity.row_key)
-        {
-            return Err(ApiError::with_message(
-                ErrorCode::InvalidInput,
-                "The keys in the request body do not match the keys in the request URI.",
-            ));
-        }
-        json::check_entity_limits(&entity.partition_key, &entity.row_key, &decoded.properties)?;
-        decoded.properties
-    };
-    Ok((
-        entity.table,
-        WriteOp {
-            kind,
-            key: EntityKey {
-                partition_key: entity.partition_key,
-                row_key: entity.row_key,
-            },
-            properties,
-            if_match,
-        },
-    ))
-}
-
 pub async fn write_entity(
     state: &AppState,
     call: &Call,
     operation: Operation,
 ) -> Result<Response, ApiError> {
-    let (table, op) = write_op(operation, &call.body, call.header("content-type"))?;
+    let (table, op) = decode_write(operation, &call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let is_delete = op.kind == WriteKind::Delete;
     let account = call.ctx.data_account().to_string();
     let timestamp = state
         .write(|store| {
-            let info = table_info(store, &account, &table)?;
+            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;

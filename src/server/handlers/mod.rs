@@ -33,14 +33,15 @@ pub fn store_error(e: StoreError) -> ApiError {
 use crate::model::limits::MAX_PAGE_SIZE;
 use crate::protocol::headers::{negotiate_metadata, Metadata};
 use crate::protocol::uri::QueryParams;
-use crate::server::dispatch::Call;
+use crate::server::call::Call;
 
-/// `$top`: 1..=1000 entities (or tables) per page; absent means 1000.
+/// `$top`: 0..=1000 entities (or tables) per page; absent means 1000. Azure answers `$top=0`
+/// with zero entities (Storage Explorer sends it; Azurite issue #1428 compares the two).
 pub fn parse_top(query: &QueryParams) -> Result<usize, ApiError> {
     match query.get("$top") {
         None => Ok(MAX_PAGE_SIZE),
         Some(v) => match v.trim().parse::<usize>() {
-            Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) => Ok(n),
+            Ok(n) if n <= MAX_PAGE_SIZE => Ok(n),
             _ => Err(ApiError::with_message(
                 ErrorCode::InvalidQueryParameterValue,
                 format!("Value for one of the query parameters specified in the request URI is invalid. ($top={v})"),
@@ -61,7 +62,7 @@ pub fn metadata(call: &Call) -> Result<Metadata, ApiError> {
 }
 
 /// OData query options the Table service does not support: answered 501 NotImplemented
-/// rather than silently ignored [emu, spec §6.3].
+/// rather than silently ignored [emu, Azure docs: "Query operators supported for the Table service"].
 pub fn reject_unsupported_options(query: &QueryParams) -> Result<(), ApiError> {
     for option in [
         "$orderby",

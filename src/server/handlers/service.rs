@@ -8,8 +8,8 @@ use super::store_error;
 use crate::model::EdmDateTime;
 use crate::protocol::service_properties::ServiceProperties;
 use crate::protocol::{ApiError, ErrorCode};
+use crate::server::call::Call;
 use crate::server::context::RequestContext;
-use crate::server::dispatch::Call;
 use crate::server::AppState;
 
 async fn load(state: &AppState, account: &str) -> Result<ServiceProperties, ApiError> {
@@ -51,7 +51,7 @@ pub async fn set_service_properties(state: &AppState, call: &Call) -> Result<Res
 }
 
 /// Replication stats: this server has no replica, so the secondary is always `live` and in
-/// sync as of now [emu, spec §2.8].
+/// sync as of now [emu, Azure docs: "Get Table Service Stats"].
 pub async fn get_service_stats(_state: &AppState, call: &Call) -> Result<Response, ApiError> {
     let body = format!(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceStats><GeoReplication><Status>live</Status><LastSyncTime>{}</LastSyncTime></GeoReplication></StorageServiceStats>",

@@ -8,8 +8,8 @@ use crate::model::{TableName, TableNameError};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
 use crate::protocol::{filter, json, ApiError, ErrorCode};
-use crate::query::execute_table_page;
-use crate::server::dispatch::Call;
+use crate::query::{execute_table_page, TablePage};
+use crate::server::call::Call;
 use crate::server::AppState;
 use crate::store::StoreError;
 
@@ -23,12 +23,20 @@ pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, Api
         .get("NextTableName")
         .map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
     let account = call.ctx.data_account().to_string();
-    let page = state
-        .blocking(move |store| {
-            execute_table_page(store, &account, filter.as_ref(), start.as_deref(), top)
-                .map_err(store_error)
-        })
-        .await?;
+    let page = if top == 0 {
+        // `$top=0`: an empty page with no continuation, as for Query Entities.
+        TablePage {
+            plan: "none ($top=0)".into(),
+            ..TablePage::default()
+        }
+    } else {
+        state
+            .blocking(move |store| {
+                execute_table_page(store, &account, filter.as_ref(), start.as_deref(), top)
+                    .map_err(store_error)
+            })
+            .await?
+    };
     tracing::debug!(
         request_id = %call.ctx.request_id,
         plan = %page.plan,
@@ -57,9 +65,9 @@ pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, Api
 
 pub async fn get_table(state: &AppState, call: &Call, table: String) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let info = state
-        .blocking(move |store| store.get_table(&account, &table).map_err(store_error))
+        .blocking(move |store| store.get_table(&table).map_err(store_error))
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))?;
     let mut r = call.ctx.odata_response(StatusCode::OK);
@@ -81,9 +89,9 @@ pub async fn create_table(state: &AppState, call: &Call) -> Result<Response, Api
         ),
         TableNameError::Characters => ApiError::new(ErrorCode::InvalidResourceName),
     })?;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(name.as_str());
     let info = state
-        .blocking(move |store| store.create_table(&account, &name).map_err(store_error))
+        .blocking(move |store| store.create_table(&table).map_err(store_error))
         .await?;
     let location = format!("{}/Tables('{}')", call.ctx.base_url, info.name);
     let preference = ReturnPreference::parse(call.header(headers::PREFER));
@@ -111,10 +119,10 @@ pub async fn delete_table(
     call: &Call,
     table: String,
 ) -> Result<Response, ApiError> {
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     state
         .blocking(move |store| {
-            store.delete_table(&account, &table).map_err(|e| match e {
+            store.delete_table(&table).map_err(|e| match e {
                 // Azure answers a missing table here with ResourceNotFound [rec: Py].
                 StoreError::TableNotFound => ApiError::new(ErrorCode::ResourceNotFound),
                 other => store_error(other),

@@ -1,4 +1,4 @@
-// Authorization through @azure/data-tables (spec §8): AzureNamedKeyCredential, SDK-generated
+// Authorization through @azure/data-tables (Azure docs: "Authorize requests to Azure Storage"): AzureNamedKeyCredential, SDK-generated
 // table and account SAS with AzureSASCredential (read-only, key ranges, stored policies), and
 // a TokenCredential over HTTPS with a self-signed certificate against a tablestore process
 // started here (TABLESTORE_BIN, set by ./test.sh; the certificate is made by openssl).

@@ -1,4 +1,4 @@
-// submitTransaction (entity group transactions, spec §7). Group "batch":
+// submitTransaction (entity group transactions, Azure docs: "Performing entity group transactions"). Group "batch":
 // skip with TABLESTORE_SKIP=batch.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";

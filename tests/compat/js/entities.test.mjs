@@ -1,4 +1,4 @@
-// Entities: CRUD, upserts, typed values, ETag conflicts (spec §2.11-§2.17, §3.8, §4.2).
+// Entities: CRUD, upserts, typed values, ETag conflicts (Azure docs: "Get Entity" through "Insert Or Merge Entity", "Update Entity", "Payload format for Table service operations").
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createTempTable, errorCode, rejectsWith } from "./helpers.mjs";
@@ -33,7 +33,7 @@ describe("entities", () => {
     assert.equal(got.etag, created.etag);
     assert.match(got.etag, /^W\/"datetime'.+'"$/);
     assert.ok(typeof got.timestamp === "string" && got.timestamp.endsWith("Z"));
-    // The ETag is built from the Timestamp text (spec §3.8).
+    // The ETag is built from the Timestamp text (Azure docs: "Update Entity").
     assert.equal(got.etag, `W/"datetime'${encodeURIComponent(got.timestamp)}'"`);
   });
 
@@ -162,7 +162,7 @@ describe("entities", () => {
     const got = await client.getEntity(p, "r", { disableTypeConversion: true });
     assert.deepEqual(got.int64, { value: "255", type: "Int64" });
     assert.deepEqual(got.dateText, { value: "2021-07-08T09:10:09.1234567Z", type: "DateTime" });
-    // Azure re-formats DateTime values: a zero fraction is dropped (spec §5.6).
+    // Azure re-formats DateTime values: a zero fraction is dropped (Azure docs: "Understanding the Table service data model").
     assert.deepEqual(got.zeroFraction, { value: "1973-10-04T00:00:00Z", type: "DateTime" });
     // Azure writes integral doubles as 2.0 without annotation; JSON.parse makes
     // that 2, so the SDK cannot tell the type -- only the value is checked.

@@ -1,4 +1,4 @@
-// listEntities paging via byPage and continuation tokens (spec §6.6).
+// listEntities paging via byPage and continuation tokens (Azure docs: "Query timeout and pagination").
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { all, compareOrdinal, createTempTable } from "./helpers.mjs";

@@ -1,4 +1,4 @@
-// listEntities with $filter / $select (spec §6). Group "query": skip with
+// listEntities with $filter / $select (Azure docs: "Querying tables and entities"). Group "query": skip with
 // TABLESTORE_SKIP=query.
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Tables: create, delete, list (spec §2.1-§2.3, §5.1).
+// Tables: create, delete, list (Azure docs: "Query Tables", "Create Table", "Delete Table", "Understanding the Table service data model").
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";

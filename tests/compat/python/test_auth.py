@@ -1,4 +1,4 @@
-"""Authorization through the SDK (spec §8): account key (connection string and
+"""Authorization through the SDK (Azure docs: "Authorize requests to Azure Storage"): account key (connection string and
 AzureNamedKeyCredential), SDK-generated table and account SAS, key ranges, stored access
 policies and their revocation, and the errors Azure answers when a credential falls short.
 

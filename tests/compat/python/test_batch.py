@@ -1,4 +1,4 @@
-"""Entity group transactions via submit_transaction (spec §7)."""
+"""Entity group transactions via submit_transaction (Azure docs: "Performing entity group transactions")."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def test_batch_failure_on_existing_entity_rolls_back(table):
         table.submit_transaction(ops)
     assert info.value.index == 3
     assert _code(info.value) == "EntityAlreadyExists"
-    # The failed sub-response carries the operation's own status (spec §7.6).
+    # The failed sub-response carries the operation's own status (Azure docs: "Performing entity group transactions").
     assert info.value.status_code == 409
     # Nothing was applied.
     for rk in ("new1", "new2", "new3"):

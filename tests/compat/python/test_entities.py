@@ -1,4 +1,4 @@
-"""Entities: CRUD, upserts, ETags, EDM types, keys, limits (spec §2.11-§2.17, §3.8, §4.2, §5)."""
+"""Entities: CRUD, upserts, ETags, EDM types, keys, limits (Azure docs: "Get Entity" through "Insert Or Merge Entity", "Update Entity", "Payload format for Table service operations", "Understanding the Table service data model")."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_get_entity_with_select(table):
     table.create_entity({"PartitionKey": "pk", "RowKey": "rk", "a": 1, "b": "two", "c": 3.5})
     got = table.get_entity("pk", "rk", select=["a", "c"])
     assert dict(got) == {"a": 1, "c": 3.5}
-    # odata.etag is still sent although Timestamp was not selected (spec §6.5).
+    # odata.etag is still sent although Timestamp was not selected (Azure docs: "Querying tables and entities").
     assert got.metadata["etag"]
 
 
@@ -85,7 +85,7 @@ def test_entity_metadata_etag_and_timestamp(table):
     assert etag == meta["etag"]
     assert isinstance(timestamp, datetime)
     assert abs(timestamp - before) < timedelta(minutes=5)
-    # ETag is the weak datetime form built from the Timestamp text (spec §3.8).
+    # ETag is the weak datetime form built from the Timestamp text (Azure docs: "Update Entity").
     service_text = timestamp.tables_service_value
     assert etag == "W/\"datetime'" + quote(service_text) + "'\""
     assert service_text.endswith("Z")
@@ -330,7 +330,7 @@ def test_special_doubles_round_trip(table):
 
 
 def test_integral_double_stays_double(table):
-    # Azure writes integral doubles as 5.0 (spec §4.2), so the SDK reads a float,
+    # Azure writes integral doubles as 5.0 (Azure docs: "Payload format for Table service operations"), so the SDK reads a float,
     # not an Int32.
     table.create_entity(
         {"PartitionKey": "pk", "RowKey": "rk", "five": 5.0, "zero": 0.0, "typed": EntityProperty(2, EdmType.DOUBLE)}
@@ -362,7 +362,7 @@ def test_explicitly_typed_int32_and_string(table):
     [
         # 7-digit precision is kept exactly.
         ("2021-07-08T09:10:09.1234567Z", "2021-07-08T09:10:09.1234567Z"),
-        # Trailing zeros of the fraction are dropped; a zero fraction vanishes (spec §5.6).
+        # Trailing zeros of the fraction are dropped; a zero fraction vanishes (Azure docs: "Understanding the Table service data model").
         ("1973-10-04T00:00:00.000000Z", "1973-10-04T00:00:00Z"),
         ("2020-01-02T03:04:05.1100000Z", "2020-01-02T03:04:05.11Z"),
         ("2020-01-02T03:04:05.111Z", "2020-01-02T03:04:05.111Z"),
@@ -508,7 +508,7 @@ def test_forbidden_key_characters_rejected(table, bad):
 
 
 # ---------------------------------------------------------------------------
-# Limits (spec §5.2, §5.4)
+# Limits (Azure docs: "Understanding the Table service data model")
 # ---------------------------------------------------------------------------
 
 

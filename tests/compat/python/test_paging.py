@@ -1,4 +1,4 @@
-"""Listing entities and paging with continuation tokens (spec §5.8, §6.6)."""
+"""Listing entities and paging with continuation tokens (Azure docs: "Understanding the Table service data model", "Query timeout and pagination")."""
 
 from __future__ import annotations
 

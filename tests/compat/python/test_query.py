@@ -1,4 +1,4 @@
-"""query_entities: $filter on every type, key ranges, $select, $top paging (spec §6)."""
+"""query_entities: $filter on every type, key ranges, $select, $top paging (Azure docs: "Querying tables and entities")."""
 
 from __future__ import annotations
 
@@ -153,7 +153,7 @@ def test_filter_compares_only_matching_types(qtable):
     # only matches the Int32 values, a string literal only the strings.
     assert indexes(qtable.query_entities("mixed lt 6")) == [0, 2, 4]
     assert indexes(qtable.query_entities("mixed eq '7'")) == [7]
-    # String "30" does not satisfy an Int32 comparison (spec §6.4).
+    # String "30" does not satisfy an Int32 comparison (Azure docs: "Querying tables and entities").
     assert 31 not in indexes(qtable.query_entities("mixed gt 20 and i lt 40"))
 
 

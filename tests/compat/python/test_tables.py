@@ -1,4 +1,4 @@
-"""Tables: create, delete, list, query (spec §2.1-§2.3, §5.1)."""
+"""Tables: create, delete, list, query (Azure docs: "Query Tables", "Create Table", "Delete Table", "Understanding the Table service data model")."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_table_names_resolve_case_insensitively(service, make_table):
         ("\u554a\u9f44\u4e02\u72db\u72dc", ValueError),  # CJK characters (recorded against Azure)
         ("tbl-with-dash", ValueError),
         ("1startswithdigit", ValueError),
-        # Reserved (spec §5.1): passes the SDK's regex, so the HTTP error surfaces.
+        # Reserved (Azure docs: "Understanding the Table service data model"): passes the SDK's regex, so the HTTP error surfaces.
         ("tables", HttpResponseError),
     ],
 )
@@ -243,7 +243,7 @@ def test_query_tables_prefix_range(service, make_table):
 
 
 # ---------------------------------------------------------------------------
-# Stored access policies (spec §2.4, §2.5)
+# Stored access policies (Azure docs: "Get Table ACL", "Set Table ACL")
 # ---------------------------------------------------------------------------
 
 

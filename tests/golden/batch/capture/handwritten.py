@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the hand-made fixtures of tests/golden/batch/ (no SDK involved).
 
-  spec_sample          the table-protocol.md section 7.2 sample, verbatim, CRLF
+  spec_sample          the sample request of Azure docs: "Performing entity group
+                       transactions", verbatim, CRLF
   legacy_lf_lowercase  legacy/.NET-era variations: bare LF, lower/odd-case header names,
                        Content-ID among the inner headers, non-GUID and quoted boundaries after
                        another parameter, %27-encoded keys, a MERGE without a body, trailing

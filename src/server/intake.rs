@@ -1,0 +1,239 @@
+//! Admission of one request: health probe, `x-ms-version`, the account (path or host
+//! style), CORS preflight, the [`Operation`] (`protocol::operation`), authentication and
+//! authorization, and the body (4 MiB at most). What comes out is a [`Call`] for the
+//! operation's handler, or the response that ends the request here.
+
+use std::net::SocketAddr;
+
+use axum::body::{to_bytes, Body};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
+use axum::response::Response;
+
+use super::auth;
+use super::call::Call;
+use super::connections::is_body_timeout;
+use super::context::RequestContext;
+use super::handlers::service;
+use super::health::HEALTH_PATH;
+use super::middleware::AuthOutcome;
+use super::{AppState, Scheme};
+use crate::auth::Principal;
+use crate::model::limits::MAX_REQUEST_BODY;
+use crate::protocol::error::ErrorFormat;
+use crate::protocol::headers::{self, is_valid_version};
+use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
+use crate::protocol::uri::{parse_resource, split_account, QueryParams};
+use crate::protocol::{ApiError, ErrorCode};
+
+/// A request let in: the call for the handler, its operation, how its errors are rendered
+/// and how it was authenticated (for the access log).
+pub struct Admitted {
+    pub call: Call,
+    pub operation: Operation,
+    pub error_format: ErrorFormat,
+    pub auth_outcome: AuthOutcome,
+    pub method: Method,
+}
+
+/// Admits a request, or answers it (health probe, preflight, any refusal).
+pub async fn admit(
+    state: &AppState,
+    peer: SocketAddr,
+    parts: Parts,
+    body: Body,
+) -> Result<Admitted, Response> {
+    let mut ctx = RequestContext::new(&parts.headers);
+    let path = parts.uri.path();
+    if path == HEALTH_PATH {
+        let mut r = ctx.plain_response(StatusCode::OK);
+        r.body("text/plain; charset=utf-8", b"OK".to_vec());
+        return Err(r.into_response());
+    }
+    if let Some(v) = parts.headers.get(headers::X_MS_VERSION) {
+        // `--skipApiVersionCheck` accepts any value, as Azurite's switch does.
+        if !state.config.skip_api_version_check
+            && !v.to_str().map(is_valid_version).unwrap_or(false)
+        {
+            return Err(ctx.error(&ApiError::new(ErrorCode::InvalidHeaderValue)));
+        }
+    }
+    let host = parts
+        .headers
+        .get("host")
+        .and_then(|h| h.to_str().ok())
+        .or(parts.uri.host());
+    let accounts = &state.accounts;
+    let host_style = !state.config.disable_product_style_url;
+    let Some(account_path) = split_account(host, path, |a| accounts.contains(a), host_style) else {
+        return Err(ctx.error(&ApiError::new(ErrorCode::InvalidUri)));
+    };
+    ctx.account = account_path.account.clone();
+    if !accounts.contains(ctx.data_account()) {
+        let mut response = ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
+        response
+            .extensions_mut()
+            .insert(AuthOutcome("denied".to_string()));
+        return Err(response);
+    }
+    let host_text = host.unwrap_or("127.0.0.1");
+    let scheme = Scheme::of(&parts.extensions);
+    let scheme_text = scheme.as_str();
+    ctx.base_url = if account_path.path_style {
+        format!("{scheme_text}://{host_text}/{}", ctx.account)
+    } else {
+        format!("{scheme_text}://{host_text}")
+    };
+    if parts.method == axum::http::Method::OPTIONS {
+        return Err(service::preflight(state, &ctx, &parts.headers).await);
+    }
+    let query = match QueryParams::parse(parts.uri.query()) {
+        Ok(q) => q,
+        Err(e) => return Err(ctx.error(&e)),
+    };
+    let operation = match parse_resource(account_path.rest).and_then(|resource| {
+        // Every value of these headers counts, readable or not: an If-Match that is not
+        // text, or sent twice, must fail as a bad ETag rather than vanish and turn a
+        // conditional write into an unconditional upsert.
+        let all_values = |n: &str| -> Option<String> {
+            let values: Vec<String> = parts
+                .headers
+                .get_all(n)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect();
+            (!values.is_empty()).then(|| values.join(", "))
+        };
+        let x_method_values = all_values(headers::X_HTTP_METHOD);
+        let x_methods: Vec<&str> = x_method_values
+            .as_deref()
+            .map(|v| v.split(',').collect())
+            .unwrap_or_default();
+        let if_match = all_values("if-match");
+        let if_none_match = all_values("if-none-match");
+        parse_operation(
+            parts.method.as_str(),
+            resource,
+            &query,
+            OperationHeaders {
+                x_http_method: &x_methods,
+                if_match: if_match.as_deref(),
+                if_none_match: if_none_match.as_deref(),
+            },
+        )
+    }) {
+        Ok(op) => op,
+        Err(e) => return Err(ctx.error(&e)),
+    };
+    let error_format = match operation {
+        Operation::GetTableAcl { .. }
+        | Operation::SetTableAcl { .. }
+        | Operation::GetServiceProperties
+        | Operation::SetServiceProperties
+        | Operation::GetServiceStats => ErrorFormat::StorageXml,
+        _ => ctx.error_format,
+    };
+    let principal = if state.config.disable_auth {
+        if ctx.account.ends_with("-secondary") && operation.is_write() {
+            return Err(ctx.error_response(
+                &ApiError::new(ErrorCode::InsufficientAccountPermissions),
+                error_format,
+            ));
+        }
+        None
+    } else {
+        match auth::check(
+            state,
+            &parts,
+            &ctx,
+            account_path.path_style,
+            &operation,
+            Some(peer.ip()),
+            scheme == Scheme::Https,
+        ) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                let mut response = ctx.error_response(&e, error_format);
+                response
+                    .extensions_mut()
+                    .insert(AuthOutcome("denied".to_string()));
+                return Err(response);
+            }
+        }
+    };
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_REQUEST_BODY as u64) {
+        return Err(closing(ctx.error_response(
+            &ApiError::new(ErrorCode::RequestBodyTooLarge),
+            error_format,
+        )));
+    }
+    let body = match to_bytes(body, MAX_REQUEST_BODY).await {
+        Ok(b) => b,
+        Err(e) => return Err(closing(ctx.error_response(&body_error(&e), error_format))),
+    };
+    let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
+    let call = Call {
+        ctx,
+        principal,
+        is_head: parts.method == axum::http::Method::HEAD,
+        headers: parts.headers,
+        query,
+        body,
+    };
+    Ok(Admitted {
+        call,
+        operation,
+        error_format,
+        auth_outcome,
+        method: parts.method,
+    })
+}
+
+/// The access log's `auth` field: how the request was let in.
+fn auth_label(principal: Option<&Principal>) -> &'static str {
+    match principal {
+        None => "disabled",
+        Some(Principal::SharedKey { .. }) => "SharedKey",
+        Some(Principal::Sas(grant)) => match grant.kind {
+            crate::auth::SasKind::Service => "ServiceSAS",
+            crate::auth::SasKind::Account => "AccountSAS",
+        },
+        Some(Principal::Bearer { .. }) => "Bearer",
+    }
+}
+
+/// The error for a request body that could not be read: too large, too slow (the
+/// connection's body deadline, `ServeLimits::body_read_timeout`), or broken off.
+fn body_error(e: &axum::Error) -> ApiError {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return ApiError::new(ErrorCode::RequestBodyTooLarge);
+        }
+        current = err.source();
+    }
+    if is_body_timeout(e) {
+        // Azure's code for a request that exceeded the server's time; 408 tells HTTP
+        // clients (and the SDK retry policies) that the request was not processed.
+        return ApiError::new(ErrorCode::OperationTimedOut)
+            .with_status(StatusCode::REQUEST_TIMEOUT);
+    }
+    ApiError::with_message(
+        ErrorCode::InvalidInput,
+        "The request body could not be read completely.",
+    )
+}
+
+/// Marks a response as the last on its connection (the request body was not consumed).
+fn closing(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
+}

@@ -1,0 +1,413 @@
+//! The layering of `src/`, checked by reading the source rather than kept by care.
+//!
+//! Each top-level module may import (through `crate::…` or `super::…` paths, in `use`
+//! declarations or inline) only the modules its arrows in docs/architecture.md allow:
+//!
+//! ```text
+//! model     -> nothing
+//! protocol  -> model
+//! store     -> model
+//! auth      -> nothing
+//! query     -> model, protocol, store
+//! batch     -> model, protocol, store
+//! config    -> model, store, auth
+//! data      -> model, protocol, store, auth, query, config
+//! server    -> everything (except testing)
+//! testing   -> everything
+//! ```
+//!
+//! Below the top level: only the store reads its byte layout (`store::key`, `store::codec`);
+//! `query`, `batch` and `server` use the contract's key-range and row types. Inside
+//! `server`, the handlers never import the dispatcher or the admission of requests (the
+//! route table imports the handlers, so that would be a circle). The allowed graph itself
+//! must be free of cycles. `a_wrong_import_is_caught` shows the check failing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Top-level module → the modules it may import.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("model", &[]),
+    ("protocol", &["model"]),
+    ("store", &["model"]),
+    ("auth", &[]),
+    ("query", &["model", "protocol", "store"]),
+    ("batch", &["model", "protocol", "store"]),
+    ("config", &["model", "store", "auth"]),
+    (
+        "data",
+        &["model", "protocol", "store", "auth", "query", "config"],
+    ),
+    (
+        "server",
+        &[
+            "model", "protocol", "store", "auth", "query", "batch", "config",
+        ],
+    ),
+    (
+        "testing",
+        &[
+            "model", "protocol", "store", "auth", "query", "batch", "config", "server",
+        ],
+    ),
+];
+
+/// (importing module prefix, imported module prefix) pairs that are never allowed, although
+/// the top-level arrow is: the store's byte layout is private to the store (its contract has
+/// the key-range and row types), and handlers never import the route table or admission.
+const FORBIDDEN_INSIDE: &[(&str, &str)] = &[
+    ("query", "store::key"),
+    ("query", "store::codec"),
+    ("batch", "store::key"),
+    ("batch", "store::codec"),
+    ("data", "store::key"),
+    ("data", "store::codec"),
+    ("server", "store::key"),
+    ("server", "store::codec"),
+    ("server::handlers", "server::dispatch"),
+    ("server::handlers", "server::intake"),
+];
+
+/// A module path such as `server::handlers::batch`, as segments.
+type ModPath = Vec<String>;
+
+/// The module path of a file under `src/` (`src/a/b.rs` and `src/a/b/mod.rs` → `a::b`).
+fn module_of(relative: &Path) -> ModPath {
+    let mut parts: Vec<String> = relative
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// Removes `//` comments (doc comments included) and `/* */` blocks, so that intra-doc links
+/// and prose never count as imports.
+fn strip_comments(source: &str) -> String {
+    let mut out = String::with_capacity(source.len());
+    let mut in_block = 0usize;
+    for line in source.lines() {
+        let mut rest = line;
+        let mut kept = String::new();
+        loop {
+            if in_block > 0 {
+                match rest.find("*/") {
+                    Some(i) => {
+                        in_block -= 1;
+                        rest = &rest[i + 2..];
+                    }
+                    None => break,
+                }
+            } else {
+                let line_comment = rest.find("//");
+                let block = rest.find("/*");
+                match (line_comment, block) {
+                    (Some(l), Some(b)) if b < l => {
+                        kept.push_str(&rest[..b]);
+                        in_block += 1;
+                        rest = &rest[b + 2..];
+                    }
+                    (Some(l), _) => {
+                        kept.push_str(&rest[..l]);
+                        break;
+                    }
+                    (None, Some(b)) => {
+                        kept.push_str(&rest[..b]);
+                        in_block += 1;
+                        rest = &rest[b + 2..];
+                    }
+                    (None, None) => {
+                        kept.push_str(rest);
+                        break;
+                    }
+                }
+            }
+        }
+        out.push_str(&kept);
+        out.push('\n');
+    }
+    out
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Reads a `::`-separated path of identifiers at the start of `text` (stops at `{`).
+fn read_path(text: &str) -> Vec<String> {
+    let mut segments = Vec::new();
+    let mut rest = text;
+    loop {
+        let end = rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len());
+        if end == 0 {
+            break;
+        }
+        segments.push(rest[..end].to_string());
+        rest = &rest[end..];
+        match rest.strip_prefix("::") {
+            Some(r) if r.starts_with(|c: char| is_ident_char(c)) => rest = r,
+            _ => break,
+        }
+    }
+    segments
+}
+
+/// The items of a `{ … }` group at the start of `text` (top level of the group only; a
+/// nested group contributes its own prefix).
+fn read_group(text: &str) -> Vec<Vec<String>> {
+    let Some(inner) = text.strip_prefix('{') else {
+        return Vec::new();
+    };
+    let mut depth = 0;
+    let mut items = Vec::new();
+    let mut start = 0;
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(read_path(inner[start..i].trim()));
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(read_path(inner[start..i].trim()));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.into_iter().filter(|p| !p.is_empty()).collect()
+}
+
+/// Every module path `file_module` refers to through `crate::` or `super::` (absolute,
+/// without the `crate` segment).
+fn imports(file_module: &ModPath, source: &str) -> BTreeSet<ModPath> {
+    let code = strip_comments(source);
+    let mut found = BTreeSet::new();
+    // `super` of module `a::b` is `a`, whether it lives in `a/b.rs` or `a/b/mod.rs`.
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < code.len() {
+        let at_boundary = i == 0 || !is_ident_char(bytes[i - 1] as char) && bytes[i - 1] != b'$';
+        let rest = &code[i..];
+        if at_boundary && (rest.starts_with("crate::") || rest.starts_with("super::")) {
+            let (mut base, mut after): (ModPath, &str) =
+                if let Some(r) = rest.strip_prefix("crate::") {
+                    (Vec::new(), r)
+                } else {
+                    let mut base = file_module.clone();
+                    let mut r = rest;
+                    while let Some(next) = r.strip_prefix("super::") {
+                        base.pop();
+                        r = next;
+                    }
+                    (base, r)
+                };
+            if after.starts_with('{') {
+                for item in read_group(after) {
+                    let mut full = base.clone();
+                    full.extend(item);
+                    found.insert(full);
+                }
+            } else {
+                let path = read_path(after);
+                let consumed =
+                    path.iter().map(String::len).sum::<usize>() + 2 * path.len().saturating_sub(1);
+                after = &after[consumed..];
+                base.extend(path);
+                if let Some(group) = after.strip_prefix("::") {
+                    for item in read_group(group) {
+                        let mut full = base.clone();
+                        full.extend(item);
+                        found.insert(full);
+                    }
+                }
+                found.insert(base);
+            }
+            i += 7;
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    found
+}
+
+/// One import against the architecture.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Violation {
+    file: String,
+    from: String,
+    to: String,
+}
+
+/// Checks files (path under `src/`, contents) against [`ALLOWED`] and [`FORBIDDEN_INSIDE`].
+fn check(files: &[(PathBuf, String)]) -> Vec<Violation> {
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut violations = Vec::new();
+    for (path, source) in files {
+        let module = module_of(path);
+        let Some(top) = module.first() else { continue };
+        let Some(may) = allowed.get(top.as_str()) else {
+            continue; // lib.rs, main.rs, bin/: not part of the layering
+        };
+        for target in imports(&module, source) {
+            let Some(target_top) = target.first() else {
+                continue;
+            };
+            let joined = target.join("::");
+            if target_top != top
+                && allowed.contains_key(target_top.as_str())
+                && !may.contains(&target_top.as_str())
+            {
+                violations.push(Violation {
+                    file: path.display().to_string(),
+                    from: top.clone(),
+                    to: target_top.clone(),
+                });
+            }
+            let from_joined = module.join("::");
+            for (from, to) in FORBIDDEN_INSIDE {
+                let inside =
+                    |m: &str, prefix: &str| m == prefix || m.starts_with(&format!("{prefix}::"));
+                if inside(&from_joined, from) && inside(&joined, to) {
+                    violations.push(Violation {
+                        file: path.display().to_string(),
+                        from: from.to_string(),
+                        to: to.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    violations.sort();
+    violations.dedup();
+    violations
+}
+
+/// A cycle in the allowed graph, if any (depth-first search).
+fn find_cycle(graph: &[(&str, &[&str])]) -> Option<Vec<String>> {
+    fn visit<'a>(
+        node: &'a str,
+        graph: &BTreeMap<&'a str, &'a [&'a str]>,
+        stack: &mut Vec<&'a str>,
+        done: &mut BTreeSet<&'a str>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = stack.iter().position(|n| *n == node) {
+            let mut cycle: Vec<String> = stack[at..].iter().map(|s| s.to_string()).collect();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        stack.push(node);
+        for next in graph.get(node).copied().unwrap_or(&[]) {
+            if let Some(cycle) = visit(next, graph, stack, done) {
+                return Some(cycle);
+            }
+        }
+        stack.pop();
+        done.insert(node);
+        None
+    }
+    let map: BTreeMap<&str, &[&str]> = graph.iter().copied().collect();
+    let mut done = BTreeSet::new();
+    graph
+        .iter()
+        .find_map(|(node, _)| visit(node, &map, &mut Vec::new(), &mut done))
+}
+
+fn source_files(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, String)>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            source_files(&path, root, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+            let relative = path.strip_prefix(root).expect("under src").to_path_buf();
+            out.push((relative, text));
+        }
+    }
+}
+
+#[test]
+fn layering_holds() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    source_files(&root, &root, &mut files);
+    assert!(files.len() > 40, "read the whole source tree");
+    let violations = check(&files);
+    assert!(
+        violations.is_empty(),
+        "imports against the architecture (docs/architecture.md):\n{}",
+        violations
+            .iter()
+            .map(|v| format!("  {}: {} -> {}", v.file, v.from, v.to))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn the_allowed_graph_has_no_cycle() {
+    assert_eq!(find_cycle(ALLOWED), None);
+    let circular: &[(&str, &[&str])] = &[("a", &["b"]), ("b", &["c"]), ("c", &["a"])];
+    assert_eq!(
+        find_cycle(circular),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+}
+
+#[test]
+fn a_wrong_import_is_caught() {
+    let file = |path: &str, text: &str| (PathBuf::from(path), text.to_string());
+    let files = vec![
+        // Deliberately wrong: protocol reaching into the store, in each spelling.
+        file("protocol/json.rs", "use crate::store::KeyRange;\n"),
+        file("protocol/batch/mod.rs", "use crate::{model::Entity, query::Page};\n"),
+        file("protocol/uri.rs", "fn f() { crate::server::run(); }\n"),
+        file("model/edm.rs", "use super::super::protocol::ApiError;\n"),
+        file("store/key.rs", "use crate::protocol::{filter::Expr, json};\n"),
+        file("server/handlers/tables.rs", "use crate::server::dispatch::Call;\n"),
+        file("server/handlers/mod.rs", "use super::intake::Admitted;\n"),
+        // Allowed, and prose that merely mentions a path.
+        file("query/plan.rs", "use crate::store::{KeyBound, KeyRange};\nuse crate::protocol::filter::Expr;\n"),
+        file("store/mod.rs", "//! Unlike [`crate::protocol`], this never sees HTTP.\nuse crate::model::Entity;\n/* crate::server */\n"),
+        file("server/dispatch.rs", "use super::handlers::{acl, batch};\nuse crate::query::plan;\n"),
+        file("query/mod.rs", "fn f() { crate::store::codec::RawEntity::new(b); }\n"),
+    ];
+    let found: Vec<(String, String, String)> = check(&files)
+        .into_iter()
+        .map(|v| (v.file, v.from, v.to))
+        .collect();
+    let v = |f: &str, a: &str, b: &str| (f.to_string(), a.to_string(), b.to_string());
+    assert_eq!(
+        found,
+        vec![
+            v("model/edm.rs", "model", "protocol"),
+            v("protocol/batch/mod.rs", "protocol", "query"),
+            v("protocol/json.rs", "protocol", "store"),
+            v("protocol/uri.rs", "protocol", "server"),
+            v("query/mod.rs", "query", "store::codec"),
+            v(
+                "server/handlers/mod.rs",
+                "server::handlers",
+                "server::intake"
+            ),
+            v(
+                "server/handlers/tables.rs",
+                "server::handlers",
+                "server::dispatch"
+            ),
+            v("store/key.rs", "store", "protocol"),
+        ]
+    );
+}
