@@ -99,8 +99,11 @@ fn entity() -> impl Strategy<Value = Entity> {
         })
 }
 
+/// Keys and `(name, value)` texts of an entity.
+type Comparable = (String, String, Vec<(String, String)>);
+
 /// What an entity is, Timestamp aside; doubles by their bits so NaN and -0.0 compare.
-fn comparable(e: &Entity) -> (String, String, Vec<(String, String)>) {
+fn comparable(e: &Entity) -> Comparable {
     let mut props: Vec<(String, String)> = e
         .properties
         .iter()
@@ -116,10 +119,7 @@ fn comparable(e: &Entity) -> (String, String, Vec<(String, String)>) {
     (e.partition_key.clone(), e.row_key.clone(), props)
 }
 
-fn all_entities(
-    store: &Arc<dyn Store>,
-    table: &str,
-) -> Vec<(String, String, Vec<(String, String)>)> {
+fn all_entities(store: &Arc<dyn Store>, table: &str) -> Vec<Comparable> {
     let ep = LocalEndpoint::new(Arc::clone(store), ACCOUNT, "test");
     let mut out = Vec::new();
     ep.scan(table, None, None, &mut |e| {
