@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's one test command.
 #
-#   1. cargo test, cargo build   (one profile for both: dev by default, see below)
+#   1. cargo test, cargo build   (one profile for both: dev by default, see below);
+#      then scripts/ci/lint.sh: cargo fmt --check, cargo clippy --all-targets -D warnings,
+#      cargo check of the fuzz targets
 #   2. .venv with the pinned azure-data-tables suite deps; npm ci for @azure/data-tables
 #   3. start target/debug/tablestore on a free loopback port and a temp data dir,
 #      wait for GET /_health, run the Python and JS SDK suites against it, stop it
@@ -30,8 +32,8 @@
 #   TABLESTORE_PYTEST_WORKERS=N run the Python suite with pytest-xdist on N workers.
 #   TABLESTORE_SKIP="batch,query"
 #                               JS groups to skip (the Python equivalent is -m).
-#   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_PYTHON=1, TABLESTORE_SKIP_JS=1,
-#   TABLESTORE_SKIP_EXAMPLES=1
+#   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_LINT=1, TABLESTORE_SKIP_PYTHON=1,
+#   TABLESTORE_SKIP_JS=1, TABLESTORE_SKIP_EXAMPLES=1
 #                               leave out a stage.
 #   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
@@ -170,6 +172,27 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; the
   fi
 elif [ "$TARGET" = "tablestore" ]; then
   record "cargo" skipped "TABLESTORE_SKIP_CARGO=1"
+fi
+
+# --- 1b. Static checks: fmt, clippy -D warnings, fuzz targets (scripts/ci/lint.sh) ------
+
+if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_LINT:-0}" != "1" ]; then
+  log "Static checks (scripts/ci/lint.sh)"
+  set +e
+  scripts/ci/lint.sh 2>&1 | tee "$WORK/lint.log"
+  lint_rc=${PIPESTATUS[0]}
+  set -e
+  read -r l_pass l_fail < <(sed -n 's/^lint: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$WORK/lint.log" | tail -n1)
+  l_pass=${l_pass:-0}; l_fail=${l_fail:-0}
+  if [ "$lint_rc" -ne 0 ] && [ "$l_fail" -eq 0 ]; then l_fail=1; fi
+  add_counts "$l_pass" "$l_fail" 0
+  if [ "$lint_rc" -eq 0 ]; then
+    record "lint" ok "$l_pass passed (fmt, clippy, fuzz check)"
+  else
+    record "lint" FAILED "$l_fail failed: $(sed -n 's/^lint: \([a-z]*\) FAILED.*/\1/p' "$WORK/lint.log" | paste -sd, -)"
+  fi
+elif [ "$TARGET" = "tablestore" ]; then
+  record "lint" skipped "TABLESTORE_SKIP_LINT=1"
 fi
 
 # --- 2. SDK dependencies -----------------------------------------------------

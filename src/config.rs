@@ -214,6 +214,9 @@ pub struct Config {
     version: Option<bool>,
 
     #[command(flatten)]
+    pub realism: RealismArgs,
+
+    #[command(flatten)]
     pub azurite: AzuriteOptions,
 
     /// Whether `--location` was given on the command line (not by default or environment).
@@ -223,6 +226,117 @@ pub struct Config {
     /// Whether `--host` or `--port` was given on the command line.
     #[arg(skip)]
     endpoint_on_command_line: bool,
+}
+
+/// `--page-breaks`: where query pages end early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PageBreaksArg {
+    /// At each change of PartitionKey, as Azure ends pages of cross-partition queries.
+    Partition,
+    /// At seeded random points, including empty pages that still carry a token.
+    Random,
+}
+
+/// `--target-error`: the answer to a request over a scalability target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TargetErrorArg {
+    /// 503 ServerBusy.
+    ServerBusy,
+    /// 500 OperationTimedOut.
+    OperationTimedOut,
+}
+
+/// Production realism (docs/realism.md): Azure's less polite behaviours, each off unless
+/// switched on.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Production realism (all off by default; docs/realism.md)")]
+pub struct RealismArgs {
+    /// Throttle as Azure does over its scalability targets: 503 ServerBusy past the
+    /// per-partition, per-table and per-account budgets below.
+    #[arg(long, env = "TABLESTORE_SIMULATE_TARGETS", value_parser = BoolishValueParser::new())]
+    pub simulate_targets: bool,
+
+    /// Per-partition target, entities per second (a change set counts each entity).
+    #[arg(
+        long,
+        env = "TABLESTORE_TARGET_PARTITION_RATE",
+        default_value_t = 2000,
+        value_name = "N"
+    )]
+    pub target_partition_rate: u32,
+
+    /// Per-table target, transactions per second.
+    #[arg(
+        long,
+        env = "TABLESTORE_TARGET_TABLE_RATE",
+        default_value_t = 20000,
+        value_name = "N"
+    )]
+    pub target_table_rate: u32,
+
+    /// Per-account target, transactions per second.
+    #[arg(
+        long,
+        env = "TABLESTORE_TARGET_ACCOUNT_RATE",
+        default_value_t = 20000,
+        value_name = "N"
+    )]
+    pub target_account_rate: u32,
+
+    /// The answer over a target.
+    #[arg(long, env = "TABLESTORE_TARGET_ERROR", value_enum, default_value_t = TargetErrorArg::ServerBusy)]
+    pub target_error: TargetErrorArg,
+
+    /// End query pages early with a continuation token: at partition boundaries or at
+    /// seeded random points (never losing or repeating an entity).
+    #[arg(long, env = "TABLESTORE_PAGE_BREAKS", value_enum, value_name = "MODE")]
+    pub page_breaks: Option<PageBreaksArg>,
+
+    /// Seed of the random page breaks.
+    #[arg(
+        long,
+        env = "TABLESTORE_REALISM_SEED",
+        default_value_t = 0,
+        value_name = "N"
+    )]
+    pub realism_seed: u64,
+
+    /// Answer 409 TableBeingDeleted for a table name deleted less than
+    /// --table-purge-seconds ago.
+    #[arg(long, env = "TABLESTORE_SIMULATE_LIFECYCLE", value_parser = BoolishValueParser::new())]
+    pub simulate_lifecycle: bool,
+
+    /// How long a deleted table's name stays unusable with --simulate-lifecycle (Azure: at
+    /// least 40 s).
+    #[arg(
+        long,
+        env = "TABLESTORE_TABLE_PURGE_SECONDS",
+        default_value_t = 40,
+        value_name = "SECONDS"
+    )]
+    pub table_purge_seconds: u64,
+
+    /// Fault-injection rules (TOML or JSON) to load at start; PUT /_tablestore/faults
+    /// replaces them at run time.
+    #[arg(long, env = "TABLESTORE_FAULTS", value_name = "FILE")]
+    pub faults: Option<PathBuf>,
+}
+
+impl Default for RealismArgs {
+    fn default() -> Self {
+        RealismArgs {
+            simulate_targets: false,
+            target_partition_rate: 2000,
+            target_table_rate: 20000,
+            target_account_rate: 20000,
+            target_error: TargetErrorArg::ServerBusy,
+            page_breaks: None,
+            realism_seed: 0,
+            simulate_lifecycle: false,
+            table_purge_seconds: 40,
+            faults: None,
+        }
+    }
 }
 
 /// Azurite options that have no effect here: the table keep-alive timeout, telemetry (there
@@ -295,6 +409,7 @@ impl Config {
             seed: None,
             seed_if_present: None,
             version: None,
+            realism: RealismArgs::default(),
             azurite: AzuriteOptions::default(),
             location_on_command_line: false,
             endpoint_on_command_line: false,
@@ -520,6 +635,48 @@ mod tests {
         let mut all = vec!["tablestore"];
         all.extend_from_slice(args);
         Config::try_parse_args(all, |_| None)
+    }
+
+    #[test]
+    fn realism_is_off_by_default_and_its_defaults_match_the_command_line() {
+        let c = parse(&[]).unwrap();
+        let d = RealismArgs::default();
+        assert!(!c.realism.simulate_targets && !c.realism.simulate_lifecycle);
+        assert!(c.realism.page_breaks.is_none() && c.realism.faults.is_none());
+        assert_eq!(
+            (
+                c.realism.target_partition_rate,
+                c.realism.target_table_rate,
+                c.realism.target_account_rate,
+                c.realism.target_error,
+                c.realism.realism_seed,
+                c.realism.table_purge_seconds,
+            ),
+            (
+                d.target_partition_rate,
+                d.target_table_rate,
+                d.target_account_rate,
+                d.target_error,
+                d.realism_seed,
+                d.table_purge_seconds,
+            )
+        );
+        let on = parse(&[
+            "--simulate-targets",
+            "--target-partition-rate",
+            "7",
+            "--page-breaks",
+            "random",
+            "--simulate-lifecycle",
+            "--table-purge-seconds",
+            "3",
+        ])
+        .unwrap();
+        assert!(on.realism.simulate_targets && on.realism.simulate_lifecycle);
+        assert_eq!(on.realism.target_partition_rate, 7);
+        assert_eq!(on.realism.page_breaks, Some(PageBreaksArg::Random));
+        assert_eq!(on.realism.table_purge_seconds, 3);
+        assert!(parse(&["--page-breaks", "sometimes"]).is_err());
     }
 
     #[test]

@@ -13,7 +13,11 @@
 //! - [`auth`]: Shared Key, Shared Key Lite, SAS and bearer authentication, SAS authorization,
 //!   configured accounts and the table ACL (`SignedIdentifiers`) codec; depends on nothing
 //!   else in the crate.
+//! - [`realism`]: production realism, off by default: scalability targets, early page ends,
+//!   deleted-name memory, fault injection; the server consults it at named points.
 //! - [`server`]: the axum front end, deliberately thin; only [`testing`] depends on it.
+//! - [`insight`]: query classes, bounded statistics and design advice from the design guide,
+//!   fed by the server after each request; Prometheus metrics.
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
 //! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
@@ -22,9 +26,11 @@ pub mod auth;
 pub mod batch;
 pub mod config;
 pub mod data;
+pub mod insight;
 pub mod model;
 pub mod protocol;
 pub mod query;
+pub mod realism;
 pub mod server;
 pub mod store;
 pub mod testing;

@@ -22,25 +22,21 @@ const DEBUG_FILE_FILTER: &str = "warn,tablestore=debug";
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-// mimalloc's option setter (linked in by the `mimalloc` crate, which does not wrap it).
-extern "C" {
-    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
-    #[cfg(test)]
-    fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
-}
-/// Positions in mimalloc's `mi_option_e` (stable: retired options keep their slots).
-const MI_OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
-const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+/// Positions in mimalloc's `mi_option_e` that `libmimalloc-sys` does not name (stable:
+/// retired options keep their slots).
+const MI_OPTION_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Keeps memory the server has freed from counting as resident: by default mimalloc commits
 /// whole arenas up front and returns freed pages to the OS only after a second, which kept
 /// sled's short-lived node copies (scans, reading pages in) resident — an empty store sat at
 /// ~45 MiB instead of ~8. Measured without a throughput cost (docs/performance.md).
+#[allow(unsafe_code)]
 fn tune_allocator() {
     // SAFETY: plain setters of mimalloc's global options, valid at any time.
     unsafe {
-        mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
-        mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+        libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
     }
 }
 
@@ -86,6 +82,11 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Realism options (a `--faults` file) are checked before anything starts, too.
+    if let Err(e) = tablestore::server::realism::options(&config.realism) {
+        eprintln!("tablestore: {e}");
+        return ExitCode::FAILURE;
+    }
     let scheme = if tls_config.is_some() {
         "https"
     } else {
@@ -305,8 +306,9 @@ mod tests {
     #[test]
     fn allocator_options_are_the_intended_ones() {
         let untouched = |var: &str| std::env::var_os(var).is_none();
+        #[allow(unsafe_code)]
         // SAFETY: plain getters of mimalloc's global options.
-        let get = |option| unsafe { mi_option_get(option) };
+        let get = |option| unsafe { libmimalloc_sys::mi_option_get(option) };
         if untouched("MIMALLOC_ARENA_EAGER_COMMIT") {
             assert_eq!(get(MI_OPTION_ARENA_EAGER_COMMIT), 2);
         }

@@ -3,13 +3,11 @@
 //! served only when listed (Azurite: "Default storage account devstoreaccount1 will be
 //! disabled when providing customized storage accounts").
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine as _;
+mod common;
+
+use common::child::Signer;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use tablestore::auth::canonical::{
-    canonicalized_resource, compute_signature, shared_key_lite_string_to_sign,
-};
 use tablestore::config::{Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 use tablestore::testing::TestServer;
 
@@ -45,19 +43,12 @@ async fn send(
     } else {
         format!("/{account}{resource}")
     };
-    let date = chrono::Utc::now()
-        .format("%a, %d %b %Y %H:%M:%S GMT")
-        .to_string();
-    let sts = shared_key_lite_string_to_sign(&date, &canonicalized_resource(account, &path, None));
-    let signature = compute_signature(&STANDARD.decode(key).unwrap(), &sts);
+    let (date, authorization) = Signer::new(account, key).sign(&path, None);
     let mut request = reqwest::Client::new()
         .request(method, format!("{}{path}", server.endpoint()))
         .header("x-ms-date", date)
         .header("x-ms-version", "2019-02-02")
-        .header(
-            "Authorization",
-            format!("SharedKeyLite {account}:{signature}"),
-        )
+        .header("Authorization", authorization)
         .header("Accept", "application/json;odata=nometadata");
     if host_style {
         request = request.header("Host", format!("{account}.table.localhost"));

@@ -3,19 +3,16 @@
 
 mod common;
 
+use common::child::Signer;
+use common::url::encode;
 use common::TestServer;
 use reqwest::StatusCode;
 use serde_json::json;
-use tablestore::auth::canonical::{
-    compute_signature, service_sas_string_to_sign, ServiceSasFields,
-};
-use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use tablestore::auth::canonical::{compute_signature, ServiceSasFields};
+use tablestore::config::DEV_ACCOUNT;
 
-fn dev_key() -> Vec<u8> {
-    base64::Engine::decode(&base64::engine::general_purpose::STANDARD, DEV_ACCOUNT_KEY).unwrap()
-}
-
-/// A service SAS query string for `table` (sv 2019-02-02, https,http).
+/// A service SAS query string for `table` (sv 2019-02-02, https,http); a stored policy `si`
+/// replaces the permissions and times.
 fn table_sas(table: &str, sp: &str, range: [&str; 4], si: &str) -> String {
     let (st, se) = ("2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z");
     let (st, se, sp) = if si.is_empty() {
@@ -23,7 +20,7 @@ fn table_sas(table: &str, sp: &str, range: [&str; 4], si: &str) -> String {
     } else {
         ("", "", "")
     };
-    let fields = ServiceSasFields {
+    Signer::dev().service_sas(&ServiceSasFields {
         sp,
         st,
         se,
@@ -36,30 +33,7 @@ fn table_sas(table: &str, sp: &str, range: [&str; 4], si: &str) -> String {
         srk: range[1],
         epk: range[2],
         erk: range[3],
-    };
-    let sts = service_sas_string_to_sign(DEV_ACCOUNT, &fields);
-    let sig = compute_signature(&dev_key(), &sts);
-    let mut q = format!("sv=2019-02-02&tn={table}&spr=https,http");
-    for (k, v) in [
-        ("sp", sp),
-        ("st", st),
-        ("se", se),
-        ("si", si),
-        ("spk", range[0]),
-        ("srk", range[1]),
-        ("epk", range[2]),
-        ("erk", range[3]),
-    ] {
-        if !v.is_empty() {
-            q.push_str(&format!("&{k}={}", urlencode(v)));
-        }
-    }
-    q.push_str(&format!("&sig={}", urlencode(&sig)));
-    q
-}
-
-fn urlencode(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+    })
 }
 
 #[tokio::test]
@@ -93,7 +67,7 @@ async fn signature_mismatch_names_the_string_to_sign() {
     let date = chrono::Utc::now()
         .format("%a, %d %b %Y %H:%M:%S GMT")
         .to_string();
-    let wrong = compute_signature(&dev_key(), "something else");
+    let wrong = compute_signature(&Signer::dev().key, "something else");
     let r = t
         .send(
             "GET",
@@ -306,8 +280,8 @@ async fn ranged_sas_queries_see_only_their_range_across_pages() {
         if let Some((pk, rk)) = &next {
             path.push_str(&format!(
                 "&NextPartitionKey={}&NextRowKey={}",
-                urlencode(pk),
-                urlencode(rk)
+                encode(pk),
+                encode(rk)
             ));
         }
         let r = t.send("GET", &path, &unsigned, None).await;
@@ -336,7 +310,7 @@ async fn ranged_sas_queries_see_only_their_range_across_pages() {
             "GET",
             &format!(
                 "/rangedq()?{sas}&$filter={}",
-                urlencode("PartitionKey eq 'a' or RowKey eq '3'")
+                encode("PartitionKey eq 'a' or RowKey eq '3'")
             ),
             &unsigned,
             None,

@@ -2,6 +2,8 @@
 //! scripts in `tests/golden/auth/gen/`) through `tablestore::auth`: every case must authenticate,
 //! the expected authorization outcome must follow, and tampered copies must be rejected.
 
+mod common;
+
 use std::net::IpAddr;
 
 use chrono::{DateTime, Utc};
@@ -470,8 +472,7 @@ fn tampered_sas_requests_are_rejected() {
             replace("sig", &|v| {
                 let decoded = percent_encoding::percent_decode_str(v).decode_utf8_lossy();
                 let flipped = flip_signature_char(&decoded);
-                percent_encoding::utf8_percent_encode(&flipped, percent_encoding::NON_ALPHANUMERIC)
-                    .to_string()
+                common::url::encode(&flipped)
             })
             .run(&accounts),
         );

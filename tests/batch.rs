@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::batch::BatchBody;
 use common::TestServer;
 use reqwest::StatusCode;
 use serde_json::json;
@@ -23,27 +24,14 @@ fn entity_path(table: &str, pk: &str, rk: &str) -> String {
     format!("/{table}(PartitionKey='{pk}',RowKey='{rk}')")
 }
 
-/// Builds a `$batch` body with one change set (CRLF, absolute sub-request URLs).
+/// A `$batch` body with one change set holding `subs`: (Content-Type, body).
 fn batch_body(t: &TestServer, subs: &[Sub]) -> (String, String) {
-    let mut body = String::new();
-    body.push_str("--batch_b1\r\nContent-Type: multipart/mixed; boundary=changeset_c1\r\n\r\n");
-    for (i, Sub(method, path, headers, payload)) in subs.iter().enumerate() {
-        body.push_str("--changeset_c1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n");
-        body.push_str(&format!("Content-ID: {i}\r\n\r\n"));
-        body.push_str(&format!("{method} {}{path} HTTP/1.1\r\n", t.base()));
-        body.push_str(
-            "Accept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0;\r\n",
-        );
-        for (k, v) in headers {
-            body.push_str(&format!("{k}: {v}\r\n"));
-        }
-        match payload {
-            Some(p) => body.push_str(&format!("Content-Type: application/json\r\n\r\n{p}\r\n")),
-            None => body.push_str("\r\n"),
-        }
+    let mut batch = BatchBody::new(&t.base());
+    for Sub(method, path, headers, payload) in subs {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        batch.op(method, path, &headers, payload.as_deref());
     }
-    body.push_str("--changeset_c1--\r\n--batch_b1--\r\n");
-    ("multipart/mixed; boundary=batch_b1".to_string(), body)
+    (batch.content_type(), batch.body())
 }
 
 async fn submit(t: &TestServer, subs: &[Sub<'_>]) -> common::Reply {
@@ -379,15 +367,13 @@ async fn query_batch_reads_one_entity() {
         &json!({"PartitionKey": "p", "RowKey": "1", "v": 7}),
     )
     .await;
-    let body = format!(
-        "--batch_q\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nGET {}/qbatch(PartitionKey='p',RowKey='1') HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\n\r\n\r\n--batch_q--\r\n",
-        t.base()
-    );
+    let batch = BatchBody::with_boundaries(&t.base(), "batch_q", "changeset_q");
+    let body = batch.query("/qbatch(PartitionKey='p',RowKey='1')", &[]);
     let r = t
         .send(
             "POST",
             "/$batch",
-            &[("Content-Type", "multipart/mixed; boundary=batch_q")],
+            &[("Content-Type", &batch.content_type())],
             Some(&body),
         )
         .await;

@@ -3,12 +3,13 @@
 //! `$batch`.
 
 mod common;
-mod support;
 
+use common::assert::assert_error;
+use common::batch::BatchBody;
+use common::url::entity_url;
 use common::TestServer;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{assert_error, entity_url};
 
 /// The body the Azure CLI sends for `az storage entity insert ... Ok=true Ok@odata.type=Edm.Boolean`.
 fn cli_body(pk: &str, rk: &str, ok: &str) -> String {
@@ -117,18 +118,16 @@ async fn annotated_boolean_strings_are_stored_as_booleans_on_every_body_path() {
 
 /// One change set with one sub-request per entity body: insert, replace and merge.
 fn batch(t: &TestServer, subs: &[(&str, String, String)]) -> String {
-    let mut body =
-        String::from("--batch_b1\r\nContent-Type: multipart/mixed; boundary=changeset_c1\r\n\r\n");
-    for (i, (method, path, payload)) in subs.iter().enumerate() {
-        body.push_str(&format!(
-            "--changeset_c1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\nContent-ID: {i}\r\n\r\n\
-             {method} {}{path} HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\n\
-             Prefer: return-no-content\r\nContent-Type: application/json\r\n\r\n{payload}\r\n",
-            t.base()
-        ));
+    let mut batch = BatchBody::new(&t.base());
+    for (method, path, payload) in subs {
+        batch.op(
+            method,
+            path,
+            &[("Prefer", "return-no-content")],
+            Some(payload),
+        );
     }
-    body.push_str("--changeset_c1--\r\n--batch_b1--\r\n");
-    body
+    batch.body()
 }
 
 #[tokio::test]

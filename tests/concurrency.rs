@@ -3,14 +3,13 @@
 //! merges under `If-Match: *` lose nothing.
 
 mod common;
-mod support;
 
 use std::sync::Arc;
 
+use common::assert::assert_error;
 use common::{TestServer, JSON_MINIMAL, JSON_NONE};
 use reqwest::StatusCode;
 use serde_json::json;
-use support::assert_error;
 use tokio::task::JoinSet;
 
 const WRITERS: usize = 12;
@@ -77,7 +76,7 @@ async fn exactly_one_concurrent_insert_of_a_key_succeeds() {
             let t = Arc::clone(&t);
             set.spawn(async move {
                 let body = json!({"PartitionKey": "p", "RowKey": format!("k{round}"), "writer": w});
-                let r = support::post_entity(&t, "inserts", &body, &[]).await;
+                let r = t.post_entity("inserts", &body, &[]).await;
                 (w, r)
             });
         }
@@ -161,8 +160,9 @@ async fn concurrent_inserts_of_different_keys_and_tables_all_land() {
         set.spawn(async move {
             let table = if w % 2 == 0 { "left" } else { "right" };
             let body = json!({"PartitionKey": format!("p{}", w % 5), "RowKey": format!("{w:03}")});
-            let r =
-                support::post_entity(&t, table, &body, &[("Prefer", "return-no-content")]).await;
+            let r = t
+                .post_entity(table, &body, &[("Prefer", "return-no-content")])
+                .await;
             assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
         });
     }

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::batch::BatchBody;
 use common::child::{ChildServer, Client, Signer};
 use serde_json::{json, Map, Value};
 
@@ -265,29 +266,19 @@ fn request_line(worker: usize, op: &SubOp) -> (&'static str, String, Vec<(&'stat
 }
 
 fn batch_body(endpoint: &str, worker: usize, ops: &[SubOp]) -> (String, Vec<u8>) {
-    let b = format!("batch_w{worker}");
-    let cs = format!("changeset_w{worker}");
-    let mut body = format!("--{b}\r\nContent-Type: multipart/mixed; boundary={cs}\r\n\r\n");
+    let mut batch = BatchBody::with_boundaries(
+        &format!("{endpoint}/devstoreaccount1"),
+        &format!("batch_w{worker}"),
+        &format!("changeset_w{worker}"),
+    );
     for op in ops {
         let (method, path, headers) = request_line(worker, op);
-        body.push_str(&format!(
-            "--{cs}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"
-        ));
-        body.push_str(&format!(
-            "{method} {endpoint}/devstoreaccount1{path} HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0;\r\n"
-        ));
-        for (k, v) in headers {
-            body.push_str(&format!("{k}: {v}\r\n"));
-        }
-        if matches!(op.kind, Kind::Delete) {
-            body.push_str("\r\n");
-        } else {
-            let e = String::from_utf8(entity_body(worker, op)).expect("utf-8");
-            body.push_str(&format!("Content-Type: application/json\r\n\r\n{e}\r\n"));
-        }
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let entity = (!matches!(op.kind, Kind::Delete))
+            .then(|| String::from_utf8(entity_body(worker, op)).expect("utf-8"));
+        batch.op(method, &path, &headers, entity.as_deref());
     }
-    body.push_str(&format!("--{cs}--\r\n--{b}--\r\n"));
-    (format!("multipart/mixed; boundary={b}"), body.into_bytes())
+    (batch.content_type(), batch.body().into_bytes())
 }
 
 /// Sub-response statuses and ETags, in order.

@@ -3,15 +3,15 @@
 //! a point get, and the standard response headers.
 
 mod common;
-mod support;
 
+use common::assert::{
+    assert_alive, assert_datetime_text, assert_error, assert_error_message, etag_timestamp,
+};
+use common::raw;
+use common::url::entity_url;
 use common::{Reply, TestServer, JSON_FULL, JSON_MINIMAL, JSON_NONE};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{
-    assert_alive, assert_datetime_text, assert_error, assert_error_message, entity_url,
-    etag_timestamp, post_entity,
-};
 
 const STALE_ETAG: &str = "W/\"datetime'2001-01-01T00%3A00%3A00.1234567Z'\"";
 
@@ -111,13 +111,13 @@ async fn insert_answers_201_with_the_entity_at_each_metadata_level_and_get_agree
 async fn insert_with_prefer_return_no_content_is_204_with_headers_only() {
     let t = TestServer::start().await;
     t.create_table("quiet").await;
-    let r = post_entity(
-        &t,
-        "quiet",
-        &json!({"PartitionKey": "a", "RowKey": "b", "x": 1}),
-        &[("Prefer", "return-no-content")],
-    )
-    .await;
+    let r = t
+        .post_entity(
+            "quiet",
+            &json!({"PartitionKey": "a", "RowKey": "b", "x": 1}),
+            &[("Prefer", "return-no-content")],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
     assert!(r.body.is_empty());
     let url = format!("{}/quiet(PartitionKey='a',RowKey='b')", t.base());
@@ -131,13 +131,13 @@ async fn insert_with_prefer_return_no_content_is_204_with_headers_only() {
         etag
     );
 
-    let r = post_entity(
-        &t,
-        "quiet",
-        &json!({"PartitionKey": "a", "RowKey": "c"}),
-        &[("Prefer", "return-content")],
-    )
-    .await;
+    let r = t
+        .post_entity(
+            "quiet",
+            &json!({"PartitionKey": "a", "RowKey": "c"}),
+            &[("Prefer", "return-content")],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED);
     assert_eq!(r.header("preference-applied"), Some("return-content"));
     assert_eq!(r.json()["RowKey"], "c");
@@ -161,13 +161,13 @@ async fn location_percent_encodes_keys_like_azure() {
         ("a-b.c~d", "Z9", "PartitionKey='a-b.c~d',RowKey='Z9'"),
     ];
     for (pk, rk, expected) in cases {
-        let r = post_entity(
-            &t,
-            "chars",
-            &json!({"PartitionKey": pk, "RowKey": rk, "v": 1}),
-            &[("Prefer", "return-no-content")],
-        )
-        .await;
+        let r = t
+            .post_entity(
+                "chars",
+                &json!({"PartitionKey": pk, "RowKey": rk, "v": 1}),
+                &[("Prefer", "return-no-content")],
+            )
+            .await;
         assert_eq!(r.status, StatusCode::NO_CONTENT, "{pk:?}: {}", r.text());
         let location = r.header("location").expect("Location");
         assert_eq!(location, format!("{base}/chars({expected})"));
@@ -259,16 +259,16 @@ async fn duplicate_insert_conflicts_and_missing_table_is_table_not_found() {
     let t = TestServer::start().await;
     t.create_table("dups").await;
     let e = json!({"PartitionKey": "p", "RowKey": "r", "v": 1});
-    let r = post_entity(&t, "dups", &e, &[]).await;
+    let r = t.post_entity("dups", &e, &[]).await;
     assert_eq!(r.status, StatusCode::CREATED);
     let etag = r.header("etag").expect("ETag").to_string();
-    let r = post_entity(
-        &t,
-        "dups",
-        &json!({"PartitionKey": "p", "RowKey": "r", "v": 2}),
-        &[],
-    )
-    .await;
+    let r = t
+        .post_entity(
+            "dups",
+            &json!({"PartitionKey": "p", "RowKey": "r", "v": 2}),
+            &[],
+        )
+        .await;
     assert_error_message(
         &r,
         409,
@@ -280,7 +280,7 @@ async fn duplicate_insert_conflicts_and_missing_table_is_table_not_found() {
     assert_eq!(g.json()["v"], 1);
     assert_eq!(g.header("etag"), Some(etag.as_str()));
 
-    let r = post_entity(&t, "nosuchtable", &e, &[]).await;
+    let r = t.post_entity("nosuchtable", &e, &[]).await;
     assert_error_message(
         &r,
         404,
@@ -360,13 +360,13 @@ async fn empty_keys_work_for_every_operation() {
     let t = TestServer::start().await;
     t.create_table("empties").await;
     let url = "/empties(PartitionKey='',RowKey='')";
-    let r = post_entity(
-        &t,
-        "empties",
-        &json!({"PartitionKey": "", "RowKey": "", "v": 1}),
-        &[],
-    )
-    .await;
+    let r = t
+        .post_entity(
+            "empties",
+            &json!({"PartitionKey": "", "RowKey": "", "v": 1}),
+            &[],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED);
     let r = t
         .send("PUT", url, &[("If-Match", "*")], Some(r#"{"v":2}"#))
@@ -622,7 +622,7 @@ async fn unreadable_or_repeated_if_match_never_becomes_an_unconditional_write() 
         .into_bytes();
         raw.push(0xFF);
         raw.extend_from_slice(format!("'\"\r\nConnection: close\r\n\r\n{body}").as_bytes());
-        let (status, text) = support::raw_exchange(t.server.addr(), &raw).await;
+        let (status, text) = raw::exchange_text(t.server.addr(), &raw).await;
         assert_eq!(status, 400, "{method} {header}: {text}");
         assert!(
             text.to_ascii_lowercase()

@@ -2,12 +2,12 @@
 //! `x-ms-error-code`, error body) — never a panic, hang or 500 — and the server keeps answering.
 
 mod common;
-mod support;
 
+use common::assert::{assert_alive, assert_error, assert_error_message, xml_error_code};
+use common::raw;
 use common::{Reply, TestServer, JSON_MINIMAL};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
-use support::{assert_alive, assert_error, assert_error_message, raw_exchange, xml_error_code};
 
 /// A request to an absolute URL (outside the account URL) or with a byte body.
 async fn send_to(
@@ -314,7 +314,7 @@ async fn accept_any_gets_json_success_bodies_and_xml_error_bodies() {
         .await;
     assert_xml_error(&r, 412, "UpdateConditionNotSatisfied");
     // No Accept at all (reqwest would send `*/*`): JSON for successes and errors [emu].
-    let (status, text) = raw_exchange(
+    let (status, text) = raw::exchange_text(
         t.server.addr(),
         b"GET /devstoreaccount1/Tables('nope') HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     )
@@ -333,7 +333,7 @@ async fn accept_any_gets_json_success_bodies_and_xml_error_bodies() {
         text.contains(r#"{"odata.error":{"code":"TableNotFound""#),
         "{text}"
     );
-    let (status, text) = raw_exchange(
+    let (status, text) = raw::exchange_text(
         t.server.addr(),
         b"GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     )
@@ -557,15 +557,15 @@ async fn bad_percent_encoding_and_invalid_utf8_in_the_path() {
     assert_error(&r, 404, "ResourceNotFound");
     // Raw non-ASCII bytes in the request line.
     let addr = t.server.addr();
-    let (status, _) = raw_exchange(
+    let (status, _) = raw::exchange_text(
         addr,
         b"GET /devstoreaccount1/enc(PartitionKey='\xff',RowKey='r') HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     )
     .await;
     assert_eq!(status, 400);
-    let (status, _) = raw_exchange(addr, b"this is not http\r\n\r\n").await;
+    let (status, _) = raw::exchange_text(addr, b"this is not http\r\n\r\n").await;
     assert_eq!(status, 400);
-    let (status, text) = raw_exchange(
+    let (status, text) = raw::exchange_text(
         addr,
         b"GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nx-ms-version: \xff\r\nConnection: close\r\n\r\n",
     )
@@ -577,7 +577,7 @@ async fn bad_percent_encoding_and_invalid_utf8_in_the_path() {
 #[tokio::test]
 async fn a_body_with_broken_chunked_framing_is_a_bad_request_not_413() {
     let t = with_table("chunks").await;
-    let (status, text) = raw_exchange(
+    let (status, text) = raw::exchange_text(
         t.server.addr(),
         b"POST /devstoreaccount1/chunks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n",
     )
@@ -589,7 +589,7 @@ async fn a_body_with_broken_chunked_framing_is_a_bad_request_not_413() {
         "{text}"
     );
     // Well-formed chunked bodies are fine.
-    let (status, text) = raw_exchange(
+    let (status, text) = raw::exchange_text(
         t.server.addr(),
         b"POST /devstoreaccount1/chunks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n10\r\n{\"PartitionKey\":\r\n12\r\n\"p\",\"RowKey\":\"ch\"}\r\n0\r\n\r\n",
     )

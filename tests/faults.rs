@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::batch::BatchBody;
 use common::child::{ChildServer, Client, Signer};
 use serde_json::json;
 
@@ -120,7 +121,7 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
     // A balloon takes most of the space, so the store fills up after a few writes (the
     // server keeps 8 MiB in reserve and refuses writes below it).
     let balloon = mnt.join("balloon");
-    let free = fs2::available_space(&mnt).unwrap();
+    let free = fs4::available_space(&mnt).unwrap();
     let keep = (8 + 3) * 1024 * 1024;
     std::fs::write(&balloon, vec![0u8; free.saturating_sub(keep) as usize]).unwrap();
 
@@ -150,17 +151,20 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
     );
 
     // Batches and table creation fail the same way, at the top level.
-    let batch = format!(
-        "--b\r\nContent-Type: multipart/mixed; boundary=c\r\n\r\n--c\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nPOST {}/devstoreaccount1/full HTTP/1.1\r\nContent-Type: application/json\r\nPrefer: return-no-content\r\n\r\n{}\r\n--c--\r\n--b--\r\n",
-        client.endpoint,
-        String::from_utf8(entity(9999, &data)).unwrap()
+    let mut batch = BatchBody::new(&format!("{}/devstoreaccount1", client.endpoint));
+    let entity = String::from_utf8(entity(9999, &data)).unwrap();
+    batch.op(
+        "POST",
+        "/full",
+        &[("Prefer", "return-no-content")],
+        Some(&entity),
     );
     let r = client
         .send(
             "POST",
             "/$batch",
-            &[("Content-Type", "multipart/mixed; boundary=b")],
-            Some(batch.into_bytes()),
+            &[("Content-Type", &batch.content_type())],
+            Some(batch.body().into_bytes()),
         )
         .await
         .unwrap();

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use tablestore::auth::{authenticate, decode_signed_identifiers, Accounts, RequestView};
 use tablestore::protocol::batch::decode_batch;
+use tablestore::protocol::filter;
 use tablestore::protocol::json::{decode_entity, decode_table_name};
 use tablestore::protocol::service_properties::ServiceProperties;
 use tablestore::protocol::uri::{parse_resource, split_account, QueryParams};
@@ -21,7 +22,13 @@ fn run_target(target: &str, data: &[u8]) {
             let _ = decode_entity(data);
             let _ = decode_table_name(data);
         }
-        "uri" | "filter" => {
+        "filter" => {
+            let text = String::from_utf8_lossy(data);
+            if let Ok(expr) = filter::parse(&text) {
+                assert_eq!(filter::parse(&expr.to_string()).as_ref(), Ok(&expr));
+            }
+        }
+        "uri" => {
             let text = String::from_utf8_lossy(data);
             let (path, query) = match text.split_once('?') {
                 Some((p, q)) => (p, Some(q)),

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::batch::BatchBody;
 use common::child::{Client, Signer};
 use common::TestServer;
 
@@ -18,14 +19,23 @@ async fn setup() -> (TestServer, Client) {
     (t, client)
 }
 
+/// Boundaries `batch_h` / `changeset_h`, sub-requests below `base`.
+fn framing(base: &str) -> BatchBody {
+    BatchBody::with_boundaries(base, "batch_h", "changeset_h")
+}
+
 fn insert_part(base: &str, rk: &str) -> String {
-    format!(
-        "--changeset_h\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nPOST {base}/hbatch HTTP/1.1\r\nContent-Type: application/json\r\nPrefer: return-no-content\r\n\r\n{{\"PartitionKey\":\"p\",\"RowKey\":\"{rk}\"}}\r\n"
+    let entity = format!(r#"{{"PartitionKey":"p","RowKey":"{rk}"}}"#);
+    framing(base).part(
+        "POST",
+        "/hbatch",
+        &[("Prefer", "return-no-content")],
+        Some(&entity),
     )
 }
 
 fn wrap(changeset: &str) -> String {
-    format!("--batch_h\r\nContent-Type: multipart/mixed; boundary=changeset_h\r\n\r\n{changeset}--changeset_h--\r\n--batch_h--\r\n")
+    framing("").wrap(changeset)
 }
 
 async fn count(t: &TestServer) -> usize {

@@ -12,11 +12,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::child::{Client, Signer};
+use common::url::encode as enc;
 use common::TestServer;
-
-fn enc(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
 
 fn hostile_filters() -> Vec<(&'static str, String)> {
     let parens = 8_000;

@@ -3,12 +3,11 @@
 //! and the request body size.
 
 mod common;
-mod support;
 
+use common::assert::{assert_alive, assert_error, assert_error_message};
 use common::{TestServer, JSON_NONE};
 use reqwest::StatusCode;
 use serde_json::{json, Map, Value};
-use support::{assert_alive, assert_error, assert_error_message, post_entity};
 
 const TOO_MANY: &str = "The entity contains more properties than allowed. Each entity can include up to 252 properties to store data. Each entity also has 3 system properties.";
 const VALUE_TOO_LARGE: &str = "The property value is larger than the maximum size permitted.";
@@ -41,16 +40,22 @@ async fn raw_post(t: &TestServer, table: &str, body: &str) -> common::Reply {
 #[tokio::test]
 async fn at_most_252_custom_properties() {
     let t = setup("props").await;
-    let r = post_entity(&t, "props", &entity("p", "ok", numbered("p", 252)), &[]).await;
+    let r = t
+        .post_entity("props", &entity("p", "ok", numbered("p", 252)), &[])
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     let body = r.json();
     assert_eq!(body.as_object().expect("object").len(), 2 + 3 + 252);
-    let r = post_entity(&t, "props", &entity("p", "over", numbered("p", 253)), &[]).await;
+    let r = t
+        .post_entity("props", &entity("p", "over", numbered("p", 253)), &[])
+        .await;
     assert_error_message(&r, 400, "TooManyProperties", TOO_MANY);
     // Nulls are not properties, so they do not count.
     let mut props: Vec<(String, Value)> = numbered("p", 252).collect();
     props.push(("nothing".into(), Value::Null));
-    let r = post_entity(&t, "props", &entity("p", "nulls", props), &[]).await;
+    let r = t
+        .post_entity("props", &entity("p", "nulls", props), &[])
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     // The same limit on replace and upsert.
     let big = entity("p", "ok", numbered("q", 253)).to_string();
@@ -69,7 +74,9 @@ async fn at_most_252_custom_properties() {
             .await;
         assert_error(&r, 400, "TooManyProperties");
     }
-    let r = post_entity(&t, "props", &entity("p", "over", numbered("p", 255)), &[]).await;
+    let r = t
+        .post_entity("props", &entity("p", "over", numbered("p", 255)), &[])
+        .await;
     assert_error(&r, 400, "TooManyProperties");
 }
 
@@ -77,17 +84,15 @@ async fn at_most_252_custom_properties() {
 async fn property_names_up_to_255_characters() {
     let t = setup("names").await;
     let ok = "n".repeat(255);
-    let r = post_entity(
-        &t,
-        "names",
-        &entity("p", "ok", [(ok.clone(), json!(1))]),
-        &[],
-    )
-    .await;
+    let r = t
+        .post_entity("names", &entity("p", "ok", [(ok.clone(), json!(1))]), &[])
+        .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     assert_eq!(r.json()[ok.as_str()], 1);
     let long = "n".repeat(256);
-    let r = post_entity(&t, "names", &entity("p", "long", [(long, json!(1))]), &[]).await;
+    let r = t
+        .post_entity("names", &entity("p", "long", [(long, json!(1))]), &[])
+        .await;
     assert_error_message(
         &r,
         400,
@@ -102,13 +107,13 @@ async fn invalid_property_names() {
     for name in [
         "1abc", "a-b", "a b", "a.b", "a$", "", "a/b", "a\u{0}b", "tab\t", "a@b", "ä-ö",
     ] {
-        let r = post_entity(
-            &t,
-            "badnames",
-            &entity("p", "r", [(name.to_string(), json!(1))]),
-            &[],
-        )
-        .await;
+        let r = t
+            .post_entity(
+                "badnames",
+                &entity("p", "r", [(name.to_string(), json!(1))]),
+                &[],
+            )
+            .await;
         assert_error_message(
             &r,
             400,
@@ -130,13 +135,13 @@ async fn invalid_property_names() {
         .into_iter()
         .enumerate()
     {
-        let r = post_entity(
-            &t,
-            "badnames",
-            &entity("p", &format!("ok{i}"), [(name.to_string(), json!("v"))]),
-            &[],
-        )
-        .await;
+        let r = t
+            .post_entity(
+                "badnames",
+                &entity("p", &format!("ok{i}"), [(name.to_string(), json!("v"))]),
+                &[],
+            )
+            .await;
         assert_eq!(r.status, StatusCode::CREATED, "{name}: {}", r.text());
         assert_eq!(r.json()[name], "v");
     }
@@ -159,13 +164,13 @@ async fn string_values_up_to_32k_utf16_units_and_binary_up_to_64k_bytes() {
         ("s_cjk_max", json!("漢".repeat(32768)), true),
     ];
     for (rk, value, fits) in cases {
-        let r = post_entity(
-            &t,
-            "sizes",
-            &entity("p", rk, [("v".to_string(), value.clone())]),
-            &[],
-        )
-        .await;
+        let r = t
+            .post_entity(
+                "sizes",
+                &entity("p", rk, [("v".to_string(), value.clone())]),
+                &[],
+            )
+            .await;
         if fits {
             assert_eq!(r.status, StatusCode::CREATED, "{rk}: {}", r.text());
             let g = t
@@ -189,9 +194,9 @@ async fn string_values_up_to_32k_utf16_units_and_binary_up_to_64k_bytes() {
         e["b"] = json!(b64(n));
         e
     };
-    let r = post_entity(&t, "sizes", &bin("b_max", 65536), &[]).await;
+    let r = t.post_entity("sizes", &bin("b_max", 65536), &[]).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
-    let r = post_entity(&t, "sizes", &bin("b_over", 65537), &[]).await;
+    let r = t.post_entity("sizes", &bin("b_over", 65537), &[]).await;
     assert_error_message(&r, 400, "PropertyValueTooLarge", VALUE_TOO_LARGE);
     // The same check on replace and merge.
     let too_long = json!({"v": "a".repeat(32769)}).to_string();
@@ -216,16 +221,18 @@ fn big_strings(prefix: &str, n: usize) -> impl Iterator<Item = (String, Value)> 
 async fn entities_over_one_mebibyte_are_refused() {
     let t = setup("huge").await;
     // 15 strings of 64 KiB each: under 1 MiB by the service's size formula.
-    let r = post_entity(
-        &t,
-        "huge",
-        &entity("p", "fits", big_strings("s", 15)),
-        &[("Prefer", "return-no-content")],
-    )
-    .await;
+    let r = t
+        .post_entity(
+            "huge",
+            &entity("p", "fits", big_strings("s", 15)),
+            &[("Prefer", "return-no-content")],
+        )
+        .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
     // 16 of them: just over.
-    let r = post_entity(&t, "huge", &entity("p", "over", big_strings("s", 16)), &[]).await;
+    let r = t
+        .post_entity("huge", &entity("p", "over", big_strings("s", 16)), &[])
+        .await;
     assert_error_message(
         &r,
         400,
@@ -244,7 +251,7 @@ async fn entities_over_one_mebibyte_are_refused() {
         e[format!("b{i:02}@odata.type")] = json!("Edm.Binary");
         e[format!("b{i:02}")] = json!(chunk);
     }
-    let r = post_entity(&t, "huge", &e, &[]).await;
+    let r = t.post_entity("huge", &e, &[]).await;
     assert_error(&r, 400, "EntityTooLarge");
 }
 
@@ -252,7 +259,9 @@ async fn entities_over_one_mebibyte_are_refused() {
 async fn a_merge_that_would_exceed_the_limits_is_refused_and_changes_nothing() {
     let t = setup("grow").await;
     let url = "/grow(PartitionKey='p',RowKey='r')";
-    let r = post_entity(&t, "grow", &entity("p", "r", big_strings("s", 15)), &[]).await;
+    let r = t
+        .post_entity("grow", &entity("p", "r", big_strings("s", 15)), &[])
+        .await;
     assert_eq!(r.status, StatusCode::CREATED);
     let etag = r.header("etag").expect("ETag").to_string();
     let more = Value::Object(big_strings("t", 1).collect()).to_string();
@@ -276,7 +285,9 @@ async fn a_merge_that_would_exceed_the_limits_is_refused_and_changes_nothing() {
     assert_eq!(g.json().as_object().expect("object").len(), 3 + 15);
 
     // Property count through merges.
-    let r = post_entity(&t, "grow", &entity("q", "r", numbered("p", 250)), &[]).await;
+    let r = t
+        .post_entity("grow", &entity("q", "r", numbered("p", 250)), &[])
+        .await;
     assert_eq!(r.status, StatusCode::CREATED);
     let url = "/grow(PartitionKey='q',RowKey='r')";
     let three = Value::Object(numbered("new", 3).collect()).to_string();
@@ -305,9 +316,9 @@ async fn keys_up_to_1024_characters() {
     let t = setup("keys").await;
     let max = "k".repeat(1024);
     let over = "k".repeat(1025);
-    let r = post_entity(&t, "keys", &entity(&max, "r", []), &[]).await;
+    let r = t.post_entity("keys", &entity(&max, "r", []), &[]).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
-    let r = post_entity(&t, "keys", &entity("p", &max, []), &[]).await;
+    let r = t.post_entity("keys", &entity("p", &max, []), &[]).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     let g = t
         .send(
@@ -318,9 +329,9 @@ async fn keys_up_to_1024_characters() {
         )
         .await;
     assert_eq!(g.status, StatusCode::OK);
-    let r = post_entity(&t, "keys", &entity(&over, "r", []), &[]).await;
+    let r = t.post_entity("keys", &entity(&over, "r", []), &[]).await;
     assert_error(&r, 400, "KeyValueTooLarge");
-    let r = post_entity(&t, "keys", &entity("p", &over, []), &[]).await;
+    let r = t.post_entity("keys", &entity("p", &over, []), &[]).await;
     assert_error(&r, 400, "KeyValueTooLarge");
     // Upserts take the keys from the URL.
     for method in ["PUT", "MERGE"] {
@@ -336,9 +347,11 @@ async fn keys_up_to_1024_characters() {
     }
     // UTF-16 units: 512 two-unit characters fill the key exactly.
     let emoji = "😀".repeat(512);
-    let r = post_entity(&t, "keys", &entity(&emoji, "r", []), &[]).await;
+    let r = t.post_entity("keys", &entity(&emoji, "r", []), &[]).await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
-    let r = post_entity(&t, "keys", &entity(&format!("{emoji}a"), "r", []), &[]).await;
+    let r = t
+        .post_entity("keys", &entity(&format!("{emoji}a"), "r", []), &[])
+        .await;
     assert_error(&r, 400, "KeyValueTooLarge");
 }
 
@@ -349,11 +362,11 @@ async fn forbidden_key_characters() {
         "/", "\\", "#", "?", "\t", "\n", "\r", "\u{0}", "\u{1f}", "\u{7f}", "\u{85}", "\u{9f}",
     ] {
         let key = format!("a{c}b");
-        let r = post_entity(&t, "badkeys", &entity(&key, "r", []), &[]).await;
+        let r = t.post_entity("badkeys", &entity(&key, "r", []), &[]).await;
         assert_error(&r, 400, "InvalidInput");
-        let r = post_entity(&t, "badkeys", &entity("p", &key, []), &[]).await;
+        let r = t.post_entity("badkeys", &entity("p", &key, []), &[]).await;
         assert_error(&r, 400, "InvalidInput");
-        let url = support::entity_url("badkeys", "p", &key);
+        let url = common::url::entity_url("badkeys", "p", &key);
         let r = t.send("PUT", &url, &[], Some("{}")).await;
         assert_error(&r, 400, "InvalidInput");
     }
@@ -404,7 +417,9 @@ async fn values_that_do_not_fit_their_type() {
     };
     // DateTime outside 1601-01-01 .. 9999-12-31.
     for v in ["1600-12-31T23:59:59.9999999Z", "0001-01-01T00:00:00Z"] {
-        let r = post_entity(&t, "typed", &annotated("Edm.DateTime", json!(v)), &[]).await;
+        let r = t
+            .post_entity("typed", &annotated("Edm.DateTime", json!(v)), &[])
+            .await;
         assert_error(&r, 400, "OutOfRangeInput");
     }
     let bad: Vec<(&str, Value)> = vec![
@@ -428,7 +443,7 @@ async fn values_that_do_not_fit_their_type() {
         ("Edm.String", json!(5)),
     ];
     for (ty, v) in bad {
-        let r = post_entity(&t, "typed", &annotated(ty, v), &[]).await;
+        let r = t.post_entity("typed", &annotated(ty, v), &[]).await;
         assert_error(&r, 400, "InvalidInput");
     }
     // Unknown type names, and annotations that are not strings.
@@ -439,7 +454,9 @@ async fn values_that_do_not_fit_their_type() {
         "Edm.DateTimeOffset",
         "String",
     ] {
-        let r = post_entity(&t, "typed", &annotated(ty, json!("1")), &[]).await;
+        let r = t
+            .post_entity("typed", &annotated(ty, json!("1")), &[])
+            .await;
         assert_error(&r, 400, "InvalidInput");
     }
     let r = raw_post(
@@ -451,7 +468,9 @@ async fn values_that_do_not_fit_their_type() {
     assert_error(&r, 400, "InvalidInput");
     // Arrays and objects are not property values.
     for v in [json!([1, 2]), json!({"a": 1}), json!([])] {
-        let r = post_entity(&t, "typed", &entity("p", "r", [("v".to_string(), v)]), &[]).await;
+        let r = t
+            .post_entity("typed", &entity("p", "r", [("v".to_string(), v)]), &[])
+            .await;
         assert_error(&r, 400, "InvalidInput");
     }
     let r = t.send("GET", "/typed()", &[], None).await;

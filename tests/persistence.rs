@@ -3,14 +3,14 @@
 //! acknowledged write is on disk even without a clean shutdown.
 
 mod common;
-mod support;
 
 use std::path::Path;
 
+use common::assert::assert_error;
+use common::url::{encode_key, entity_url};
 use common::{TestServer, JSON_MINIMAL, JSON_NONE};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use support::{assert_error, entity_url};
 use tablestore::config::Config;
 
 fn disk_config(dir: &Path) -> Config {
@@ -211,10 +211,7 @@ async fn tables_and_entities_survive_a_restart_unchanged() {
     let r = t
         .send(
             "GET",
-            &format!(
-                "/Tables?$top=1&NextTableName={}",
-                support::encode_key(&token)
-            ),
+            &format!("/Tables?$top=1&NextTableName={}", encode_key(&token)),
             &[],
             None,
         )

@@ -6,8 +6,8 @@ mod common;
 
 use std::sync::Arc;
 
+use common::url::encode as enc;
 use common::{Reply, TestServer};
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tablestore::config::DEV_ACCOUNT;
@@ -18,10 +18,6 @@ use tablestore::store::{Durability, KvStore, Store};
 type Keys<'a> = &'a [(&'a str, &'a str)];
 
 const DEBUG: (&str, &str) = ("x-tablestore-debug-plan", "true");
-
-fn enc(s: &str) -> String {
-    utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
-}
 
 /// `GET /{table}()?$filter=…{extra}` with the plan headers requested.
 async fn query(t: &TestServer, table: &str, filter: &str, extra: &str) -> Reply {
@@ -689,4 +685,16 @@ async fn unsupported_query_options_are_not_implemented() {
         assert_eq!(r.status.as_u16(), 501, "{path}: {}", r.text());
         assert_eq!(r.error_code(), "NotImplemented");
     }
+}
+
+/// The test kit's URL encoder (tests/common/url.rs), used for every filter here.
+#[test]
+fn url_encoder_keeps_quotes_in_keys_and_unreserved_characters() {
+    use common::url::{encode, encode_key, entity_url};
+    assert_eq!(encode_key("a'b c/é-~"), "a''b%20c%2F%C3%A9-~");
+    assert_eq!(encode("2020-01-01T00:00:00Z"), "2020-01-01T00%3A00%3A00Z");
+    assert_eq!(
+        entity_url("t", "p", "r'"),
+        "/t(PartitionKey='p',RowKey='r''')"
+    );
 }

@@ -6,14 +6,12 @@
 
 mod common;
 
+use common::batch::BatchBody;
+use common::child::Signer;
 use common::Reply;
 use reqwest::Method;
 use serde_json::json;
-use tablestore::auth::canonical::{
-    account_sas_string_to_sign, canonicalized_resource, compute_signature,
-    service_sas_string_to_sign, shared_key_lite_string_to_sign, shared_key_string_to_sign,
-    AccountSasFields, ServiceSasFields,
-};
+use tablestore::auth::canonical::{AccountSasFields, ServiceSasFields};
 use tablestore::config::Config;
 use tablestore::server::RunningServer;
 
@@ -114,9 +112,6 @@ impl Setup {
             },
             _ => format!("{}{path}", self.server.endpoint()),
         };
-        let date = chrono::Utc::now()
-            .format("%a, %d %b %Y %H:%M:%S GMT")
-            .to_string();
         let content_type = if body.is_empty() {
             ""
         } else if path.ends_with("$batch") {
@@ -127,25 +122,31 @@ impl Setup {
         let mut req = self
             .http
             .request(Method::from_bytes(method.as_bytes()).unwrap(), &url)
-            .header("x-ms-date", &date)
             .header("x-ms-version", "2019-02-02")
             .header("Accept", "application/json;odata=minimalmetadata");
         if let Some(h) = host {
             req = req.header("Host", h);
         }
-        match auth {
-            Auth::Lite(account, key) => {
-                let resource = canonicalized_resource(account, raw_path, raw_query);
-                let sig = compute_signature(key, &shared_key_lite_string_to_sign(&date, &resource));
-                req = req.header("Authorization", format!("SharedKeyLite {account}:{sig}"));
+        let signed = match auth {
+            Auth::Lite(account, key) => Some(signer(account, key).sign(raw_path, raw_query)),
+            Auth::Full(account, key) => Some(signer(account, key).sign_shared_key(
+                method,
+                content_type,
+                raw_path,
+                raw_query,
+            )),
+            Auth::Sas(_) | Auth::None => None,
+        };
+        match signed {
+            Some((date, authorization)) => {
+                req = req
+                    .header("x-ms-date", date)
+                    .header("Authorization", authorization);
             }
-            Auth::Full(account, key) => {
-                let resource = canonicalized_resource(account, raw_path, raw_query);
-                let sts = shared_key_string_to_sign(method, "", content_type, &date, &resource);
-                let sig = compute_signature(key, &sts);
-                req = req.header("Authorization", format!("SharedKey {account}:{sig}"));
+            None => {
+                let date = chrono::Utc::now().format("%a, %d %b %Y %H:%M:%S GMT");
+                req = req.header("x-ms-date", date.to_string());
             }
-            Auth::Sas(_) | Auth::None => {}
         }
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -226,28 +227,28 @@ impl Setup {
 /// What, method, path, Host header, signature, body.
 type Attack<'a> = (&'a str, &'a str, String, Option<String>, Auth<'a>, String);
 
+/// A `$batch` body (boundary `b`) whose one sub-request addresses `inner_account`: a query
+/// for GET, otherwise a change set with one `method` on row `p`/`r` (`If-Match: *`).
 fn batch_body(endpoint: &str, inner_account: &str, method: &str, table: &str) -> String {
-    let (path, body) = match method {
-        "GET" => (
-            format!("{table}(PartitionKey='p',RowKey='r')"),
-            String::new(),
-        ),
-        "POST" => (
-            table.to_string(),
-            json!({"PartitionKey": "p", "RowKey": "evil", "data": "x"}).to_string(),
-        ),
-        _ => (
-            format!("{table}(PartitionKey='p',RowKey='r')"),
-            json!({"data": "overwritten"}).to_string(),
-        ),
-    };
-    let inner = format!(
-        "Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n{method} {endpoint}/{inner_account}/{path} HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\nContent-Type: application/json\r\nIf-Match: *\r\n\r\n{body}\r\n"
-    );
-    if method == "GET" {
-        format!("--b\r\n{inner}--b--\r\n")
-    } else {
-        format!("--b\r\nContent-Type: multipart/mixed; boundary=c\r\n\r\n--c\r\n{inner}--c--\r\n--b--\r\n")
+    let mut b = BatchBody::with_boundaries(&format!("{endpoint}/{inner_account}"), "b", "c");
+    let row = format!("/{table}(PartitionKey='p',RowKey='r')");
+    match method {
+        "GET" => b.query(&row, &[]),
+        "POST" => {
+            let entity = json!({"PartitionKey": "p", "RowKey": "evil", "data": "x"}).to_string();
+            b.op(
+                "POST",
+                &format!("/{table}"),
+                &[("If-Match", "*")],
+                Some(&entity),
+            );
+            b.body()
+        }
+        _ => {
+            let patch = json!({"data": "overwritten"}).to_string();
+            b.op(method, &row, &[("If-Match", "*")], Some(&patch));
+            b.body()
+        }
     }
 }
 
@@ -586,8 +587,15 @@ async fn batch_inner_urls_cannot_reach_another_account() {
     }
 }
 
+fn signer(account: &str, key: &[u8]) -> Signer {
+    Signer {
+        account: account.to_string(),
+        key: key.to_vec(),
+    }
+}
+
 fn service_sas(account: &str, key: &[u8], table: &str, sp: &str) -> String {
-    let fields = ServiceSasFields {
+    signer(account, key).service_sas(&ServiceSasFields {
         sp,
         st: "2020-01-01T00:00:00Z",
         se: "2099-01-01T00:00:00Z",
@@ -600,16 +608,11 @@ fn service_sas(account: &str, key: &[u8], table: &str, sp: &str) -> String {
         srk: "",
         epk: "",
         erk: "",
-    };
-    let sig = compute_signature(key, &service_sas_string_to_sign(account, &fields));
-    format!(
-        "sv=2019-02-02&tn={table}&sp={sp}&st=2020-01-01T00%3A00%3A00Z&se=2099-01-01T00%3A00%3A00Z&spr=https,http&sig={}",
-        percent_encoding::utf8_percent_encode(&sig, percent_encoding::NON_ALPHANUMERIC)
-    )
+    })
 }
 
 fn account_sas(account: &str, key: &[u8]) -> String {
-    let fields = AccountSasFields {
+    signer(account, key).account_sas(&AccountSasFields {
         sp: "rwdlacu",
         ss: "t",
         srt: "sco",
@@ -619,12 +622,7 @@ fn account_sas(account: &str, key: &[u8]) -> String {
         spr: "https,http",
         sv: "2019-02-02",
         ses: "",
-    };
-    let sig = compute_signature(key, &account_sas_string_to_sign(account, &fields));
-    format!(
-        "sv=2019-02-02&ss=t&srt=sco&sp=rwdlacu&se=2099-01-01T00%3A00%3A00Z&spr=https,http&sig={}",
-        percent_encoding::utf8_percent_encode(&sig, percent_encoding::NON_ALPHANUMERIC)
-    )
+    })
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::batch::BatchBody;
 use common::child::{Client, Signer};
 use serde_json::{json, Value};
 use tablestore::config::Config;
@@ -96,21 +97,18 @@ async fn batcher(client: Client, id: usize, stop: Arc<AtomicBool>, stats: Arc<St
     let mut generation = 0u64;
     while !stop.load(Ordering::Relaxed) {
         generation += 1;
-        let mut body = String::from("--b\r\nContent-Type: multipart/mixed; boundary=c\r\n\r\n");
+        let mut batch = BatchBody::new(&format!("{}/devstoreaccount1", client.endpoint));
         for row in 0..BATCH_ROWS {
             let entity = json!({"PartitionKey": pk, "RowKey": format!("r{row}"), "a": generation, "b": generation});
-            body.push_str(&format!(
-                "--c\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nPUT {}/devstoreaccount1/soak(PartitionKey='{pk}',RowKey='r{row}') HTTP/1.1\r\nContent-Type: application/json\r\n\r\n{entity}\r\n",
-                client.endpoint
-            ));
+            let path = format!("/soak(PartitionKey='{pk}',RowKey='r{row}')");
+            batch.op("PUT", &path, &[], Some(&entity.to_string()));
         }
-        body.push_str("--c--\r\n--b--\r\n");
         let r = client
             .send(
                 "POST",
                 "/$batch",
-                &[("Content-Type", "multipart/mixed; boundary=b")],
-                Some(body.into_bytes()),
+                &[("Content-Type", &batch.content_type())],
+                Some(batch.body().into_bytes()),
             )
             .await
             .expect("batch");

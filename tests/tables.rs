@@ -2,12 +2,12 @@
 //! `Prefer`, name rules, Delete Table, Query Tables order and paging, Get Table.
 
 mod common;
-mod support;
 
+use common::assert::{assert_alive, assert_error, assert_error_message};
+use common::url::encode_key;
 use common::{TestServer, JSON_FULL, JSON_MINIMAL, JSON_NONE};
 use reqwest::StatusCode;
 use serde_json::json;
-use support::{assert_alive, assert_error, assert_error_message};
 
 async fn create(t: &TestServer, name: &str, headers: &[(&str, &str)]) -> common::Reply {
     t.send(
@@ -413,7 +413,7 @@ async fn query_tables_pages_with_top_and_next_table_name_until_exhausted() {
         match next {
             Some(token) => {
                 assert!(!token.is_empty());
-                query = format!("?$top=3&NextTableName={}", support::encode_key(&token));
+                query = format!("?$top=3&NextTableName={}", encode_key(&token));
             }
             None => break,
         }
@@ -432,11 +432,8 @@ async fn query_tables_gives_no_token_when_the_last_page_is_exactly_full() {
     let (first, next) = table_names(&t, "?$top=2").await;
     assert_eq!(first, vec!["four4", "one1"]);
     let token = next.expect("a continuation after the first page");
-    let (second, next) = table_names(
-        &t,
-        &format!("?$top=2&NextTableName={}", support::encode_key(&token)),
-    )
-    .await;
+    let (second, next) =
+        table_names(&t, &format!("?$top=2&NextTableName={}", encode_key(&token))).await;
     assert_eq!(second, vec!["three3", "two2"]);
     assert_eq!(next, None, "no token once the tables are exhausted");
     let (all, next) = table_names(&t, "?$top=4").await;

@@ -2,22 +2,22 @@
 //! client address behind SAS `sip`, bearer tokens (`--oauth basic`), `--healthcheck` and the
 //! start-up output. Certificates are generated here, at test time.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use common::child::Signer;
+use common::Reply;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-use tablestore::auth::canonical::{
-    canonicalized_resource, compute_signature, service_sas_string_to_sign,
-    shared_key_lite_string_to_sign, ServiceSasFields,
-};
-use tablestore::config::{Config, OAuthLevel, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use tablestore::auth::canonical::ServiceSasFields;
+use tablestore::config::{Config, OAuthLevel, DEV_ACCOUNT};
 use tablestore::testing::TestServer;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tablestore");
@@ -69,14 +69,6 @@ fn https_config(cert: &Cert) -> Config {
     config
 }
 
-fn dev_key() -> Vec<u8> {
-    STANDARD.decode(DEV_ACCOUNT_KEY).unwrap()
-}
-
-fn urlencode(s: &str) -> String {
-    utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
-}
-
 enum Auth<'a> {
     /// Shared Key Lite with the development account.
     SharedKey,
@@ -84,29 +76,6 @@ enum Auth<'a> {
     Sas(&'a str),
     /// `Authorization: Bearer <token>`.
     Bearer(&'a str),
-}
-
-struct Reply {
-    status: StatusCode,
-    headers: reqwest::header::HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
-    }
-
-    fn error_code(&self) -> String {
-        self.json()["odata.error"]["code"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
 }
 
 /// Sends a request to `endpoint` + `path` (path style, account included).
@@ -126,26 +95,17 @@ async fn send(
         Some(q) => format!("{endpoint}{path}?{q}"),
         None => format!("{endpoint}{path}"),
     };
-    let date = chrono::Utc::now()
-        .format("%a, %d %b %Y %H:%M:%S GMT")
-        .to_string();
     let mut request = client
         .request(method, url)
         .header("x-ms-version", "2019-02-02")
-        .header("x-ms-date", &date)
         .header("Accept", JSON_MINIMAL)
         .header("DataServiceVersion", "3.0");
     match auth {
         Auth::SharedKey => {
-            let resource = canonicalized_resource(DEV_ACCOUNT, path, None);
-            let signature = compute_signature(
-                &dev_key(),
-                &shared_key_lite_string_to_sign(&date, &resource),
-            );
-            request = request.header(
-                "Authorization",
-                format!("SharedKeyLite {DEV_ACCOUNT}:{signature}"),
-            );
+            let (date, authorization) = Signer::dev().sign(path, None);
+            request = request
+                .header("x-ms-date", date)
+                .header("Authorization", authorization);
         }
         Auth::Bearer(token) => {
             request = request.header("Authorization", format!("Bearer {token}"));
@@ -180,11 +140,10 @@ async fn create_table(client: &reqwest::Client, endpoint: &str, name: &str) {
 
 /// A service SAS for reading `table` (sv 2019-02-02) with the given `spr` and `sip`.
 fn read_sas(table: &str, spr: &str, sip: &str) -> String {
-    let (st, se) = ("2020-01-01T00:00:00Z", "2099-01-01T00:00:00Z");
-    let fields = ServiceSasFields {
+    Signer::dev().service_sas(&ServiceSasFields {
         sp: "r",
-        st,
-        se,
+        st: "2020-01-01T00:00:00Z",
+        se: "2099-01-01T00:00:00Z",
         tn: table,
         si: "",
         sip,
@@ -194,22 +153,7 @@ fn read_sas(table: &str, spr: &str, sip: &str) -> String {
         srk: "",
         epk: "",
         erk: "",
-    };
-    let sig = compute_signature(
-        &dev_key(),
-        &service_sas_string_to_sign(DEV_ACCOUNT, &fields),
-    );
-    let mut q = format!(
-        "sv=2019-02-02&tn={table}&sp=r&st={}&se={}&spr={}",
-        urlencode(st),
-        urlencode(se),
-        urlencode(spr)
-    );
-    if !sip.is_empty() {
-        q.push_str(&format!("&sip={}", urlencode(sip)));
-    }
-    q.push_str(&format!("&sig={}", urlencode(&sig)));
-    q
+    })
 }
 
 /// A well-formed, unsigned JWT as `TokenCredential`s hand out (no key can check it; the

@@ -1,18 +1,18 @@
-//! `$filter` expressions.
-//!
-//! TODO: the filter parser (`protocol::filter::parse`) is being written separately; once it
-//! lands, fuzz it directly here (and check that an accepted filter prints and re-parses to
-//! the same tree). Until then this target drives the `$filter` query parameter through the
-//! query-string parser, which is all that touches the text today.
+//! `$filter` expressions: `protocol::filter::parse` on any text, and every accepted filter
+//! prints (`Display`) to text that parses back to the same tree.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tablestore::protocol::uri::QueryParams;
+use tablestore::protocol::filter;
 
 fuzz_target!(|data: &[u8]| {
-    let filter = String::from_utf8_lossy(data);
-    let raw = format!("$filter={filter}&$top=5");
-    if let Ok(q) = QueryParams::parse(Some(&raw)) {
-        let _ = q.get("$filter");
+    let text = String::from_utf8_lossy(data);
+    if let Ok(expr) = filter::parse(&text) {
+        let printed = expr.to_string();
+        match filter::parse(&printed) {
+            Ok(again) => assert_eq!(again, expr, "{text:?} printed as {printed:?}"),
+            Err(e) => panic!("{text:?} printed as {printed:?}, which does not parse: {e:?}"),
+        }
     }
+    let _ = filter::parse_param(Some(&text));
 });

@@ -22,6 +22,10 @@ macro_rules! error_codes {
             pub fn default_message(self) -> &'static str {
                 match self { $(ErrorCode::$name => $message,)* }
             }
+            /// The code spelled as Azure spells it (exact match), if it is one of ours.
+            pub fn parse(name: &str) -> Option<ErrorCode> {
+                match name { $(stringify!($name) => Some(ErrorCode::$name),)* _ => None }
+            }
         }
     };
 }

@@ -22,6 +22,13 @@ pub const X_TABLESTORE_DEBUG_PLAN: &str = "x-tablestore-debug-plan";
 pub const X_TABLESTORE_PLAN: &str = "x-tablestore-plan";
 /// Entities (or tables) the page read from the store, including the look-ahead.
 pub const X_TABLESTORE_EXAMINED: &str = "x-tablestore-examined";
+/// Response header (with `x-tablestore-debug-plan: true`): the design guide's query class.
+pub const X_TABLESTORE_CLASS: &str = "x-tablestore-class";
+/// Response header (with `x-tablestore-debug-plan: true`): entities in this page.
+pub const X_TABLESTORE_RETURNED: &str = "x-tablestore-returned";
+/// Response header (with `x-tablestore-debug-plan: true`): pages the whole result takes from
+/// this page on (`1000+` past a thousand).
+pub const X_TABLESTORE_PAGES: &str = "x-tablestore-pages";
 
 /// The version assumed when a request sends none, and the one the SDKs send.
 pub const DEFAULT_VERSION: &str = "2019-02-02";

@@ -65,6 +65,17 @@ impl Default for ServeLimits {
     }
 }
 
+/// Lets a request end its own connection without an answer (fault injection's dropped
+/// connection): the connection task closes the socket, dropping the request in flight.
+#[derive(Clone)]
+pub struct ConnectionAbort(Arc<Notify>);
+
+impl ConnectionAbort {
+    pub fn abort(&self) {
+        self.0.notify_one();
+    }
+}
+
 /// The error a request body yields when its [`ServeLimits::body_read_timeout`] runs out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BodyReadTimeout;
@@ -399,13 +410,17 @@ pub async fn run(
             };
             let state = Arc::clone(&registration.state);
             let body_read_timeout = limits.body_read_timeout;
+            let abort = Arc::new(Notify::new());
+            let abort_for_requests = ConnectionAbort(Arc::clone(&abort));
             let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let guard = BusyGuard::new(&state, &tracker_for_conn);
                 let router = router.clone();
                 let deadline = Box::pin(tokio::time::sleep(body_read_timeout));
+                let abort = abort_for_requests.clone();
                 async move {
                     let mut request = request.map(|inner| TimedBody { inner, deadline });
                     request.extensions_mut().insert(ConnectInfo(peer));
+                    request.extensions_mut().insert(abort);
                     let handled =
                         CatchPanic(Box::pin(router.oneshot(request.map(axum::body::Body::new))))
                             .await;
@@ -439,6 +454,7 @@ pub async fn run(
                         }
                         break;
                     }
+                    () = abort.notified() => break,
                     () = registration.state.close.notified(), if !closing => {
                         // Picked to make room. With no request in flight (waiting for a
                         // head, perhaps a slow one) it is dropped at once; nothing is lost.

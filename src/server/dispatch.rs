@@ -1,4 +1,5 @@
-//! The catch-all route: admit the request (`intake`), then a table from operation to
+//! The catch-all route: the insight endpoints and console (`handlers::insight`), else admit
+//! the request (`intake`), then a table from operation to
 //! handler, then the finishing touches every response gets (error rendering, the access
 //! log's auth field, CORS). axum's matcher cannot express `t(PartitionKey='a',RowKey='b')`
 //! nor a MERGE verb, hence one route.
@@ -11,7 +12,9 @@ use axum::http::Request;
 use axum::response::Response;
 
 use super::call::Call;
-use super::handlers::{acl, batch, entities, service, tables};
+use super::connections::ConnectionAbort;
+use super::context::RequestContext;
+use super::handlers::{acl, batch, entities, insight, service, tables};
 use super::intake::{admit, Admitted};
 use super::AppState;
 use crate::protocol::operation::Operation;
@@ -23,6 +26,14 @@ pub async fn dispatch(
     request: Request<Body>,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    if parts.uri.path() == super::realism::FAULTS_PATH {
+        return super::realism::faults_endpoint(&state, parts, body, peer).await;
+    }
+    let abort = parts.extensions.get::<ConnectionAbort>().cloned();
+    let ctx = RequestContext::new(&parts.headers);
+    if let Some(r) = insight::route(&state, &parts, &ctx, peer).await {
+        return r;
+    }
     let Admitted {
         call,
         operation,
@@ -33,11 +44,31 @@ pub async fn dispatch(
         Ok(admitted) => admitted,
         Err(response) => return response,
     };
-    let mut response = match route(&state, &call, operation).await {
+    let realism = match super::realism::before_dispatch(
+        &state,
+        &call,
+        &operation,
+        &method,
+        abort.as_ref(),
+        error_format,
+    )
+    .await
+    {
+        Ok(consulted) => consulted,
+        Err(response) => return response,
+    };
+    let charged = insight::Charged {
+        operation: insight::operation_name(&operation),
+        account: Some(call.ctx.data_account().to_string()),
+    };
+    let response = match route(&state, &call, operation).await {
         Ok(response) => response,
         Err(e) => call.ctx.error_response(&e, error_format),
     };
+    let mut response =
+        super::realism::after_commit(&state, realism, &call.ctx, response, abort.as_ref()).await;
     response.extensions_mut().insert(auth_outcome);
+    response.extensions_mut().insert(charged);
     if let Some(origin) = call.header("origin") {
         let account = call.ctx.data_account();
         service::decorate_cors(&state, account, origin, &method, &mut response).await;

@@ -28,6 +28,8 @@ struct Shared {
     requested: AtomicU64,
     flushed: watch::Sender<Flushed>,
     signal: Arc<Signal>,
+    /// Flushes run so far (the `tablestore_group_commit_flushes_total` metric).
+    flushes: AtomicU64,
 }
 
 /// Where the flusher sleeps. It holds this strongly but the store only weakly, so closing the
@@ -51,6 +53,7 @@ impl GroupCommit {
         let shared = Arc::new(Shared {
             store,
             requested: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
             flushed,
             signal: Arc::clone(&signal),
         });
@@ -62,6 +65,11 @@ impl GroupCommit {
             tracing::error!(error = %e, "could not start the group-commit thread");
         }
         GroupCommit { shared }
+    }
+
+    /// Flushes run so far.
+    pub fn flushes(&self) -> u64 {
+        self.shared.flushes.load(Ordering::Relaxed)
     }
 
     /// Waits until everything applied before this call (in store generation `generation`)
@@ -119,6 +127,7 @@ fn flusher(shared: Weak<Shared>, signal: Arc<Signal>) {
         // Every ticket handed out before this point belongs to a write already applied.
         let covers = s.requested.load(Ordering::SeqCst);
         let result = s.store.flush();
+        s.flushes.fetch_add(1, Ordering::Relaxed);
         let generation = s.store.generation();
         let failed = result.is_err();
         if let Err(e) = result {

@@ -3,6 +3,9 @@
 //! `tablestore::debug` trace of each request and response (headers and bodies, secrets
 //! redacted). It wraps the whole application, so the latency includes everything.
 //!
+//! It hands every finished request to `crate::insight` (a queue push, never a wait) and
+//! adds the query class and examined/returned counts to the access line of a query.
+//!
 //! Only observes: it never changes a request or a response (it re-assembles a body it
 //! buffered for the debug trace byte for byte).
 
@@ -16,8 +19,10 @@ use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
 
+use super::handlers::insight::Charged;
 use super::health::HEALTH_PATH;
 use super::AppState;
+use crate::insight::{Event, Observation, Report};
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::protocol::headers::X_MS_REQUEST_ID;
 
@@ -48,9 +53,32 @@ pub async fn request_log(State(state): State<AppState>, request: Request, next: 
         (request, None)
     };
 
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
 
-    let latency_ms = start.elapsed().as_secs_f64() * 1000.0;
+    let latency = start.elapsed();
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    let observation = response.extensions_mut().remove::<Observation>();
+    let query = match &observation {
+        Some(Observation {
+            event:
+                Event::Query {
+                    class,
+                    examined,
+                    returned,
+                    ..
+                },
+            ..
+        }) => Some((*class, *examined, *returned)),
+        _ => None,
+    };
+    let charged = response.extensions().get::<Charged>().cloned();
+    state.insight.report(Report {
+        operation: charged.as_ref().map_or("Other", |c| c.operation),
+        status: response.status().as_u16(),
+        latency,
+        account: charged.and_then(|c| c.account),
+        observation,
+    });
     let request_id = response
         .headers()
         .get(X_MS_REQUEST_ID)
@@ -76,7 +104,9 @@ pub async fn request_log(State(state): State<AppState>, request: Request, next: 
             .unwrap_or("-");
         let latency_ms = (latency_ms * 1000.0).round() / 1000.0;
         // Readiness probes run every few seconds in containers: keep them out of the info log.
-        if path == HEALTH_PATH {
+        if let Some((class, examined, returned)) = query {
+            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %class, examined, returned, "request");
+        } else if path == HEALTH_PATH {
             tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, "request");
         } else {
             tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, "request");

@@ -12,6 +12,7 @@ pub mod handlers;
 pub mod health;
 pub mod intake;
 pub mod middleware;
+pub mod realism;
 pub mod tls;
 
 use std::future::Future;
@@ -38,6 +39,10 @@ pub struct AppState {
     pub group_commit: Arc<group_commit::GroupCommit>,
     /// Bounds how many [`AppState::blocking`] calls run at once; the rest wait their turn.
     pub store_work: Arc<tokio::sync::Semaphore>,
+    /// Query classes, statistics, advice and metrics (fed by `middleware::request_log`).
+    pub insight: crate::insight::Insight,
+    /// Production realism (targets, page breaks, lifecycle, faults); off by default.
+    pub realism: Arc<crate::realism::Realism>,
 }
 
 /// How many store tasks (scans, table and metadata work) may run on the blocking pool at
@@ -52,12 +57,18 @@ fn store_work_permits() -> usize {
 impl AppState {
     pub fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
         let accounts = config.accounts()?;
+        let realism = crate::realism::Realism::new(realism::options(&config.realism)?);
+        if realism.is_active() {
+            tracing::warn!("production realism is on (docs/realism.md): answers are less polite than by default");
+        }
         Ok(AppState {
+            realism: Arc::new(realism),
             group_commit: Arc::new(group_commit::GroupCommit::start(Arc::clone(&store))),
             store_work: Arc::new(tokio::sync::Semaphore::new(store_work_permits())),
             store,
             config: Arc::new(config),
             accounts: Arc::new(accounts),
+            insight: crate::insight::Insight::start(),
         })
     }
 

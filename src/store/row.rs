@@ -83,6 +83,15 @@ impl StoredRows {
         self.ends.is_empty()
     }
 
+    /// Keeps the first `n` rows (a page cut short, see `server::realism::cut_page`).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.ends.len() {
+            let end = if n == 0 { 0 } else { self.ends[n - 1].1 };
+            self.ends.truncate(n);
+            self.bytes.truncate(end);
+        }
+    }
+
     /// The rows as entities that borrow their properties from the stored bytes.
     pub fn entities(&self) -> Result<Vec<EntityView<'_>>, StoreError> {
         self.iter().map(|row| row.view()).collect()
@@ -126,6 +135,11 @@ mod tests {
         assert_eq!(rows.len(), 2);
         let views = rows.entities().unwrap();
         assert_eq!(views[1].row_key, "r");
+        rows.truncate(1);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows.entities().unwrap()[0].row_key, "r");
+        rows.truncate(0);
+        assert!(rows.is_empty() && rows.entities().unwrap().is_empty());
         assert!(StoredRow::new(&k[..5], &value).keys().is_err());
         assert!(StoredRow::new(&k, &value[..3]).view().is_err());
     }

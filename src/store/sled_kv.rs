@@ -244,7 +244,7 @@ impl SledKv {
         if self.options.min_free_bytes == 0 {
             return Ok(());
         }
-        let free = fs2::available_space(&self.path).map_err(|e| StoreError::Io(e.to_string()))?;
+        let free = fs4::available_space(&self.path).map_err(|e| StoreError::Io(e.to_string()))?;
         if free < self.options.min_free_bytes {
             return Err(StoreError::Io(format!(
                 "not enough free disk space: {free} bytes free, {} kept in reserve",

@@ -1,9 +1,14 @@
-//! Shared by the integration tests: a real server on an ephemeral loopback port and a small
-//! HTTP client speaking to it.
+//! The integration tests' one kit: a real server on an ephemeral loopback port and a signing
+//! HTTP client speaking to it (here), the `tablestore` binary as a child process and the one
+//! request signer (`child`), raw HTTP over TCP (`raw`), `$batch` bodies (`batch`), URL
+//! encoding (`url`) and assertions on Azure's answers (`assert`).
 #![allow(dead_code)] // each test file uses a different subset of these helpers
 
+pub mod assert;
+pub mod batch;
 pub mod child;
 pub mod raw;
+pub mod url;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -163,6 +168,23 @@ impl TestServer {
             )
             .await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    }
+
+    /// Inserts `entity` with the caller's headers and returns the reply whatever it is
+    /// (unlike [`TestServer::insert`], which asserts a 204).
+    pub async fn post_entity(
+        &self,
+        table: &str,
+        entity: &Value,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        self.send(
+            "POST",
+            &format!("/{table}"),
+            headers,
+            Some(&entity.to_string()),
+        )
+        .await
     }
 
     pub async fn insert(&self, table: &str, entity: &Value) -> Reply {

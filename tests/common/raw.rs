@@ -28,6 +28,11 @@ impl RawReply {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
+    /// The whole response as text: head, blank line, body.
+    pub fn whole(&self) -> String {
+        format!("{}\r\n\r\n{}", self.head, self.text())
+    }
+
     /// The `odata.error.code` of a JSON error body, or `m:code`/`code` of an XML one.
     pub fn error_code(&self) -> Option<String> {
         if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&self.body) {
@@ -162,6 +167,14 @@ pub async fn exchange(addr: SocketAddr, request: &[u8], limit: Duration) -> Outc
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     let _ = stream.write_all(request).await;
     read_response(&mut stream, limit).await
+}
+
+/// [`exchange`] that expects a response within 20 s: its status and [`RawReply::whole`] text.
+pub async fn exchange_text(addr: SocketAddr, request: &[u8]) -> (u16, String) {
+    let r = exchange(addr, request, Duration::from_secs(20))
+        .await
+        .reply();
+    (r.status, r.whole())
 }
 
 /// A GET of the readiness probe on a fresh connection answers 200 within `limit`.

@@ -1,114 +1,58 @@
-//! A fixed-size log-linear latency histogram (microseconds): exact below 256 µs, then 128
-//! sub-buckets per power of two, so any reported percentile is within 0.8 % of the true value.
-//! Memory is constant (about 58 KiB) however many operations are recorded.
+//! Latency histogram (microseconds) over `hdrhistogram`: three significant digits, so values
+//! below 2048 µs are exact and any reported percentile is within 0.1 % of the true value.
+//! Memory is fixed (about 190 KiB) however many operations are recorded; latencies beyond an
+//! hour count as an hour.
 
-const LINEAR: u64 = 256; // values below this are stored exactly
-const SUB_BITS: u32 = 7; // 128 sub-buckets per power of two above LINEAR
-const SUB: u64 = 1 << SUB_BITS;
-const BUCKETS: usize = (LINEAR + (63 - 8 + 1) * SUB) as usize;
+use hdrhistogram::Histogram as Hdr;
+
+/// Significant decimal digits kept for every recorded value.
+const SIGNIFICANT_DIGITS: u8 = 3;
+/// The largest latency told apart: one hour.
+const HIGHEST_MICROS: u64 = 3_600_000_000;
 
 #[derive(Clone)]
-pub struct Histogram {
-    counts: Vec<u64>,
-    total: u64,
-    sum: u128,
-    min: u64,
-    max: u64,
-}
+pub struct Histogram(Hdr<u64>);
 
 impl Default for Histogram {
     fn default() -> Self {
-        Histogram {
-            counts: vec![0; BUCKETS],
-            total: 0,
-            sum: 0,
-            min: u64::MAX,
-            max: 0,
-        }
+        Histogram(
+            Hdr::new_with_bounds(1, HIGHEST_MICROS, SIGNIFICANT_DIGITS)
+                .expect("1 µs to an hour at 3 significant digits are valid bounds"),
+        )
     }
-}
-
-fn index_of(v: u64) -> usize {
-    if v < LINEAR {
-        return v as usize;
-    }
-    let e = 63 - v.leading_zeros(); // floor(log2 v) >= 8
-    let shift = e - SUB_BITS; // v >> shift in [128, 256)
-    let sub = (v >> shift) - SUB;
-    (LINEAR + u64::from(e - 8) * SUB + sub) as usize
-}
-
-/// The midpoint of the values that map to bucket `i`.
-fn value_of(i: usize) -> u64 {
-    let i = i as u64;
-    if i < LINEAR {
-        return i;
-    }
-    let e = (i - LINEAR) / SUB + 8;
-    let sub = (i - LINEAR) % SUB + SUB;
-    let shift = e - u64::from(SUB_BITS);
-    let low = sub << shift;
-    low + ((1u64 << shift) >> 1)
 }
 
 impl Histogram {
     pub fn record(&mut self, micros: u64) {
-        self.counts[index_of(micros)] += 1;
-        self.total += 1;
-        self.sum += u128::from(micros);
-        self.min = self.min.min(micros);
-        self.max = self.max.max(micros);
+        self.0.saturating_record(micros);
     }
 
     pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
-            *a += *b;
-        }
-        self.total += other.total;
-        self.sum += other.sum;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        self.0
+            .add(&other.0)
+            .expect("histograms with the same bounds always add");
     }
 
     #[cfg(test)]
     pub fn count(&self) -> u64 {
-        self.total
+        self.0.len()
     }
 
     pub fn max(&self) -> u64 {
-        self.max
+        self.0.max()
     }
 
     pub fn min(&self) -> u64 {
-        if self.total == 0 {
-            0
-        } else {
-            self.min
-        }
+        self.0.min()
     }
 
     pub fn mean(&self) -> f64 {
-        if self.total == 0 {
-            0.0
-        } else {
-            self.sum as f64 / self.total as f64
-        }
+        self.0.mean()
     }
 
-    /// The value at quantile `q` (0.0..=1.0), clamped to the observed min and max.
+    /// The value at quantile `q` (0.0..=1.0); 0 when nothing was recorded.
     pub fn quantile(&self, q: f64) -> u64 {
-        if self.total == 0 {
-            return 0;
-        }
-        let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).max(1);
-        let mut seen = 0u64;
-        for (i, c) in self.counts.iter().enumerate() {
-            seen += *c;
-            if seen >= rank {
-                return value_of(i).clamp(self.min, self.max);
-            }
-        }
-        self.max
+        self.0.value_at_quantile(q.clamp(0.0, 1.0))
     }
 }
 
@@ -117,7 +61,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exact_below_linear_range() {
+    fn exact_below_two_milliseconds() {
         let mut h = Histogram::default();
         for v in 1..=100 {
             h.record(v);
@@ -133,33 +77,13 @@ mod tests {
 
     #[test]
     fn relative_error_is_small_everywhere() {
-        for v in [
-            256u64,
-            257,
-            1000,
-            12_345,
-            999_999,
-            60_000_000,
-            u64::MAX / 3,
-            u64::MAX,
-        ] {
-            let got = value_of(index_of(v));
+        for v in [2048u64, 2049, 12_345, 999_999, 60_000_000, HIGHEST_MICROS] {
+            let mut h = Histogram::default();
+            h.record(v);
+            let got = h.quantile(0.5);
             let err = (got as f64 - v as f64).abs() / v as f64;
-            assert!(err < 0.008, "{v} -> {got}");
+            assert!(err < 0.001, "{v} -> {got}");
         }
-    }
-
-    #[test]
-    fn indexes_are_monotonic_and_in_range() {
-        let mut last = 0;
-        let mut v = 1u64;
-        while v < u64::MAX / 2 {
-            let i = index_of(v);
-            assert!(i >= last && i < BUCKETS);
-            last = i;
-            v = v + v / 7 + 1;
-        }
-        assert!(index_of(u64::MAX) < BUCKETS);
     }
 
     #[test]
@@ -174,11 +98,19 @@ mod tests {
         }
         a.merge(&b);
         assert_eq!(a.count(), 1000);
-        let p50 = a.quantile(0.5);
-        assert!((990..=1010).contains(&p50), "{p50}");
+        assert_eq!(a.quantile(0.5), 1_000);
         let p999 = a.quantile(0.999);
-        assert!((49_500..=50_000).contains(&p999), "{p999}");
-        assert_eq!(a.max(), 50_000);
+        assert!((49_950..=50_050).contains(&p999), "{p999}");
+        assert!((49_950..=50_050).contains(&a.max()), "{}", a.max());
         assert_eq!(Histogram::default().quantile(0.5), 0);
+        assert_eq!(Histogram::default().min(), 0);
+    }
+
+    #[test]
+    fn latencies_beyond_an_hour_count_as_an_hour() {
+        let mut h = Histogram::default();
+        h.record(u64::MAX);
+        let max = h.max() as f64;
+        assert!((max - HIGHEST_MICROS as f64).abs() / (HIGHEST_MICROS as f64) < 0.001);
     }
 }

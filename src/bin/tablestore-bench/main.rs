@@ -5,7 +5,7 @@
 //! - `sign`: Shared Key Lite signing (Azure docs: "Authorize with Shared Key").
 //! - `client`: one keep-alive HTTP/1.1 connection per worker, signed requests, timeouts.
 //! - `data`: key layout, ~1 KiB typed entities, `$batch` bodies, response parsing.
-//! - `hist`: constant-memory latency histogram.
+//! - `hist`: bounded-memory latency histogram (hdrhistogram).
 //! - `procstat`: server CPU and memory from `/proc`, data folder size.
 //! - `run`: preload, workload phases, measurement.
 //! - `report`: JSON results, the human table, `compare`.

@@ -10,6 +10,7 @@ use axum::response::Response;
 use super::entities::table_info;
 use super::store_error;
 use crate::batch::{self, ChangeSet, Failure};
+use crate::insight::{BatchFacts, Observation};
 use crate::protocol::batch::{
     decode_batch, decode_change, encode_changeset_response, encode_query_response,
     error_sub_response, parse_sub_operation, retrieve_sub_response, write_sub_response, BatchBody,
@@ -148,6 +149,11 @@ async fn changeset(
             return failure_response(call, failed, prefer);
         }
     };
+    let facts = BatchFacts {
+        operations: changes.ops.len(),
+        body_bytes: call.body.len(),
+    };
+    let observed = Observation::writes(account, &applied.table.name, &changes.ops, Some(facts));
     let responses: Vec<SubResponse> = changes
         .tables
         .into_iter()
@@ -170,7 +176,8 @@ async fn changeset(
             )
         })
         .collect();
-    Ok(accepted(call, encode_changeset_response(&responses)))
+    let response = accepted(call, encode_changeset_response(&responses));
+    Ok(super::observe(response, observed))
 }
 
 /// A query batch: one GET of a single entity.

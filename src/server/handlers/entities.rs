@@ -4,7 +4,9 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::{metadata, parse_top, store_error, wants_plan};
+use super::{metadata, observe, parse_top, store_error, wants_plan};
+use crate::insight::class::{filtered_properties, single_partition};
+use crate::insight::{Event, Observation, QueryClass};
 use crate::model::entity::etag_for;
 use crate::model::{Entity, TableRef, WriteKind};
 use crate::protocol::continuation::{decode_token, encode_token};
@@ -56,6 +58,9 @@ fn resume_position(call: &Call) -> Option<(String, String)> {
     Some((pk, decode("NextRowKey").unwrap_or_default()))
 }
 
+/// Pages counted for `x-tablestore-pages` before giving up (the header then says `1000+`).
+const MAX_COUNTED_PAGES: u64 = 1000;
+
 pub async fn query_entities(
     state: &AppState,
     call: &Call,
@@ -84,27 +89,47 @@ pub async fn query_entities(
         plan.ranges.clear();
     }
     let description = plan.to_string();
+    let class = QueryClass::of_plan(&plan);
+    let partition = single_partition(&plan);
+    let properties = filtered_properties(filter.as_ref());
     let resume = resume_position(call);
-    let account = call.ctx.data_account().to_string();
-    let (info, page) = state
+    let table = call.table(table);
+    let count_pages = wants_plan(call);
+    let (info, mut page, pages) = state
         .blocking(move |store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
-            let page = execute_raw_page(
-                store,
-                info.id,
-                &plan.ranges,
-                &|e| eval::matches_opt(filter.as_ref(), e),
-                resume.as_ref().map(|(p, r)| (p.as_str(), r.as_str())),
-                limits,
-            )
-            .map_err(store_error)?;
-            Ok((info, page))
+            let info = table_info(store, &table)?;
+            let matches = |e: &crate::store::StoredRow<'_>| eval::matches_opt(filter.as_ref(), e);
+            let run = |resume: Option<&(String, String)>| {
+                execute_raw_page(
+                    store,
+                    info.id,
+                    &plan.ranges,
+                    &matches,
+                    resume.map(|(p, r)| (p.as_str(), r.as_str())),
+                    limits,
+                )
+                .map_err(store_error)
+            };
+            let page = run(resume.as_ref())?;
+            // Opt-in debugging only: the pages the whole result takes from here.
+            let mut pages = None;
+            if count_pages {
+                let (mut n, mut next) = (1u64, page.next.clone());
+                while let Some(at) = next.filter(|_| n < MAX_COUNTED_PAGES) {
+                    next = run(Some(&at))?.next;
+                    n += 1;
+                }
+                pages = Some(n);
+            }
+            Ok((info, page, pages))
         })
         .await?;
+    crate::server::realism::cut_page(state, &mut page);
     tracing::debug!(
         request_id = %call.ctx.request_id,
         table = %info.name,
         plan = %description,
+        class = %class,
         examined = page.examined,
         returned = page.rows.len(),
         more = page.next.is_some(),
@@ -117,16 +142,33 @@ pub async fn query_entities(
         r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &encode_token(pk))
             .header(headers::CONTINUATION_NEXT_ROW_KEY, &encode_token(rk));
     }
-    if wants_plan(call) {
+    if let Some(pages) = pages {
+        let pages = if pages >= MAX_COUNTED_PAGES {
+            format!("{pages}+")
+        } else {
+            pages.to_string()
+        };
         r.header(headers::X_TABLESTORE_PLAN, &description)
-            .header(headers::X_TABLESTORE_EXAMINED, &page.examined.to_string());
+            .header(headers::X_TABLESTORE_EXAMINED, &page.examined.to_string())
+            .header(headers::X_TABLESTORE_CLASS, class.as_str())
+            .header(headers::X_TABLESTORE_RETURNED, &page.rows.len().to_string())
+            .header(headers::X_TABLESTORE_PAGES, &pages);
     }
+    let observed = Observation::query(
+        call.ctx.data_account(),
+        &info.name,
+        class,
+        page.examined,
+        page.rows.len() as u64,
+        partition,
+        properties,
+    );
     let entities = page.rows.entities().map_err(store_error)?;
     r.body(
         metadata.content_type(),
         json::encode_entity_page(&entities, &ctx),
     );
-    Ok(r.into_response())
+    Ok(observe(r.into_response(), observed))
 }
 
 pub async fn get_entity(
@@ -139,12 +181,9 @@ pub async fn get_entity(
     // [emu] `$filter` on a point query is an extra predicate: an entity it rejects is
     // answered like a missing one (the swagger accepts the parameter; Azure's use is unknown).
     let filter = filter::parse_param(call.query.get("$filter"))?;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(entity.table.as_str());
     let (info, found) = state.inline(|store| {
-        let info = table_info(
-            store,
-            &TableRef::new(account.as_str(), entity.table.as_str()),
-        )?;
+        let info = table_info(store, &table)?;
         let found = store
             .get_entity(info.id, &entity.partition_key, &entity.row_key)
             .map_err(store_error)?
@@ -157,7 +196,14 @@ pub async fn get_entity(
     let mut r = call.ctx.odata_response(StatusCode::OK);
     r.header("etag", &found.etag());
     r.body(metadata.content_type(), json::encode_entity(&found, &ctx));
-    Ok(r.into_response())
+    let observed = Observation {
+        account: table.account.clone(),
+        table: info.name.clone(),
+        event: Event::Read {
+            partition: entity.partition_key.clone(),
+        },
+    };
+    Ok(observe(r.into_response(), observed))
 }
 
 pub async fn insert_entity(
@@ -168,10 +214,10 @@ pub async fn insert_entity(
     let metadata = metadata(call)?;
     let op = decode_insert(&call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
-    let account = call.ctx.data_account().to_string();
+    let table = call.table(table);
     let (info, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let info = table_info(store, &table)?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
@@ -184,6 +230,7 @@ pub async fn insert_entity(
         entity_path(&info.name, &op.key.partition_key, &op.key.row_key)
     );
     let etag = etag_for(timestamp);
+    let observed = Observation::writes(&table.account, &info.name, std::slice::from_ref(&op), None);
     let preference = ReturnPreference::parse(call.header(headers::PREFER));
     if preference == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
@@ -191,7 +238,7 @@ pub async fn insert_entity(
             .header("location", &location)
             .header(headers::DATA_SERVICE_ID, &location)
             .header(headers::PREFERENCE_APPLIED, "return-no-content");
-        return Ok(r.into_response());
+        return Ok(observe(r.into_response(), observed));
     }
     let entity = Entity {
         partition_key: op.key.partition_key,
@@ -206,7 +253,7 @@ pub async fn insert_entity(
         r.header(headers::PREFERENCE_APPLIED, "return-content");
     }
     r.body(metadata.content_type(), json::encode_entity(&entity, &ctx));
-    Ok(r.into_response())
+    Ok(observe(r.into_response(), observed))
 }
 
 pub async fn write_entity(
@@ -217,19 +264,20 @@ pub async fn write_entity(
     let (table, op) = decode_write(operation, &call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let is_delete = op.kind == WriteKind::Delete;
-    let account = call.ctx.data_account().to_string();
-    let timestamp = state
+    let table = call.table(table);
+    let (name, timestamp) = state
         .write(|store| {
-            let info = table_info(store, &TableRef::new(account.as_str(), table.as_str()))?;
+            let info = table_info(store, &table)?;
             let committed = store
                 .commit_unsynced(info.id, std::slice::from_ref(&op))
                 .map_err(|e| store_error(e.error))?;
-            Ok((committed.stamps[0], committed.generation))
+            Ok(((info.name, committed.stamps[0]), committed.generation))
         })
         .await?;
     let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
     if !is_delete {
         r.header("etag", &etag_for(timestamp));
     }
-    Ok(r.into_response())
+    let observed = Observation::writes(&table.account, &name, std::slice::from_ref(&op), None);
+    Ok(observe(r.into_response(), observed))
 }

@@ -3,6 +3,7 @@
 pub mod acl;
 pub mod batch;
 pub mod entities;
+pub mod insight;
 pub mod service;
 pub mod tables;
 
@@ -54,6 +55,16 @@ pub fn parse_top(query: &QueryParams) -> Result<usize, ApiError> {
 pub fn wants_plan(call: &Call) -> bool {
     call.header(crate::protocol::headers::X_TABLESTORE_DEBUG_PLAN)
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Attaches what a successful request did, for the access log and the insight statistics
+/// (read by `middleware::request_log`).
+pub fn observe(
+    mut response: axum::response::Response,
+    observation: crate::insight::Observation,
+) -> axum::response::Response {
+    response.extensions_mut().insert(observation);
+    response
 }
 
 /// Response metadata level from `Accept` and `$format`.

@@ -4,6 +4,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 
 use super::{metadata, parse_top, store_error, wants_plan};
+use crate::insight::{Observation, QueryClass};
 use crate::model::{TableName, TableNameError};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
@@ -49,10 +50,26 @@ pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, Api
     if let Some(next) = &page.next {
         r.header(headers::CONTINUATION_NEXT_TABLE_NAME, &encode_token(next));
     }
+    let class = QueryClass::of_table_plan(&page.plan);
     if wants_plan(call) {
         r.header(headers::X_TABLESTORE_PLAN, &page.plan)
-            .header(headers::X_TABLESTORE_EXAMINED, &page.examined.to_string());
+            .header(headers::X_TABLESTORE_EXAMINED, &page.examined.to_string())
+            .header(headers::X_TABLESTORE_CLASS, class.as_str())
+            .header(
+                headers::X_TABLESTORE_RETURNED,
+                &page.names.len().to_string(),
+            );
     }
+    // The account's table list is observed as the (reserved, so never a real table) `Tables`.
+    let observed = Observation::query(
+        call.ctx.data_account(),
+        "Tables",
+        class,
+        page.examined,
+        page.names.len() as u64,
+        None,
+        Vec::new(),
+    );
     let body = json::encode_table_page(
         page.names.iter().map(String::as_str),
         metadata,
@@ -60,7 +77,7 @@ pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, Api
         &call.ctx.account,
     );
     r.body(metadata.content_type(), body);
-    Ok(r.into_response())
+    Ok(super::observe(r.into_response(), observed))
 }
 
 pub async fn get_table(state: &AppState, call: &Call, table: String) -> Result<Response, ApiError> {

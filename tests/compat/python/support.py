@@ -150,3 +150,13 @@ def bulk_insert(connection_string: str, table_name: str, entities, workers: int 
 def utf16_key(text: str) -> bytes:
     """Sort key matching the service's ordinal UTF-16 code unit order."""
     return text.encode("utf-16-be")
+
+
+def custom_properties(entity) -> dict:
+    """The entity's properties without the keys."""
+    return {k: v for k, v in entity.items() if k not in ("PartitionKey", "RowKey")}
+
+
+def keys_of(entities) -> list:
+    """(PartitionKey, RowKey) of each entity, in the order given."""
+    return [(e["PartitionKey"], e["RowKey"]) for e in entities]

@@ -11,12 +11,9 @@ from azure.core.exceptions import ResourceNotFoundError
 from azure.data.tables import EdmType, EntityProperty, TableTransactionError, UpdateMode
 
 from conftest import unique_table_name
+from support import custom_properties, error_code_of
 
 pytestmark = pytest.mark.batch
-
-
-def _custom(entity):
-    return {k: v for k, v in entity.items() if k not in ("PartitionKey", "RowKey")}
 
 
 def _exists(table, pk, rk):
@@ -25,10 +22,6 @@ def _exists(table, pk, rk):
         return True
     except ResourceNotFoundError:
         return False
-
-
-def _code(err):
-    return str(getattr(err.error_code, "value", err.error_code))
 
 
 def test_batch_single_create(table):
@@ -74,13 +67,13 @@ def test_batch_every_operation_kind(table):
     result = table.submit_transaction(ops)
     assert len(result) == len(ops)
 
-    assert _custom(table.get_entity(pk, "new")) == {"v": "created"}
-    assert _custom(table.get_entity(pk, "upd-r")) == {"v": "replaced"}
-    assert _custom(table.get_entity(pk, "upd-m")) == {"old": 1, "keep": "k", "v": "merged"}
-    assert _custom(table.get_entity(pk, "ups-r")) == {"v": "replaced"}
-    assert _custom(table.get_entity(pk, "ups-m")) == {"old": 1, "keep": "k", "v": "merged"}
-    assert _custom(table.get_entity(pk, "ups-new-r")) == {"v": "inserted"}
-    assert _custom(table.get_entity(pk, "ups-new-m")) == {"v": "inserted"}
+    assert custom_properties(table.get_entity(pk, "new")) == {"v": "created"}
+    assert custom_properties(table.get_entity(pk, "upd-r")) == {"v": "replaced"}
+    assert custom_properties(table.get_entity(pk, "upd-m")) == {"old": 1, "keep": "k", "v": "merged"}
+    assert custom_properties(table.get_entity(pk, "ups-r")) == {"v": "replaced"}
+    assert custom_properties(table.get_entity(pk, "ups-m")) == {"old": 1, "keep": "k", "v": "merged"}
+    assert custom_properties(table.get_entity(pk, "ups-new-r")) == {"v": "inserted"}
+    assert custom_properties(table.get_entity(pk, "ups-new-m")) == {"v": "inserted"}
     assert not _exists(table, pk, "del")
     assert not _exists(table, pk, "del-etag")
     # Every write reports the new ETag of its entity; deletes report none.
@@ -180,7 +173,7 @@ def test_batch_failure_on_existing_entity_rolls_back(table):
     with pytest.raises(TableTransactionError) as info:
         table.submit_transaction(ops)
     assert info.value.index == 3
-    assert _code(info.value) == "EntityAlreadyExists"
+    assert error_code_of(info.value) == "EntityAlreadyExists"
     # The failed sub-response carries the operation's own status (Azure docs: "Performing entity group transactions").
     assert info.value.status_code == 409
     # Nothing was applied.
@@ -198,7 +191,7 @@ def test_batch_failure_on_missing_entity_update(table):
     with pytest.raises(TableTransactionError) as info:
         table.submit_transaction(ops)
     assert info.value.index == 1
-    assert _code(info.value) == "ResourceNotFound"
+    assert error_code_of(info.value) == "ResourceNotFound"
     assert info.value.status_code == 404
     assert not _exists(table, "pk", "a")
 
@@ -211,7 +204,7 @@ def test_batch_failure_on_missing_entity_delete(table):
     with pytest.raises(TableTransactionError) as info:
         table.submit_transaction(ops)
     assert info.value.index == 1
-    assert _code(info.value) == "ResourceNotFound"
+    assert error_code_of(info.value) == "ResourceNotFound"
     assert info.value.status_code == 404
     assert not _exists(table, "pk", "a")
 
@@ -232,7 +225,7 @@ def test_batch_failure_on_stale_etag(table):
     with pytest.raises(TableTransactionError) as info:
         table.submit_transaction(ops)
     assert info.value.index == 1
-    assert _code(info.value) == "UpdateConditionNotSatisfied"
+    assert error_code_of(info.value) == "UpdateConditionNotSatisfied"
     assert info.value.status_code == 412
     assert table.get_entity("pk", "rk")["v"] == 2
     assert not _exists(table, "pk", "other")
@@ -246,7 +239,7 @@ def test_batch_failure_on_invalid_entity(table):
     with pytest.raises(TableTransactionError) as info:
         table.submit_transaction(ops)
     assert info.value.index == 1
-    assert _code(info.value) == "PropertyNameTooLong"
+    assert error_code_of(info.value) == "PropertyNameTooLong"
     assert info.value.status_code == 400
     assert not _exists(table, "pk", "ok")
 
@@ -257,7 +250,7 @@ def test_batch_more_than_100_operations(table):
         table.submit_transaction(ops)
     # Recorded against Azure: "99:The batch request operation exceeds the
     # maximum 100 changes per change set."
-    assert _code(info.value) == "InvalidInput"
+    assert error_code_of(info.value) == "InvalidInput"
     assert info.value.status_code == 400
     assert info.value.index == 99
     assert list(table.list_entities()) == []
@@ -272,7 +265,7 @@ def test_batch_duplicate_row_merge_then_replace(table):
     with pytest.raises(TableTransactionError) as info:
         table.submit_transaction(ops)
     assert info.value.index == 1
-    assert _code(info.value) == "InvalidDuplicateRow"
+    assert error_code_of(info.value) == "InvalidDuplicateRow"
     assert info.value.status_code == 400
     assert table.get_entity("pk", "rk")["v"] == 0
 
@@ -286,7 +279,7 @@ def test_batch_duplicate_row_create_twice(table):
     with pytest.raises(TableTransactionError) as info:
         table.submit_transaction(ops)
     assert info.value.index == 2
-    assert _code(info.value) == "InvalidDuplicateRow"
+    assert error_code_of(info.value) == "InvalidDuplicateRow"
     assert info.value.status_code == 400
     assert list(table.list_entities()) == []
 
@@ -304,7 +297,7 @@ def test_batch_different_partitions_rejected_by_server(table, monkeypatch):
     with pytest.raises(TableTransactionError) as info:
         table.submit_transaction(ops)
     assert info.value.index == 1
-    assert _code(info.value) == "CommandsInBatchActOnDifferentPartitions"
+    assert error_code_of(info.value) == "CommandsInBatchActOnDifferentPartitions"
     assert info.value.status_code == 400
     assert list(table.list_entities()) == []
 
@@ -313,6 +306,6 @@ def test_batch_on_missing_table(service):
     client = service.get_table_client(unique_table_name("NoSuchTable"))
     with pytest.raises(TableTransactionError) as info:
         client.submit_transaction([("create", {"PartitionKey": "pk", "RowKey": "rk"})])
-    assert _code(info.value) == "TableNotFound"
+    assert error_code_of(info.value) == "TableNotFound"
     assert info.value.status_code == 404
     assert info.value.index == 0

@@ -17,12 +17,7 @@ from azure.core.exceptions import (
 )
 from azure.data.tables import EdmType, EntityProperty, TableEntity, UpdateMode
 
-from support import ResponseCapture, error_code_of, wire_error
-
-
-def _custom(entity):
-    """The entity's properties without the keys."""
-    return {k: v for k, v in entity.items() if k not in ("PartitionKey", "RowKey")}
+from support import ResponseCapture, custom_properties, error_code_of, wire_error
 
 
 # ---------------------------------------------------------------------------
@@ -37,7 +32,7 @@ def test_create_and_get_entity(table):
     got = table.get_entity("pk", "rk")
     assert isinstance(got, TableEntity)
     assert got["PartitionKey"] == "pk" and got["RowKey"] == "rk"
-    assert _custom(got) == {"Name": "Ada", "Age": 36, "Active": True}
+    assert custom_properties(got) == {"Name": "Ada", "Age": 36, "Active": True}
     assert got.metadata["etag"] == meta["etag"]
 
 
@@ -117,7 +112,7 @@ def test_client_supplied_timestamp_is_ignored(table):
 
 def test_null_values_are_not_stored(table):
     table.create_entity({"PartitionKey": "pk", "RowKey": "rk", "kept": "x", "gone": None})
-    assert _custom(table.get_entity("pk", "rk")) == {"kept": "x"}
+    assert custom_properties(table.get_entity("pk", "rk")) == {"kept": "x"}
 
 
 # ---------------------------------------------------------------------------
@@ -128,13 +123,13 @@ def test_null_values_are_not_stored(table):
 def test_update_replace_removes_missing_properties(table):
     table.create_entity({"PartitionKey": "pk", "RowKey": "rk", "a": 1, "b": 2})
     table.update_entity({"PartitionKey": "pk", "RowKey": "rk", "b": 20, "c": 30}, mode=UpdateMode.REPLACE)
-    assert _custom(table.get_entity("pk", "rk")) == {"b": 20, "c": 30}
+    assert custom_properties(table.get_entity("pk", "rk")) == {"b": 20, "c": 30}
 
 
 def test_update_merge_keeps_other_properties(table):
     table.create_entity({"PartitionKey": "pk", "RowKey": "rk", "a": 1, "b": 2})
     table.update_entity({"PartitionKey": "pk", "RowKey": "rk", "b": 20, "c": 30}, mode=UpdateMode.MERGE)
-    assert _custom(table.get_entity("pk", "rk")) == {"a": 1, "b": 20, "c": 30}
+    assert custom_properties(table.get_entity("pk", "rk")) == {"a": 1, "b": 20, "c": 30}
 
 
 def test_merge_changes_property_type(table):
@@ -156,17 +151,17 @@ def test_update_missing_entity_raises_resource_not_found(table, mode):
 def test_upsert_replace_inserts_then_replaces(table):
     meta = table.upsert_entity({"PartitionKey": "pk", "RowKey": "rk", "a": 1, "b": 2}, mode=UpdateMode.REPLACE)
     assert meta["etag"]
-    assert _custom(table.get_entity("pk", "rk")) == {"a": 1, "b": 2}
+    assert custom_properties(table.get_entity("pk", "rk")) == {"a": 1, "b": 2}
     table.upsert_entity({"PartitionKey": "pk", "RowKey": "rk", "c": 3}, mode=UpdateMode.REPLACE)
-    assert _custom(table.get_entity("pk", "rk")) == {"c": 3}
+    assert custom_properties(table.get_entity("pk", "rk")) == {"c": 3}
 
 
 def test_upsert_merge_inserts_then_merges(table):
     meta = table.upsert_entity({"PartitionKey": "pk", "RowKey": "rk", "a": 1}, mode=UpdateMode.MERGE)
     assert meta["etag"]
-    assert _custom(table.get_entity("pk", "rk")) == {"a": 1}
+    assert custom_properties(table.get_entity("pk", "rk")) == {"a": 1}
     table.upsert_entity({"PartitionKey": "pk", "RowKey": "rk", "b": 2}, mode=UpdateMode.MERGE)
-    assert _custom(table.get_entity("pk", "rk")) == {"a": 1, "b": 2}
+    assert custom_properties(table.get_entity("pk", "rk")) == {"a": 1, "b": 2}
 
 
 def test_upsert_returns_etag_of_stored_entity(table):
@@ -529,7 +524,7 @@ def test_252_custom_properties_accepted(table):
     entity = {"PartitionKey": "pk", "RowKey": "rk"}
     entity.update({f"p{i:03d}": i for i in range(252)})
     table.create_entity(entity)
-    assert len(_custom(table.get_entity("pk", "rk"))) == 252
+    assert len(custom_properties(table.get_entity("pk", "rk"))) == 252
 
 
 @pytest.mark.parametrize("count", [253, 255])
@@ -573,7 +568,7 @@ def test_entity_just_under_1mib_accepted(table):
     entity = {"PartitionKey": "pk", "RowKey": "rk"}
     entity.update({f"s{i:02d}": chr(ord("a") + i) * 30_000 for i in range(15)})
     table.create_entity(entity)
-    assert _custom(table.get_entity("pk", "rk")) == _custom(entity)
+    assert custom_properties(table.get_entity("pk", "rk")) == custom_properties(entity)
 
 
 def test_entity_too_large(table):
@@ -596,4 +591,4 @@ def test_limits_apply_to_updates_too(table):
     with pytest.raises(HttpResponseError) as info:
         table.upsert_entity({"PartitionKey": "pk", "RowKey": "rk", "s": "x" * (32 * 1024 + 1)})
     assert error_code_of(info.value) == "PropertyValueTooLarge"
-    assert _custom(table.get_entity("pk", "rk")) == {"v": 1}
+    assert custom_properties(table.get_entity("pk", "rk")) == {"v": 1}

@@ -10,7 +10,7 @@ from azure.core.exceptions import HttpResponseError
 from azure.data.tables import EdmType, EntityProperty
 
 from conftest import CLIENT_KWARGS, connection_string, unique_table_name
-from support import bulk_insert, error_code_of
+from support import bulk_insert, error_code_of, keys_of
 
 pytestmark = pytest.mark.query
 
@@ -42,10 +42,6 @@ def make_entity(i: int) -> dict:
 
 def key_of(i: int):
     return (PARTITIONS[i // PER_PARTITION], f"{i % PER_PARTITION:04d}")
-
-
-def keys(entities):
-    return [(e["PartitionKey"], e["RowKey"]) for e in entities]
 
 
 def indexes(entities):
@@ -84,7 +80,7 @@ def test_filter_string_range(qtable):
 def test_filter_string_parameter_with_quote(table):
     table.create_entity({"PartitionKey": "p", "RowKey": "1", "s": "o'clock"})
     table.create_entity({"PartitionKey": "p", "RowKey": "2", "s": "oclock"})
-    got = keys(table.query_entities("s eq @v", parameters={"v": "o'clock"}))
+    got = keys_of(table.query_entities("s eq @v", parameters={"v": "o'clock"}))
     assert got == [("p", "1")]
 
 
@@ -163,21 +159,21 @@ def test_filter_compares_only_matching_types(qtable):
 
 
 def test_point_query(qtable):
-    assert keys(qtable.query_entities("PartitionKey eq 'pB' and RowKey eq '0007'")) == [("pB", "0007")]
+    assert keys_of(qtable.query_entities("PartitionKey eq 'pB' and RowKey eq '0007'")) == [("pB", "0007")]
 
 
 def test_row_key_range_in_partition(qtable):
-    got = keys(qtable.query_entities("PartitionKey eq 'pB' and RowKey ge '0100' and RowKey lt '0200'"))
+    got = keys_of(qtable.query_entities("PartitionKey eq 'pB' and RowKey ge '0100' and RowKey lt '0200'"))
     assert got == [("pB", f"{r:04d}") for r in range(100, 200)]
 
 
 def test_partition_range(qtable):
-    got = keys(qtable.query_entities("PartitionKey gt 'pA' and PartitionKey lt 'pC'"))
+    got = keys_of(qtable.query_entities("PartitionKey gt 'pA' and PartitionKey lt 'pC'"))
     assert got == [("pB", f"{r:04d}") for r in range(PER_PARTITION)]
 
 
 def test_row_key_across_partitions(qtable):
-    assert keys(qtable.query_entities("RowKey eq '0005'")) == [(pk, "0005") for pk in PARTITIONS]
+    assert keys_of(qtable.query_entities("RowKey eq '0005'")) == [(pk, "0005") for pk in PARTITIONS]
 
 
 def test_partition_scan_with_property_predicate(qtable):
@@ -206,9 +202,9 @@ def test_no_match_returns_empty(qtable):
 def test_filter_special_character_keys(table):
     for pk in (":@", "+,$", "=& ", "A'aaa_bbbb2\""):
         table.create_entity({"PartitionKey": pk, "RowKey": "r"})
-    assert keys(table.query_entities("PartitionKey eq ':@'")) == [(":@", "r")]
-    assert keys(table.query_entities("PartitionKey eq @pk", parameters={"pk": "=& "})) == [("=& ", "r")]
-    assert keys(table.query_entities("PartitionKey eq @pk", parameters={"pk": "A'aaa_bbbb2\""})) == [
+    assert keys_of(table.query_entities("PartitionKey eq ':@'")) == [(":@", "r")]
+    assert keys_of(table.query_entities("PartitionKey eq @pk", parameters={"pk": "=& "})) == [("=& ", "r")]
+    assert keys_of(table.query_entities("PartitionKey eq @pk", parameters={"pk": "A'aaa_bbbb2\""})) == [
         ("A'aaa_bbbb2\"", "r")
     ]
 

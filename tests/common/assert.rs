@@ -1,24 +1,17 @@
-//! Assertions and raw-socket helpers shared by the core integration suites (tables, entities,
-//! limits, errors, persistence, concurrency). Lives beside `common` so that the suites can
-//! check Azure's error shape in one place.
-#![allow(dead_code)] // each test file uses a different subset of these helpers
-
-use std::net::SocketAddr;
-use std::time::Duration;
+//! Assertions on answers: Azure's error shape (JSON and XML), DateTime and ETag texts, and
+//! that the server still answers.
 
 use reqwest::StatusCode;
-use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common::{Reply, TestServer};
+use super::{Reply, TestServer};
 
-/// Content-Type of every OData JSON error body (spec §3.6, §9.1).
+/// Content-Type of every OData JSON error body, as the service sends it (docs/decisions.md #2).
 pub const JSON_ERROR_CONTENT_TYPE: &str =
     "application/json;odata=minimalmetadata;streaming=true;charset=utf-8";
 
 /// Asserts Azure's error answer in the JSON form: the status, `x-ms-error-code` (sent on every
 /// error by this server), the `odata.error` body with the code, and a message that ends with
-/// the request id and time lines (spec §9.1).
+/// the request id and time lines, the service's error format (docs/decisions.md #1, #2).
 pub fn assert_error(r: &Reply, status: u16, code: &str) {
     assert_eq!(
         r.status.as_u16(),
@@ -119,62 +112,4 @@ pub async fn assert_alive(t: &TestServer) {
         "server still answers: {}",
         r.text()
     );
-}
-
-/// A raw HTTP/1.1 exchange over TCP: writes `request` as is and reads until the server closes
-/// the connection (send `Connection: close`). Returns the status code and the whole response.
-pub async fn raw_exchange(addr: SocketAddr, request: &[u8]) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    stream.write_all(request).await.expect("write request");
-    let mut buf = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut buf))
-        .await
-        .expect("the server answers and closes the connection");
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let status = text
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse::<u16>().ok())
-        .unwrap_or_else(|| panic!("an HTTP status line: {text:?}"));
-    (status, text)
-}
-
-/// Inserts `entity` with `Prefer: return-content` semantics left to the caller's headers and
-/// returns the reply (unlike `TestServer::insert`, which asserts a 204).
-pub async fn post_entity(
-    t: &TestServer,
-    table: &str,
-    entity: &Value,
-    headers: &[(&str, &str)],
-) -> Reply {
-    t.send(
-        "POST",
-        &format!("/{table}"),
-        headers,
-        Some(&entity.to_string()),
-    )
-    .await
-}
-
-/// `Table(PartitionKey='…',RowKey='…')` with quotes doubled and the keys percent-encoded
-/// (everything but unreserved characters and `'`), as a well-behaved client writes it.
-pub fn entity_url(table: &str, pk: &str, rk: &str) -> String {
-    format!(
-        "/{table}(PartitionKey='{}',RowKey='{}')",
-        encode_key(pk),
-        encode_key(rk)
-    )
-}
-
-pub fn encode_key(key: &str) -> String {
-    let doubled = key.replace('\'', "''");
-    let mut out = String::new();
-    for b in doubled.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'\'') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
 }

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Static checks, run by ./test.sh (and so by CI) after the tests:
+#   fmt     cargo fmt --check, for the crate and for the fuzz workspace
+#   clippy  cargo clippy --all-targets -- -D warnings (the [lints] table in Cargo.toml included)
+#   fuzz    cargo check of the fuzz targets (fuzz/, their own workspace) on the stable toolchain,
+#           without linking libFuzzer (--no-default-features), in the crate's target folder so
+#           the dependencies they share with the server are not checked twice
+# Prints one "lint: <check> ok|FAILED" line per check and a closing
+# "lint: N passed, N failed" line that test.sh counts; exits non-zero when a check failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$PWD/$TARGET_DIR" ;; esac
+
+pass=0
+fail=0
+check() { # name command...
+  local name=$1
+  shift
+  printf '\n==> lint %s: %s\n' "$name" "$*"
+  local start=$SECONDS
+  if "$@"; then
+    pass=$((pass + 1))
+    echo "lint: $name ok ($((SECONDS - start)) s)"
+  else
+    fail=$((fail + 1))
+    echo "lint: $name FAILED ($((SECONDS - start)) s)"
+  fi
+}
+
+fmt_all() {
+  cargo fmt --all --check && cargo fmt --manifest-path fuzz/Cargo.toml --all --check
+}
+
+check fmt fmt_all
+check clippy cargo clippy --all-targets -- -D warnings
+check fuzz env CARGO_TARGET_DIR="$TARGET_DIR" \
+  cargo check --manifest-path fuzz/Cargo.toml --no-default-features --bins
+
+echo "lint: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

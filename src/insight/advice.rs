@@ -1,0 +1,180 @@
+//! Design advice: rules from the Azure design guide, each checked against observed traffic
+//! and data, each naming the guide's page and section it comes from (docs/insight.md lists
+//! them with their trigger and the design that avoids it).
+
+use serde::Serialize;
+
+use crate::model::limits::{MAX_CUSTOM_PROPERTIES, MAX_ENTITY_SIZE, MAX_REQUEST_BODY};
+
+/// A query that reads at least this many entities is "large" for the scan rules.
+pub const LARGE_SCAN: u64 = 1000;
+/// Public scalability target of one partition, entities per second (1 KiB entities).
+pub const PARTITION_TARGET_PER_SECOND: u64 = 2000;
+/// Public scalability target of one storage account, transactions per second.
+pub const ACCOUNT_TARGET_PER_SECOND: u64 = 20_000;
+/// Inserts a table must see before the prepend/append rule judges their spread.
+pub const APPEND_MIN_INSERTS: u64 = 500;
+/// Partition scans filtering on the same property before an index is suggested.
+pub const PARTITION_SCAN_REPEATS: u64 = 5;
+/// Fraction of a limit that counts as "near" it (90 %).
+pub fn is_near(value: usize, limit: usize) -> bool {
+    value * 10 >= limit * 9
+}
+
+/// Entity size that counts as near the 1 MiB limit.
+pub fn is_large_entity(size: usize) -> bool {
+    is_near(size, MAX_ENTITY_SIZE)
+}
+
+/// Property count that counts as near the 252-property limit.
+pub fn is_wide_entity(properties: usize) -> bool {
+    is_near(properties, MAX_CUSTOM_PROPERTIES)
+}
+
+/// A batch near 100 operations or the 4 MiB payload limit.
+pub fn is_large_batch(operations: usize, body_bytes: usize) -> bool {
+    is_near(operations, crate::batch::MAX_OPERATIONS) || is_near(body_bytes, MAX_REQUEST_BODY)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    TableScan,
+    PartitionScanOnProperty,
+    PrependAppend,
+    HotPartition,
+    AccountTarget,
+    LargeEntity,
+    WideEntity,
+    LargeBatch,
+    ExaminedFarMoreThanReturned,
+}
+
+/// What a rule says and where the guide says it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct RuleInfo {
+    pub rule: Rule,
+    pub id: &'static str,
+    /// The public Azure documentation page.
+    pub guide_page: &'static str,
+    /// The section of that page, by its heading.
+    pub guide_section: &'static str,
+    pub problem: &'static str,
+    pub suggestion: &'static str,
+}
+
+impl Rule {
+    pub const ALL: [Rule; 9] = [
+        Rule::TableScan,
+        Rule::PartitionScanOnProperty,
+        Rule::PrependAppend,
+        Rule::HotPartition,
+        Rule::AccountTarget,
+        Rule::LargeEntity,
+        Rule::WideEntity,
+        Rule::LargeBatch,
+        Rule::ExaminedFarMoreThanReturned,
+    ];
+
+    pub fn info(self) -> RuleInfo {
+        let (id, guide_page, guide_section, problem, suggestion) = match self {
+            Rule::TableScan => (
+                "table-scan",
+                "Table design patterns",
+                "Index entities pattern; Inter-partition secondary index pattern",
+                "Queries without a PartitionKey read the whole table to return a few entities (a table scan, the least efficient query class in \"Design for querying\").",
+                "Keep index entities or copies keyed by the property you search on (PartitionKey = that value) so the query becomes a point or range query.",
+            ),
+            Rule::PartitionScanOnProperty => (
+                "partition-scan-on-property",
+                "Table design patterns",
+                "Intra-partition secondary index pattern",
+                "Queries repeatedly scan a partition filtering on the same non-key property.",
+                "Store a second copy of each entity in the same partition with a RowKey built from that property (e.g. 'email_…') and query it as a range; keep the copies consistent with an entity group transaction.",
+            ),
+            Rule::PrependAppend => (
+                "prepend-append",
+                "Table design patterns",
+                "Prepend/append anti-pattern",
+                "Almost every insert goes to the first or the last partition of the key space (e.g. a PartitionKey that is the current time), so one partition takes all writes.",
+                "Spread inserts over partitions with a compound PartitionKey (e.g. department + employee id) and keep the time order in the RowKey.",
+            ),
+            Rule::HotPartition => (
+                "hot-partition",
+                "Scalability and performance targets for Table storage",
+                "Target throughput for a single table partition (1 KiB entities): up to 2,000 entities per second",
+                "One partition served more than 2,000 entities in one second; Azure answers such load with 503 Server Busy.",
+                "Spread the load over more partitions (see \"Design scalable and performant tables\", Partitions, and the Prepend/append anti-pattern) and retry with exponential backoff.",
+            ),
+            Rule::AccountTarget => (
+                "account-target",
+                "Scalability and performance targets for Table storage",
+                "Maximum request rate per storage account: 20,000 transactions per second (1 KiB entities)",
+                "The account handled more than 20,000 transactions in one second.",
+                "Spread the application over several storage accounts, or batch writes to one partition into entity group transactions.",
+            ),
+            Rule::LargeEntity => (
+                "large-entity",
+                "Table design patterns",
+                "Large entities pattern",
+                "Entities come within 10% of the 1 MiB entity size limit.",
+                "Store the large value in blob storage and keep its address in a property of the entity.",
+            ),
+            Rule::WideEntity => (
+                "wide-entity",
+                "Table design patterns",
+                "Wide entities pattern",
+                "Entities come within 10% of the 252 custom property limit.",
+                "Split the logical entity into several physical entities in one partition (RowKeys '01', '02', …) and update them together in an entity group transaction.",
+            ),
+            Rule::LargeBatch => (
+                "large-batch",
+                "Design scalable and performant tables",
+                "Entity Group Transactions",
+                "Entity group transactions come within 10% of the 100 operation or 4 MiB payload limit.",
+                "Leave headroom: split the change set into smaller transactions where atomicity allows, or keep large values out of the entities (Large entities pattern).",
+            ),
+            Rule::ExaminedFarMoreThanReturned => (
+                "examined-far-more-than-returned",
+                "Design for querying",
+                "How your choice of PartitionKey and RowKey impacts query performance",
+                "Key-bounded queries still read at least 100 entities for each one they return: the filter does its work after the read.",
+                "Move the selective part of the filter into the RowKey (Compound key pattern) or keep an index (Intra-partition secondary index pattern) so the key range itself selects the results.",
+            ),
+        };
+        RuleInfo {
+            rule: self,
+            id,
+            guide_page,
+            guide_section,
+            problem,
+            suggestion,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_rule_names_a_guide_section_and_a_unique_id() {
+        let mut ids: Vec<&str> = Rule::ALL.iter().map(|r| r.info().id).collect();
+        for r in Rule::ALL {
+            let i = r.info();
+            assert!(!i.guide_page.is_empty() && !i.guide_section.is_empty());
+            assert!(!i.problem.is_empty() && !i.suggestion.is_empty());
+        }
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), Rule::ALL.len());
+    }
+
+    #[test]
+    fn near_limit_thresholds() {
+        assert!(is_large_batch(90, 0) && !is_large_batch(89, 0));
+        assert!(is_large_batch(1, MAX_REQUEST_BODY * 9 / 10 + 1));
+        assert!(is_wide_entity(227) && !is_wide_entity(226));
+        assert!(is_large_entity(MAX_ENTITY_SIZE) && !is_large_entity(MAX_ENTITY_SIZE / 2));
+    }
+}

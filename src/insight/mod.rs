@@ -1,0 +1,279 @@
+//! Design insight: the Azure design guide's verdict on the traffic this server sees.
+//!
+//! - [`class`]: the guide's query classes (point query, range query, partition scan, table
+//!   scan, plus this server's union of key ranges), from the query planner's ranges.
+//! - [`stats`]: statistics since start per account, table and partition, in bounded memory
+//!   (counters, sliding windows, Space-Saving top-K in [`topk`], [`window`]).
+//! - [`advice`]: rules citing the guide's sections, evaluated as observations arrive.
+//! - [`metrics`]: the same observations as Prometheus metrics.
+//!
+//! Handlers describe what a request did as an [`Observation`]; the server hands each
+//! finished request to [`Insight::report`], which only tries to queue it: one thread does
+//! all the counting, so insight never blocks a request (a full queue drops the report and
+//! counts the drop). Depends on `model`, `query` (plan types) and the filter AST only.
+
+pub mod advice;
+pub mod class;
+pub mod metrics;
+pub mod stats;
+pub mod topk;
+pub mod window;
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use advice::Rule;
+pub use class::QueryClass;
+
+use crate::model::limits::entity_size;
+use crate::model::{WriteKind, WriteOp};
+
+/// Reports waiting for the statistics thread; beyond this they are dropped (and counted).
+const QUEUE: usize = 16 * 1024;
+
+/// The log target of advice lines.
+pub const ADVICE_LOG_TARGET: &str = "tablestore::advice";
+
+/// What one successful request did to one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub account: String,
+    pub table: String,
+    pub event: Event,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// Query Entities (or Query Tables, with the account's table list as `table`).
+    Query {
+        class: QueryClass,
+        examined: u64,
+        returned: u64,
+        /// The one partition a point, range or partition-scan query reads.
+        partition: Option<String>,
+        /// Non-key properties the filter compares.
+        properties: Vec<String>,
+    },
+    /// Get Entity.
+    Read { partition: String },
+    /// Entity writes, one or (in a batch) several.
+    Write {
+        entities: Vec<EntityFacts>,
+        batch: Option<BatchFacts>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntityFacts {
+    pub partition: String,
+    /// Size by the service's accounting formula.
+    pub size: usize,
+    pub properties: usize,
+    /// Insert (or an upsert): counts towards the prepend/append rule.
+    pub inserted: bool,
+    pub deleted: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchFacts {
+    pub operations: usize,
+    pub body_bytes: usize,
+}
+
+impl Observation {
+    /// A query's observation.
+    pub fn query(
+        account: &str,
+        table: &str,
+        class: QueryClass,
+        examined: u64,
+        returned: u64,
+        partition: Option<String>,
+        properties: Vec<String>,
+    ) -> Observation {
+        Observation {
+            account: account.to_string(),
+            table: table.to_string(),
+            event: Event::Query {
+                class,
+                examined,
+                returned,
+                partition,
+                properties,
+            },
+        }
+    }
+
+    /// The observation of committed writes (`batch` for an entity group transaction).
+    pub fn writes(
+        account: &str,
+        table: &str,
+        ops: &[WriteOp],
+        batch: Option<BatchFacts>,
+    ) -> Observation {
+        let entities = ops
+            .iter()
+            .map(|op| EntityFacts {
+                partition: op.key.partition_key.clone(),
+                size: entity_size(&op.key.partition_key, &op.key.row_key, &op.properties),
+                properties: op.properties.len(),
+                inserted: matches!(
+                    op.kind,
+                    WriteKind::Insert | WriteKind::InsertOrReplace | WriteKind::InsertOrMerge
+                ),
+                deleted: op.kind == WriteKind::Delete,
+            })
+            .collect();
+        Observation {
+            account: account.to_string(),
+            table: table.to_string(),
+            event: Event::Write { entities, batch },
+        }
+    }
+}
+
+/// One finished request, as the server reports it.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The REST operation's name (`QueryEntities`, …) or `Other`.
+    pub operation: &'static str,
+    pub status: u16,
+    pub latency: Duration,
+    /// The account that was charged a transaction (authenticated requests only).
+    pub account: Option<String>,
+    /// Present when the request succeeded and touched a table.
+    pub observation: Option<Observation>,
+}
+
+struct Shared {
+    started: Instant,
+    stats: Mutex<stats::Stats>,
+    metrics: metrics::Metrics,
+}
+
+/// The handle the server keeps: queue reports, read snapshots.
+#[derive(Clone)]
+pub struct Insight {
+    queue: SyncSender<Report>,
+    shared: Arc<Shared>,
+}
+
+impl Insight {
+    /// Starts the statistics thread; it ends when the last handle is dropped.
+    pub fn start() -> Insight {
+        let (queue, rx) = sync_channel(QUEUE);
+        let shared = Arc::new(Shared {
+            started: Instant::now(),
+            stats: Mutex::new(stats::Stats::default()),
+            metrics: metrics::Metrics::default(),
+        });
+        let worker = Arc::clone(&shared);
+        // If the thread cannot start the queue fills and reports are dropped (and counted);
+        // requests are unaffected.
+        let _ = std::thread::Builder::new()
+            .name("tablestore-insight".into())
+            .spawn(move || count(rx, worker));
+        Insight { queue, shared }
+    }
+
+    /// Queues a finished request's report without waiting.
+    pub fn report(&self, report: Report) {
+        match self.queue.try_send(report) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => self.shared.metrics.dropped(),
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.shared.started.elapsed().as_secs()
+    }
+
+    /// The statistics and advice (of one account when given) as JSON.
+    pub fn snapshot(&self, account: Option<&str>) -> serde_json::Value {
+        let stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+        stats.snapshot(self.now(), account)
+    }
+
+    /// The Prometheus text exposition, with the group commit's flush count and the store's
+    /// size read by the caller at scrape time.
+    pub fn metrics(&self, flushes: u64, store_bytes: u64) -> String {
+        let advice = {
+            let stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+            stats.active_advice().len()
+        };
+        self.shared.metrics.encode(advice, flushes, store_bytes)
+    }
+
+    /// Waits until every report queued so far has been counted (tests and the endpoint's
+    /// `?sync` option read their own writes with it); gives up after `timeout`.
+    pub fn settle(&self, timeout: Duration) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let marker = Report {
+            operation: SETTLE,
+            status: 0,
+            latency: Duration::ZERO,
+            account: None,
+            observation: None,
+        };
+        {
+            let mut stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+            stats.settle_waiters.push(tx);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.queue.try_send(marker.clone()) {
+                Ok(()) => break,
+                Err(TrySendError::Full(_)) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(_) => return false,
+            }
+        }
+        rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_ok()
+    }
+}
+
+/// Marker operation of [`Insight::settle`].
+const SETTLE: &str = "_settle";
+
+fn count(rx: Receiver<Report>, shared: Arc<Shared>) {
+    while let Ok(report) = rx.recv() {
+        let now = shared.started.elapsed().as_secs();
+        let mut stats = shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+        if report.operation == SETTLE {
+            for w in stats.settle_waiters.drain(..) {
+                let _ = w.send(());
+            }
+            continue;
+        }
+        shared.metrics.record(&report);
+        let mut fired = Vec::new();
+        if let Some(account) = &report.account {
+            fired.extend(stats.transaction(account, now));
+        }
+        if let Some(o) = &report.observation {
+            fired.extend(stats.observe(o, now));
+        }
+        drop(stats);
+        for a in fired {
+            let info = a.rule.info();
+            tracing::warn!(
+                target: ADVICE_LOG_TARGET,
+                account = %a.account,
+                table = a.table.as_deref().unwrap_or("-"),
+                rule = info.id,
+                guide = %format!("{}: {}", info.guide_page, info.guide_section),
+                observed = %a.example,
+                "design advice: {} {}",
+                info.problem,
+                info.suggestion
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,242 @@
+//! Production realism, every part off by default: scalability targets ([`targets`]), early
+//! page ends ([`paging`]), the name of a just-deleted table staying unusable ([`lifecycle`]),
+//! and fault injection ([`faults`]). The server consults [`Realism`] at named points — before
+//! dispatch ([`Realism::before_dispatch`]), when a query page is cut ([`Realism::page_cut`])
+//! and after commit ([`Realism::after_commit`]) — and, with every option off, skips them all
+//! ([`Realism::is_active`] is one atomic load).
+//!
+//! Depends on `protocol::error` (the Azure errors it answers with) and on plain values the
+//! server hands it ([`RequestFacts`]); never on `server`, `store` or `query`.
+
+pub mod faults;
+pub mod lifecycle;
+pub mod paging;
+pub mod targets;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::protocol::ApiError;
+pub use faults::{FaultAction, FaultSet};
+pub use paging::PageBreaks;
+pub use targets::{TargetError, TargetRates};
+
+/// What kind of work a request is; fault rules match it by this name or by the Azure
+/// operation name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperationKind {
+    /// Get Entity, Query Entities, Query Tables, Get Table, ACL and service reads.
+    Read,
+    /// Insert, Update, Merge, Delete, Insert Or Replace, Insert Or Merge.
+    Write,
+    /// `$batch` (entity group transaction).
+    Batch,
+    /// Create Table, Delete Table, Set Table ACL, Set Service Properties.
+    Admin,
+}
+
+impl OperationKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OperationKind::Read => "read",
+            OperationKind::Write => "write",
+            OperationKind::Batch => "batch",
+            OperationKind::Admin => "admin",
+        }
+    }
+}
+
+/// What the server knows about a request when realism is consulted.
+#[derive(Debug, Clone)]
+pub struct RequestFacts {
+    /// The account whose data is addressed.
+    pub account: String,
+    /// The table addressed (for Create Table, the name in the body), if any.
+    pub table: Option<String>,
+    /// Azure's operation name (`InsertEntity`, `QueryEntities`, `Batch`, …).
+    pub operation: &'static str,
+    pub kind: OperationKind,
+    /// The HTTP method as sent (`POST` for a tunnelled MERGE).
+    pub method: String,
+    /// The PartitionKey the request touches, when it touches exactly one.
+    pub partition_key: Option<String>,
+    /// Entities the request writes or reads by key (a change set counts each of its
+    /// operations); 1 for everything else.
+    pub entities: u32,
+}
+
+/// What to do with a request before it is dispatched.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    /// Wait this long first (injected latency).
+    pub delay: Option<Duration>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Default)]
+pub enum Outcome {
+    /// Handle the request normally.
+    #[default]
+    Proceed,
+    /// Answer this error instead; nothing is applied.
+    Reject(ApiError),
+    /// Close the connection without an answer; nothing is applied.
+    DropBeforeWrite,
+    /// Handle the request (its writes applied and durable), then close the connection
+    /// without an answer.
+    DropAfterCommit,
+}
+
+/// The realism options, as the command line gives them.
+#[derive(Debug, Clone, Default)]
+pub struct RealismOptions {
+    pub targets: Option<TargetRates>,
+    pub page_breaks: Option<PageBreaks>,
+    /// How long a deleted table's name stays unusable (`--simulate-lifecycle`).
+    pub lifecycle: Option<Duration>,
+    /// Fault rules loaded at start (`--faults FILE`).
+    pub faults: Option<FaultSet>,
+    /// Seed of the page-break RNG (fault files carry their own seed).
+    pub seed: u64,
+}
+
+/// The realism state shared by every request.
+pub struct Realism {
+    targets: Option<targets::Targets>,
+    page_breaks: Option<paging::PageBreaker>,
+    lifecycle: Option<lifecycle::DeletedNames>,
+    faults: faults::FaultRules,
+    /// Whether anything above is on (fault rules can be installed at run time).
+    active: AtomicBool,
+}
+
+impl Realism {
+    pub fn new(options: RealismOptions) -> Realism {
+        let fixed = options.targets.is_some()
+            || options.page_breaks.is_some()
+            || options.lifecycle.is_some();
+        let realism = Realism {
+            targets: options.targets.map(targets::Targets::new),
+            page_breaks: options
+                .page_breaks
+                .map(|mode| paging::PageBreaker::new(mode, options.seed)),
+            lifecycle: options.lifecycle.map(lifecycle::DeletedNames::new),
+            faults: faults::FaultRules::default(),
+            active: AtomicBool::new(fixed),
+        };
+        if let Some(set) = options.faults {
+            realism.replace_faults(Some(set));
+        }
+        realism
+    }
+
+    /// Everything off: the server's pipeline is exactly what it is without realism.
+    pub fn off() -> Realism {
+        Realism::new(RealismOptions::default())
+    }
+
+    /// Whether any realism is on; when not, the server skips every hook.
+    pub fn is_active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// Whether the targets or the lifecycle need the request's partition, entity count or
+    /// created table name (worth decoding a body for).
+    pub fn needs_request_details(&self) -> bool {
+        self.targets.is_some() || self.lifecycle.is_some() || self.faults.is_installed()
+    }
+
+    /// Before dispatch: fault rules first (they are explicit), then the deleted-name
+    /// memory, then the scalability budgets (charged only for requests that will run).
+    pub fn before_dispatch(&self, facts: &RequestFacts) -> Verdict {
+        let mut verdict = self.faults.decide(facts);
+        if !matches!(verdict.outcome, Outcome::Proceed | Outcome::DropAfterCommit) {
+            return verdict;
+        }
+        if let Some(names) = &self.lifecycle {
+            if let Err(e) = names.check(facts) {
+                verdict.outcome = Outcome::Reject(e);
+                return verdict;
+            }
+        }
+        if let Some(targets) = &self.targets {
+            if let Err(e) = targets.charge(facts) {
+                verdict.outcome = Outcome::Reject(e);
+            }
+        }
+        verdict
+    }
+
+    /// After commit: remembers a deleted table's name (`succeeded`: the operation was
+    /// answered with a success status).
+    pub fn after_commit(&self, facts: &RequestFacts, succeeded: bool) {
+        if let Some(names) = &self.lifecycle {
+            if succeeded && facts.operation == "DeleteTable" {
+                names.remember(facts);
+            }
+        }
+    }
+
+    /// Where a query page of rows with these partition keys should end early: `Some(n)`
+    /// keeps the first `n` rows (0: an empty page) and continues at row `n`.
+    pub fn page_cut(&self, partition_keys: &[&str]) -> Option<usize> {
+        self.page_breaks.as_ref()?.cut(partition_keys)
+    }
+
+    /// Installs (or with `None` removes) the fault rules; counters and the RNG restart.
+    pub fn replace_faults(&self, set: Option<FaultSet>) {
+        self.faults.replace(set);
+        let fixed =
+            self.targets.is_some() || self.page_breaks.is_some() || self.lifecycle.is_some();
+        self.active
+            .store(fixed || self.faults.is_installed(), Ordering::Relaxed);
+    }
+
+    /// The installed rules with their counters, as JSON (`GET /_tablestore/faults`).
+    pub fn faults_report(&self) -> serde_json::Value {
+        self.faults.report()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn facts(operation: &'static str, kind: OperationKind) -> RequestFacts {
+        RequestFacts {
+            account: "acct".into(),
+            table: Some("people".into()),
+            operation,
+            kind,
+            method: "POST".into(),
+            partition_key: Some("p".into()),
+            entities: 1,
+        }
+    }
+
+    #[test]
+    fn off_is_inactive_and_proceeds() {
+        let r = Realism::off();
+        assert!(!r.is_active());
+        let v = r.before_dispatch(&facts("InsertEntity", OperationKind::Write));
+        assert!(matches!(v.outcome, Outcome::Proceed));
+        assert!(v.delay.is_none());
+        assert_eq!(r.page_cut(&["a", "b"]), None);
+    }
+
+    #[test]
+    fn installing_faults_activates_and_removing_deactivates() {
+        let r = Realism::off();
+        let set = FaultSet::parse_json(br#"{"rules":[{"action":"error","error":"ServerBusy"}]}"#)
+            .unwrap();
+        r.replace_faults(Some(set));
+        assert!(r.is_active());
+        let v = r.before_dispatch(&facts("InsertEntity", OperationKind::Write));
+        match v.outcome {
+            Outcome::Reject(e) => assert_eq!(e.code, crate::protocol::ErrorCode::ServerBusy),
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+        r.replace_faults(None);
+        assert!(!r.is_active());
+    }
+}

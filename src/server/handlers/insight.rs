@@ -1,0 +1,183 @@
+//! The endpoints outside Azure's URL space that show what `crate::insight` saw:
+//! `GET /_tablestore/insight` (JSON statistics and advice) and `GET /metrics` (Prometheus
+//! text format). Account names cannot start with `_`, so `/_tablestore/…` never collides with
+//! an account; `/metrics` is served unless an account is named `metrics`.
+//!
+//! Access: with authentication on, the caller signs the request with an account key (Shared
+//! Key or Shared Key Lite, canonicalized resource `/{account}{path}`); the insight JSON then
+//! shows that account only, and the metrics (which carry no account, table or key labels)
+//! are the whole server's. With `--disable-auth` both are open, like every other path.
+
+use std::net::SocketAddr;
+
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::Response;
+
+use super::super::context::RequestContext;
+use super::super::AppState;
+use crate::auth::{authenticate_with, AuthOptions, NoPolicies, Principal, RequestView};
+use crate::protocol::operation::Operation;
+use crate::protocol::{ApiError, ErrorCode};
+
+pub const INSIGHT_PATH: &str = "/_tablestore/insight";
+pub const METRICS_PATH: &str = "/metrics";
+
+/// What the access log and the statistics learn about a request from dispatch: the REST
+/// operation and the account charged with a transaction (`None` before authentication).
+#[derive(Debug, Clone)]
+pub struct Charged {
+    pub operation: &'static str,
+    pub account: Option<String>,
+}
+
+/// Answers the insight endpoints; `None` for any other path.
+pub async fn route(
+    state: &AppState,
+    parts: &Parts,
+    ctx: &RequestContext,
+    peer: SocketAddr,
+) -> Option<Response> {
+    let path = parts.uri.path();
+    let metrics = path == METRICS_PATH && !state.accounts.contains("metrics");
+    if path != INSIGHT_PATH && !metrics {
+        return None;
+    }
+    let operation = if metrics { "Metrics" } else { "Insight" };
+    let mut response = answer(state, parts, ctx, peer, metrics)
+        .await
+        .unwrap_or_else(|e| ctx.error(&e));
+    response.extensions_mut().insert(Charged {
+        operation,
+        account: None,
+    });
+    Some(response)
+}
+
+async fn answer(
+    state: &AppState,
+    parts: &Parts,
+    ctx: &RequestContext,
+    peer: SocketAddr,
+    metrics: bool,
+) -> Result<Response, ApiError> {
+    if parts.method != axum::http::Method::GET && parts.method != axum::http::Method::HEAD {
+        return Err(ApiError::new(ErrorCode::UnsupportedHttpVerb));
+    }
+    let account = caller(state, parts, peer)?;
+    let mut r = ctx.plain_response(StatusCode::OK);
+    if metrics {
+        let flushes = state.group_commit.flushes();
+        let dir = (!state.config.in_memory).then(|| state.config.store_dir());
+        let bytes = tokio::task::spawn_blocking(move || dir.map_or(0, |d| dir_size(&d)))
+            .await
+            .unwrap_or(0);
+        let text = state.insight.metrics(flushes, bytes);
+        r.body(
+            "text/plain; version=0.0.4; charset=utf-8",
+            text.into_bytes(),
+        );
+    } else {
+        let insight = state.insight.clone();
+        // `?settle` waits (briefly) until the requests before this one are counted.
+        if parts
+            .uri
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| p == "settle"))
+        {
+            let i = insight.clone();
+            let _ =
+                tokio::task::spawn_blocking(move || i.settle(std::time::Duration::from_secs(2)))
+                    .await;
+        }
+        let snapshot = insight.snapshot(account.as_deref());
+        let body = serde_json::to_vec_pretty(&snapshot).unwrap_or_default();
+        r.body("application/json", body);
+    }
+    r.header("cache-control", "no-store");
+    Ok(r.into_response())
+}
+
+/// The account the caller proved it holds the key of (`None` with authentication off). The
+/// rule of every `/_tablestore/` control endpoint (insight, faults): an account key only.
+pub fn caller(
+    state: &AppState,
+    parts: &Parts,
+    peer: SocketAddr,
+) -> Result<Option<String>, ApiError> {
+    if state.config.disable_auth {
+        return Ok(None);
+    }
+    let authorization = parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let account = authorization
+        .split_once(' ')
+        .and_then(|(_, creds)| creds.split_once(':'))
+        .map(|(account, _)| account.trim())
+        .unwrap_or("");
+    let view = RequestView {
+        method: parts.method.as_str(),
+        raw_path: parts.uri.path(),
+        raw_query: parts.uri.query(),
+        headers: &parts.headers,
+        account,
+        path_style: false,
+        is_https: super::super::Scheme::of(&parts.extensions) == super::super::Scheme::Https,
+        client_ip: Some(peer.ip()),
+        now: chrono::Utc::now(),
+    };
+    let options = AuthOptions {
+        allow_bearer: false,
+        ..AuthOptions::default()
+    };
+    match authenticate_with(&view, &state.accounts, &NoPolicies, &options) {
+        Ok(Principal::SharedKey { account }) => Ok(Some(account)),
+        Ok(_) => Err(ApiError::with_message(
+            ErrorCode::AuthorizationFailure,
+            "The insight endpoints need an account key (Shared Key); a SAS does not grant them.",
+        )),
+        Err(e) => Err(super::super::auth::auth_error(&e)),
+    }
+}
+
+/// Bytes of the files under `dir` (the store's size on disk).
+fn dir_size(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_size(&e.path()),
+            Ok(_) => e.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// The REST operation's name, a bounded label for metrics.
+pub fn operation_name(op: &Operation) -> &'static str {
+    match op {
+        Operation::QueryTables => "QueryTables",
+        Operation::GetTable { .. } => "GetTable",
+        Operation::CreateTable => "CreateTable",
+        Operation::DeleteTable { .. } => "DeleteTable",
+        Operation::QueryEntities { .. } => "QueryEntities",
+        Operation::GetEntity(_) => "GetEntity",
+        Operation::InsertEntity { .. } => "InsertEntity",
+        Operation::UpdateEntity(..) => "UpdateEntity",
+        Operation::MergeEntity(..) => "MergeEntity",
+        Operation::DeleteEntity(..) => "DeleteEntity",
+        Operation::InsertOrReplaceEntity(_) => "InsertOrReplaceEntity",
+        Operation::InsertOrMergeEntity(_) => "InsertOrMergeEntity",
+        Operation::GetServiceProperties => "GetServiceProperties",
+        Operation::SetServiceProperties => "SetServiceProperties",
+        Operation::GetServiceStats => "GetServiceStats",
+        Operation::GetTableAcl { .. } => "GetTableAcl",
+        Operation::SetTableAcl { .. } => "SetTableAcl",
+        Operation::Batch => "Batch",
+    }
+}

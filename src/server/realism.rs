@@ -1,0 +1,315 @@
+//! Wires [`crate::realism`] into the request path: its options from the command line, a
+//! request described as [`RequestFacts`], the verdicts applied (delay, Azure error, dropped
+//! connection), query pages cut, and the `/_tablestore/faults` endpoint. With every realism
+//! option off, each hook returns at its first line.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::body::{to_bytes, Body};
+use axum::http::{request::Parts, HeaderValue, Method, StatusCode};
+use axum::response::Response;
+use serde::Deserialize;
+
+use super::call::Call;
+use super::connections::ConnectionAbort;
+use super::context::RequestContext;
+use super::handlers::insight::operation_name;
+use super::AppState;
+use crate::config::{PageBreaksArg, RealismArgs, TargetErrorArg};
+use crate::protocol::batch::{decode_batch, BatchBody, SubRequest};
+use crate::protocol::error::ErrorFormat;
+use crate::protocol::operation::Operation;
+use crate::protocol::uri::{parse_resource, split_account, Resource};
+use crate::protocol::{json, ApiError, ErrorCode};
+use crate::query::RawPage;
+use crate::realism::{
+    FaultSet, OperationKind, Outcome, PageBreaks, RealismOptions, RequestFacts, TargetError,
+    TargetRates,
+};
+
+/// The fault-rules endpoint (outside Azure's URL space: no account starts with `_`).
+pub const FAULTS_PATH: &str = "/_tablestore/faults";
+
+/// Most bytes of a fault-rules document.
+const MAX_RULES_BODY: usize = 1024 * 1024;
+
+/// The realism options the command line asks for; a bad `--faults` file is an error
+/// sentence naming the file.
+pub fn options(args: &RealismArgs) -> Result<RealismOptions, String> {
+    let rate = |name: &str, n: u32| {
+        if n == 0 {
+            Err(format!("{name} must be at least 1"))
+        } else {
+            Ok(f64::from(n))
+        }
+    };
+    let targets = if args.simulate_targets {
+        Some(TargetRates {
+            partition_entities: rate("--target-partition-rate", args.target_partition_rate)?,
+            table_transactions: rate("--target-table-rate", args.target_table_rate)?,
+            account_transactions: rate("--target-account-rate", args.target_account_rate)?,
+            error: match args.target_error {
+                TargetErrorArg::ServerBusy => TargetError::ServerBusy,
+                TargetErrorArg::OperationTimedOut => TargetError::OperationTimedOut,
+            },
+        })
+    } else {
+        None
+    };
+    let faults = match &args.faults {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--faults {}: cannot read the file: {e}", path.display()))?;
+            Some(FaultSet::parse(&text).map_err(|e| format!("--faults {}: {e}", path.display()))?)
+        }
+    };
+    Ok(RealismOptions {
+        targets,
+        page_breaks: args.page_breaks.map(|m| match m {
+            PageBreaksArg::Partition => PageBreaks::Partition,
+            PageBreaksArg::Random => PageBreaks::Random,
+        }),
+        lifecycle: args
+            .simulate_lifecycle
+            .then(|| Duration::from_secs(args.table_purge_seconds)),
+        faults,
+        seed: args.realism_seed,
+    })
+}
+
+/// A request realism let through, to be told about its outcome.
+pub struct Consulted {
+    facts: RequestFacts,
+    drop_after_commit: bool,
+}
+
+/// Before dispatch: `Ok(None)` when realism is off; `Err(response)` to answer (or drop)
+/// instead of dispatching.
+pub async fn before_dispatch(
+    state: &AppState,
+    call: &Call,
+    operation: &Operation,
+    method: &Method,
+    abort: Option<&ConnectionAbort>,
+    format: ErrorFormat,
+) -> Result<Option<Consulted>, Response> {
+    if !state.realism.is_active() {
+        return Ok(None);
+    }
+    let facts = facts(call, operation, method);
+    let verdict = state.realism.before_dispatch(&facts);
+    if let Some(delay) = verdict.delay {
+        tokio::time::sleep(delay).await;
+    }
+    match verdict.outcome {
+        Outcome::Proceed => Ok(Some(Consulted {
+            facts,
+            drop_after_commit: false,
+        })),
+        Outcome::DropAfterCommit => Ok(Some(Consulted {
+            facts,
+            drop_after_commit: true,
+        })),
+        Outcome::Reject(e) => Err(call.ctx.error_response(&e, format)),
+        Outcome::DropBeforeWrite => Err(drop_connection(&call.ctx, abort).await),
+    }
+}
+
+/// After the handler ran (and its writes are durable): tells realism the outcome, and drops
+/// the connection instead of answering when a fault rule said so.
+pub async fn after_commit(
+    state: &AppState,
+    consulted: Option<Consulted>,
+    ctx: &RequestContext,
+    response: Response,
+    abort: Option<&ConnectionAbort>,
+) -> Response {
+    let Some(c) = consulted else {
+        return response;
+    };
+    state
+        .realism
+        .after_commit(&c.facts, response.status().is_success());
+    if c.drop_after_commit {
+        return drop_connection(ctx, abort).await;
+    }
+    response
+}
+
+/// Ends the connection without an answer. Outside the HTTP front end (a router called in
+/// process) there is no connection to drop: the answer is 500 with `Connection: close`.
+async fn drop_connection(ctx: &RequestContext, abort: Option<&ConnectionAbort>) -> Response {
+    if let Some(abort) = abort {
+        tracing::info!(request_id = %ctx.request_id, "fault injected: dropping the connection");
+        abort.abort();
+        // The connection task drops this request's future with the connection.
+        std::future::pending::<()>().await;
+    }
+    let mut response = ctx.error(&ApiError::new(ErrorCode::InternalError));
+    response
+        .headers_mut()
+        .insert("connection", HeaderValue::from_static("close"));
+    response
+}
+
+/// Cuts a query page where the page-break policy says; the continuation then points at the
+/// first row dropped, so the next page starts exactly there.
+pub fn cut_page(state: &AppState, page: &mut RawPage) {
+    if !state.realism.is_active() {
+        return;
+    }
+    let keys: Vec<(String, String)> = page.rows.iter().filter_map(|row| row.keys().ok()).collect();
+    if keys.len() != page.rows.len() {
+        return;
+    }
+    let partition_keys: Vec<&str> = keys.iter().map(|(pk, _)| pk.as_str()).collect();
+    if let Some(n) = state.realism.page_cut(&partition_keys) {
+        page.next = keys.into_iter().nth(n);
+        page.rows.truncate(n);
+    }
+}
+
+/// What kind of work an operation is, for fault rules.
+fn kind(operation: &Operation) -> OperationKind {
+    match operation {
+        Operation::InsertEntity { .. }
+        | Operation::UpdateEntity(..)
+        | Operation::MergeEntity(..)
+        | Operation::DeleteEntity(..)
+        | Operation::InsertOrReplaceEntity(_)
+        | Operation::InsertOrMergeEntity(_) => OperationKind::Write,
+        Operation::Batch => OperationKind::Batch,
+        Operation::SetServiceProperties
+        | Operation::CreateTable
+        | Operation::DeleteTable { .. }
+        | Operation::SetTableAcl { .. } => OperationKind::Admin,
+        _ => OperationKind::Read,
+    }
+}
+
+/// The keys an entity body names (other properties are skipped unread).
+#[derive(Deserialize)]
+struct BodyKeys {
+    #[serde(rename = "PartitionKey")]
+    partition_key: Option<String>,
+}
+
+fn body_partition_key(body: &[u8]) -> Option<String> {
+    serde_json::from_slice::<BodyKeys>(body)
+        .ok()
+        .and_then(|k| k.partition_key)
+}
+
+/// Table and PartitionKey a change-set operation addresses (from its URL, or its body).
+fn sub_request_target(account: &str, sub: &SubRequest) -> (Option<String>, Option<String>) {
+    let (path, _) = sub.path_and_query();
+    let rest = match split_account(None, path, |_| false, false) {
+        Some(p) if p.account == account => p.rest,
+        _ => path,
+    };
+    match parse_resource(rest) {
+        Ok(Resource::Entity {
+            table,
+            partition_key,
+            ..
+        }) => (Some(table), Some(partition_key)),
+        Ok(Resource::EntitySet(table)) => (Some(table), body_partition_key(&sub.body)),
+        _ => (None, body_partition_key(&sub.body)),
+    }
+}
+
+/// Describes a request for realism: only called when realism is on.
+fn facts(call: &Call, operation: &Operation, method: &Method) -> RequestFacts {
+    let (kind, name) = (kind(operation), operation_name(operation));
+    let mut table = operation.table().map(str::to_string);
+    let mut partition_key = None;
+    let mut entities = 1;
+    match operation {
+        Operation::CreateTable => table = json::decode_table_name(&call.body).ok(),
+        Operation::InsertEntity { .. } => partition_key = body_partition_key(&call.body),
+        Operation::GetEntity(e)
+        | Operation::UpdateEntity(e, _)
+        | Operation::MergeEntity(e, _)
+        | Operation::DeleteEntity(e, _)
+        | Operation::InsertOrReplaceEntity(e)
+        | Operation::InsertOrMergeEntity(e) => partition_key = Some(e.partition_key.clone()),
+        Operation::Batch => {
+            let content_type = call.header("content-type").unwrap_or("");
+            let subs = match decode_batch(content_type, &call.body) {
+                Ok(BatchBody::Changeset(subs)) => subs,
+                Ok(BatchBody::Query(sub)) => vec![sub],
+                Err(_) => Vec::new(),
+            };
+            entities = u32::try_from(subs.len()).unwrap_or(u32::MAX).max(1);
+            if let Some(first) = subs.first() {
+                (table, partition_key) = sub_request_target(call.ctx.data_account(), first);
+            }
+        }
+        _ => {}
+    }
+    RequestFacts {
+        account: call.ctx.data_account().to_string(),
+        table,
+        operation: name,
+        kind,
+        method: method.as_str().to_string(),
+        partition_key,
+        entities,
+    }
+}
+
+/// `GET` (rules and hit counts), `PUT` (replace the rules; TOML or JSON) and `DELETE` (no
+/// rules) on `/_tablestore/faults`. Authorised with an account key (Shared Key or Shared
+/// Key Lite, canonical resource `/{account}/_tablestore/faults`), or open with
+/// `--disable-auth`.
+pub async fn faults_endpoint(
+    state: &AppState,
+    parts: Parts,
+    body: Body,
+    peer: SocketAddr,
+) -> Response {
+    let mut ctx = RequestContext::new(&parts.headers);
+    ctx.error_format = ErrorFormat::Json;
+    if let Err(e) = super::handlers::insight::caller(state, &parts, peer) {
+        return ctx.error(&e);
+    }
+    let report = |ctx: &RequestContext, status: StatusCode| {
+        let mut r = ctx.plain_response(status);
+        r.body(
+            "application/json",
+            state.realism.faults_report().to_string().into_bytes(),
+        );
+        r.into_response()
+    };
+    match parts.method {
+        Method::GET => report(&ctx, StatusCode::OK),
+        Method::DELETE => {
+            state.realism.replace_faults(None);
+            ctx.plain_response(StatusCode::NO_CONTENT).into_response()
+        }
+        Method::PUT => {
+            let bytes = match to_bytes(body, MAX_RULES_BODY).await {
+                Ok(b) => b,
+                Err(_) => return ctx.error(&ApiError::new(ErrorCode::RequestBodyTooLarge)),
+            };
+            let Ok(text) = std::str::from_utf8(&bytes) else {
+                return ctx.error(&ApiError::with_message(
+                    ErrorCode::InvalidInput,
+                    "The fault rules must be UTF-8 text (TOML or JSON).",
+                ));
+            };
+            match FaultSet::parse(text) {
+                Ok(set) => {
+                    state.realism.replace_faults(Some(set));
+                    report(&ctx, StatusCode::OK)
+                }
+                Err(message) => {
+                    ctx.error(&ApiError::with_message(ErrorCode::InvalidInput, message))
+                }
+            }
+        }
+        _ => ctx.error(&ApiError::new(ErrorCode::UnsupportedHttpVerb)),
+    }
+}

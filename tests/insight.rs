@@ -1,0 +1,277 @@
+//! Issue 14: query classes and examined/returned counts on a 100,000-entity table for the
+//! design guide's query shapes; the insight and metrics endpoints (access, content); the
+//! access log's class and counts; design advice logged once per table and rule.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::child::{ChildServer, Client, Signer};
+use common::url::encode as enc;
+use common::{Reply, TestServer};
+use reqwest::StatusCode;
+use serde_json::Value;
+use tablestore::config::DEV_ACCOUNT;
+use tablestore::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
+use tablestore::store::memory::MemoryKv;
+use tablestore::store::{Durability, KvStore, Store};
+
+/// `people`: 100 partitions `p000`…`p099` × 1,000 rows `r0000`…`r0999`; `LastName` is
+/// `n00`…`n49` by row (so 20 per partition share a name), `Amount` the row number.
+fn hundred_thousand() -> Arc<dyn Store> {
+    let store = KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("store");
+    let info = store
+        .create_table(&TableRef::new(DEV_ACCOUNT, "people"))
+        .expect("create");
+    for p in 0..100 {
+        let pk = format!("p{p:03}");
+        for chunk in (0..1000).collect::<Vec<u32>>().chunks(100) {
+            let ops: Vec<WriteOp> = chunk
+                .iter()
+                .map(|&r| WriteOp {
+                    kind: WriteKind::InsertOrReplace,
+                    key: EntityKey {
+                        partition_key: pk.clone(),
+                        row_key: format!("r{r:04}"),
+                    },
+                    properties: vec![
+                        Property {
+                            name: "LastName".into(),
+                            value: EdmValue::String(format!("n{:02}", r % 50)),
+                        },
+                        Property {
+                            name: "Amount".into(),
+                            value: EdmValue::Int32(r as i32),
+                        },
+                    ],
+                    if_match: IfMatch::Any,
+                })
+                .collect();
+            store.commit(info.id, &ops).expect("commit");
+        }
+    }
+    store
+}
+
+async fn query(t: &TestServer, filter: &str, extra: &str) -> Reply {
+    let path = if filter.is_empty() {
+        format!("/people()?{extra}")
+    } else {
+        format!("/people()?$filter={}{extra}", enc(filter))
+    };
+    let r = t
+        .send("GET", &path, &[("x-tablestore-debug-plan", "true")], None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    r
+}
+
+/// (class, examined, returned, pages) from the debug headers.
+fn verdict(r: &Reply) -> (String, u64, u64, String) {
+    let h = |n: &str| {
+        r.header(n)
+            .unwrap_or_else(|| panic!("{n} missing"))
+            .to_string()
+    };
+    let returned: u64 = h("x-tablestore-returned").parse().expect("number");
+    assert_eq!(
+        returned as usize,
+        r.json()["value"].as_array().map_or(0, Vec::len),
+        "x-tablestore-returned counts the page"
+    );
+    (
+        h("x-tablestore-class"),
+        h("x-tablestore-examined").parse().expect("number"),
+        returned,
+        h("x-tablestore-pages"),
+    )
+}
+
+/// Class, examined, returned and pages a query shape should report.
+type Expected = (&'static str, u64, u64, &'static str);
+
+#[tokio::test]
+async fn the_guides_query_shapes_on_a_hundred_thousand_entities() {
+    let t = TestServer::start_with_store(hundred_thousand()).await;
+    let cases: [(&str, &str, Expected); 7] = [
+        (
+            "PartitionKey eq 'p050' and RowKey eq 'r0500'",
+            "",
+            ("point query", 1, 1, "1"),
+        ),
+        (
+            "PartitionKey eq 'p077' and RowKey ge 'r0100' and RowKey lt 'r0200'",
+            "",
+            ("range query", 100, 100, "1"),
+        ),
+        (
+            "PartitionKey eq 'p010' and LastName eq 'n07'",
+            "",
+            ("partition scan", 1000, 20, "1"),
+        ),
+        (
+            "PartitionKey eq 'p001' and (RowKey eq 'r0001' or RowKey eq 'r0999')",
+            "",
+            ("union of key ranges", 2, 2, "1"),
+        ),
+        // 2,000 matches over the whole table (20 per partition): the first page stops at
+        // the 1,000th match (row r0957 of p049) after 49,958 entities plus the look-ahead;
+        // the second at p099's r0957, whose look-ahead r0958 leaves a third, empty page.
+        ("LastName eq 'n07'", "", ("table scan", 49_959, 1000, "3")),
+        // No filter, `$top=5`: 20,000 pages, more than the header counts.
+        ("", "$top=5", ("table scan", 6, 5, "1000+")),
+        (
+            "PartitionKey eq 'p003' and PartitionKey eq 'p004'",
+            "",
+            ("empty", 0, 0, "1"),
+        ),
+    ];
+    for (filter, extra, (class, examined, returned, pages)) in cases {
+        let r = query(&t, filter, extra).await;
+        assert_eq!(
+            verdict(&r),
+            (class.to_string(), examined, returned, pages.to_string()),
+            "{filter} {extra}"
+        );
+    }
+    // Without the opt-in header nothing extra is sent.
+    let r = t
+        .send(
+            "GET",
+            "/people()?$filter=PartitionKey%20eq%20'p050'",
+            &[],
+            None,
+        )
+        .await;
+    assert!(r.header("x-tablestore-class").is_none());
+    assert!(r.header("x-tablestore-pages").is_none());
+}
+
+/// GET an insight path signed by `signer` (or unsigned).
+async fn get(t: &TestServer, path: &str, signer: Option<&Signer>) -> Reply {
+    let url = format!("{}{path}", t.server.endpoint());
+    let mut req = t.client.get(&url);
+    if let Some(s) = signer {
+        let parsed = reqwest::Url::parse(&url).expect("url");
+        let (date, authorization) = s.sign(parsed.path(), parsed.query());
+        req = req
+            .header("x-ms-date", date)
+            .header("Authorization", authorization);
+    }
+    let resp = req.send().await.expect("request");
+    Reply {
+        status: resp.status(),
+        headers: resp.headers().clone(),
+        body: resp.bytes().await.expect("body").to_vec(),
+    }
+}
+
+#[tokio::test]
+async fn insight_and_metrics_need_the_account_key() {
+    let t = TestServer::start_with_store(hundred_thousand()).await;
+    // A table scan that returns 100 of 100,000 entities: the table-scan advice.
+    query(&t, "LastName eq 'n07' and Amount lt 50", "").await;
+    let dev = Signer::dev();
+
+    for path in ["/_tablestore/insight", "/metrics"] {
+        let r = get(&t, path, None).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}: {}", r.text());
+        let wrong = Signer::new(DEV_ACCOUNT, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+        let r = get(&t, path, Some(&wrong)).await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{path}: {}", r.text());
+        assert!(r.text().contains("AuthenticationFailed"), "{}", r.text());
+    }
+
+    let r = get(&t, "/_tablestore/insight?settle", Some(&dev)).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    let v: Value = r.json();
+    let table = &v["accounts"][DEV_ACCOUNT]["tables"][0];
+    assert_eq!(table["name"], "people");
+    assert_eq!(table["queries"]["table scan"], 1);
+    assert_eq!(table["examined"], 100_000);
+    assert_eq!(table["returned"], 100);
+    let advice = table["advice"].as_array().expect("advice list");
+    assert_eq!(advice.len(), 1, "{advice:?}");
+    assert_eq!(advice[0]["id"], "table-scan");
+    assert_eq!(advice[0]["guide_page"], "Table design patterns");
+    assert!(advice[0]["example"]
+        .as_str()
+        .is_some_and(|e| e.contains("Amount, LastName")));
+
+    let r = get(&t, "/metrics", Some(&dev)).await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r
+        .header("content-type")
+        .is_some_and(|c| c.starts_with("text/plain; version=0.0.4")));
+    let text = r.text();
+    for line in [
+        "tablestore_queries_total{class=\"table_scan\"} 1",
+        "tablestore_entities_examined_total 100000",
+        "tablestore_entities_returned_total 100",
+        "tablestore_advice_active 1",
+        "tablestore_requests_total{operation=\"QueryEntities\",status_class=\"2xx\"} 1",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing from\n{text}"
+        );
+    }
+    assert!(text.contains(
+        "tablestore_request_duration_seconds_bucket{operation=\"QueryEntities\",le=\"+Inf\"} 1"
+    ));
+}
+
+#[tokio::test]
+async fn insight_is_open_with_auth_disabled_and_the_access_log_shows_the_class() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = ChildServer::start(
+        dir.path(),
+        &["--disable-auth", "--in-memory", "--log-level", "info"],
+    );
+    let client = Client::new(&server.endpoint(), Signer::dev());
+    client.create_table("logged").await;
+    for i in 0..3 {
+        let body = format!(r#"{{"PartitionKey":"p","RowKey":"{i}","Kind":"x"}}"#);
+        let r = client
+            .send("POST", "/logged", &[], Some(body.into_bytes()))
+            .await
+            .expect("insert");
+        assert_eq!(r.status, StatusCode::CREATED);
+    }
+    let r = client
+        .send("GET", "/logged()?$filter=Kind%20eq%20'x'", &[], None)
+        .await
+        .expect("query");
+    assert_eq!(r.status, StatusCode::OK);
+    let http = reqwest::Client::new();
+    let r = http
+        .get(format!("{}/_tablestore/insight?settle", server.endpoint()))
+        .send()
+        .await
+        .expect("insight");
+    assert_eq!(r.status(), StatusCode::OK);
+    let v: Value = serde_json::from_slice(&r.bytes().await.expect("body")).expect("json");
+    let table = &v["accounts"][DEV_ACCOUNT]["tables"][0];
+    assert_eq!(table["name"], "logged");
+    assert_eq!(table["inserts"], 3);
+    assert_eq!(table["hot_partitions"][0]["partition_key"], "p");
+    let mut log = String::new();
+    for _ in 0..50 {
+        log.push_str(&server.log_so_far());
+        if log.contains("examined=3") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let line = log
+        .lines()
+        .find(|l| l.contains("/logged()") && l.contains("class="))
+        .unwrap_or_else(|| panic!("no query line with a class in\n{log}"));
+    assert!(
+        line.contains("class=table scan")
+            && line.contains("examined=3")
+            && line.contains("returned=3"),
+        "{line}"
+    );
+}
