@@ -6,7 +6,8 @@
 #      cargo check of the fuzz targets
 #   2. .venv with the pinned azure-data-tables suite deps; npm ci for @azure/data-tables
 #   3. start target/debug/tablestore on a free loopback port and a temp data dir,
-#      wait for GET /_health, run the Python and JS SDK suites against it, stop it
+#      wait for GET /_health, run the Python and JS SDK suites and the Azure CLI
+#      scenario (scripts/ci/azure-cli.sh) against it, stop it
 #   4. print a summary; exit non-zero if anything failed
 #
 # Why the dev (debug) profile: on the 2-core machine a clean debug build of the
@@ -33,7 +34,7 @@
 #   TABLESTORE_SKIP="batch,query"
 #                               JS groups to skip (the Python equivalent is -m).
 #   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_LINT=1, TABLESTORE_SKIP_PYTHON=1,
-#   TABLESTORE_SKIP_JS=1, TABLESTORE_SKIP_EXAMPLES=1
+#   TABLESTORE_SKIP_JS=1, TABLESTORE_SKIP_EXAMPLES=1, TABLESTORE_SKIP_AZURE_CLI=1
 #                               leave out a stage.
 #   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
@@ -375,6 +376,24 @@ if [ "$RUN_JS" = "1" ]; then
   else
     record "js sdk" FAILED "exit $js_rc; $j_pass passed, $j_fail failed, $j_skip skipped"
   fi
+fi
+
+# The Azure CLI scripted against the same server (scripts/ci/azure-cli.sh: cached venv, no internet).
+if [ "${TABLESTORE_SKIP_AZURE_CLI:-0}" != "1" ] && [ -n "${TABLESTORE_ENDPOINT:-}" ]; then
+  log "Azure CLI scenario (scripts/ci/azure-cli.sh)"
+  set +e
+  PYTHON="$PYTHON" scripts/ci/azure-cli.sh "$TABLESTORE_ENDPOINT" 2>&1 | tee "$WORK/azure-cli.log"
+  az_rc=${PIPESTATUS[0]}
+  set -e
+  read -r a_pass a_fail < <(sed -n 's/^azure cli: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$WORK/azure-cli.log" | tail -n1) || true
+  add_counts "${a_pass:-0}" "${a_fail:-1}" 0
+  if [ "$az_rc" -eq 0 ]; then
+    record "azure cli" ok "${a_pass:-0} passed, ${a_fail:-0} failed"
+  else
+    record "azure cli" FAILED "exit $az_rc; ${a_pass:-0} passed, ${a_fail:-1} failed"
+  fi
+elif [ "${TABLESTORE_SKIP_AZURE_CLI:-0}" = "1" ]; then
+  record "azure cli" skipped "TABLESTORE_SKIP_AZURE_CLI=1"
 fi
 
 if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_EXAMPLES:-0}" != "1" ] && [ -x "$SERVER_BIN" ]; then
