@@ -8,7 +8,10 @@
 #   3. start target/debug/tablestore on a free loopback port and a temp data dir,
 #      wait for GET /_health, run the Python and JS SDK suites and the Azure CLI
 #      scenario (scripts/ci/azure-cli.sh) against it, stop it
-#   4. print a summary; exit non-zero if anything failed
+#   4. the SDK documentation examples; scripts/ci/packages.sh (wheel and npm package of the
+#      binary just built, installed fresh and exercised) and scripts/ci/docker.sh (image build
+#      where a container engine runs, else said to be skipped; the image's runtime layout)
+#   5. print a summary; exit non-zero if anything failed
 #
 # Why the dev (debug) profile: on the 2-core machine a clean debug build of the
 # crate, its dependencies and every test binary takes ~5 min; the release
@@ -34,7 +37,8 @@
 #   TABLESTORE_SKIP="batch,query"
 #                               JS groups to skip (the Python equivalent is -m).
 #   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_LINT=1, TABLESTORE_SKIP_PYTHON=1,
-#   TABLESTORE_SKIP_JS=1, TABLESTORE_SKIP_EXAMPLES=1, TABLESTORE_SKIP_AZURE_CLI=1
+#   TABLESTORE_SKIP_JS=1, TABLESTORE_SKIP_EXAMPLES=1, TABLESTORE_SKIP_AZURE_CLI=1,
+#   TABLESTORE_SKIP_PACKAGES=1, TABLESTORE_SKIP_DOCKER=1
 #                               leave out a stage.
 #   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
@@ -406,12 +410,37 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_EXAMPLES:-0}" != "1" ] &
   scripts/check-sdk-examples.sh --binary "$SERVER_BIN" 2>&1 | tee "$WORK/examples.log"
   ex_rc=${PIPESTATUS[0]}
   set -e
-  read -r e_pass e_fail < <(sed -n 's/^sdk examples: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$WORK/examples.log" | tail -n1)
-  add_counts "${e_pass:-0}" "${e_fail:-0}" 0
+  read -r e_pass e_fail e_skip < <(sed -n 's/^sdk examples: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$WORK/examples.log" | tail -n1)
+  add_counts "${e_pass:-0}" "${e_fail:-0}" "${e_skip:-0}"
   if [ "$ex_rc" -eq 0 ]; then
-    record "sdk doc examples" ok "${e_pass:-0} passed, ${e_fail:-0} failed"
+    record "sdk doc examples" ok "${e_pass:-0} passed, ${e_fail:-0} failed, ${e_skip:-0} skipped"
   else
-    record "sdk doc examples" FAILED "exit $ex_rc; ${e_pass:-0} passed, ${e_fail:-0} failed"
+    record "sdk doc examples" FAILED "exit $ex_rc; ${e_pass:-0} passed, ${e_fail:-0} failed, ${e_skip:-0} skipped"
+  fi
+fi
+
+# --- 5. Packages and the container image (scripts/ci/) --------------------------
+# Each stage prints "<name>: N passed, N failed, N skipped" as its last line.
+ci_stage() { # name script args...
+  local name=$1 script=$2 rc=0 p f s
+  shift 2
+  log "$name ($script)"
+  "$script" "$@" 2>&1 | tee "$WORK/$name.log" || rc=$?
+  read -r p f s < <(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p" "$WORK/$name.log" | tail -n1)
+  [ -n "${p:-}" ] || { p=0; f=1; s=0; }
+  add_counts "$p" "$f" "$s"
+  if [ "$rc" -eq 0 ] && [ "$f" -eq 0 ]; then
+    record "$name" ok "$p passed, $f failed, $s skipped"
+  else
+    record "$name" FAILED "exit $rc; $p passed, $f failed, $s skipped"
+  fi
+}
+if [ "$TARGET" = "tablestore" ] && [ -x "$SERVER_BIN" ]; then
+  if [ "${TABLESTORE_SKIP_PACKAGES:-0}" != "1" ]; then
+    ci_stage packages scripts/ci/packages.sh --binary "$SERVER_BIN" --work "$WORK" --sdk-venv "$VENV"
+  fi
+  if [ "${TABLESTORE_SKIP_DOCKER:-0}" != "1" ]; then
+    ci_stage docker scripts/ci/docker.sh --binary "$SERVER_BIN"
   fi
 fi
 

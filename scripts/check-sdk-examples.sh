@@ -10,7 +10,7 @@
 #   C# (.NET)                   -       no .NET toolchain on this machine kind: not checked
 #
 # Usage: scripts/check-sdk-examples.sh [--binary PATH]
-# Exits non-zero when an example fails. Prints "N passed, N failed" at the end.
+# Exits non-zero when an example fails. Prints "N passed, N failed, N skipped" at the end.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -25,6 +25,8 @@ fi
 
 passed=0
 failed=0
+skipped=0
+skip() { skipped=$((skipped + 1)); echo "skip $1"; }
 result() { # name status
   if [[ "$2" == 0 ]]; then passed=$((passed + 1)); echo "ok   $1"; else failed=$((failed + 1)); echo "FAIL $1"; fi
 }
@@ -61,7 +63,7 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   (cd "$examples/javascript" && node tables_example.mjs)
   result "javascript: docs/sdk/examples/javascript/tables_example.mjs" $?
 else
-  echo "skip javascript: node/npm not found"
+  skip "javascript: node/npm not found"
 fi
 
 # Java (syntax only: the SDK's jars come from Maven Central, not reachable here)
@@ -69,13 +71,15 @@ if command -v java >/dev/null; then
   java "$root/scripts/JavaSyntaxCheck.java" "$examples/java/TablesExample.java" >/dev/null
   result "java (syntax): docs/sdk/examples/java/TablesExample.java" $?
 else
-  echo "skip java: java not found"
+  skip "java: java not found"
 fi
 
 # Rust (syntax only: azure_data_tables is a large download for one example)
 if command -v rustfmt >/dev/null; then
   rustfmt --edition 2021 --emit stdout "$examples/rust/tables_example.rs" >/dev/null
   result "rust (syntax): docs/sdk/examples/rust/tables_example.rs" $?
+else
+  skip "rust: rustfmt not found"
 fi
 
 # Go (syntax only: Go modules cannot be fetched here)
@@ -84,9 +88,9 @@ if [[ -n "$gofmt_bin" ]]; then
   "$gofmt_bin" -e -l "$examples/go/tables_example.go" >/dev/null
   result "go (syntax): docs/sdk/examples/go/tables_example.go" $?
 else
-  echo "skip go: gofmt not found"
+  skip "go: gofmt not found"
 fi
 
-echo "skip dotnet: no .NET toolchain here (docs/sdk/examples/dotnet/TablesExample.cs is not checked)"
-echo "sdk examples: $passed passed, $failed failed"
+skip "dotnet: no .NET toolchain here (docs/sdk/examples/dotnet/TablesExample.cs is not checked)"
+echo "sdk examples: $passed passed, $failed failed, $skipped skipped"
 [[ "$failed" == 0 ]]

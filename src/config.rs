@@ -345,8 +345,8 @@ impl Default for RealismArgs {
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Azurite options accepted and ignored")]
 pub struct AzuriteOptions {
-    /// Azurite table keep-alive timeout in seconds (not applied: connections stay open until
-    /// the client closes them).
+    /// Azurite table keep-alive timeout in seconds (not applied: an idle connection is closed
+    /// after 30 s without a request).
     #[arg(long = "tableKeepAliveTimeout", value_name = "SECONDS")]
     pub table_keep_alive_timeout: Option<u64>,
 
@@ -559,8 +559,10 @@ impl Config {
             ));
         }
         if a.table_keep_alive_timeout.is_some() {
+            // The server's request-head timeout (`ServeLimits::header_read_timeout`); a test in
+            // tests/cli.rs keeps the two equal without config depending on server.
             out.push(
-                "ignoring --tableKeepAliveTimeout: idle connections stay open until the client closes them"
+                "ignoring --tableKeepAliveTimeout: an idle connection is closed after 30 s without a request"
                     .to_string(),
             );
         }

@@ -93,13 +93,18 @@ async fn main() -> ExitCode {
         "http"
     };
 
+    // The port before the store: a busy port fails before any data folder is created.
+    let listener = match tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("tablestore: {}", listen_error(&config, &e));
+            return ExitCode::FAILURE;
+        }
+    };
     let store = match open_store(&config) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!(
-                "tablestore: cannot open the data folder {}: {e:?}",
-                config.store_dir().display()
-            );
+            eprintln!("tablestore: {}", store_error(&config, &e));
             return ExitCode::FAILURE;
         }
     };
@@ -107,16 +112,6 @@ async fn main() -> ExitCode {
         eprintln!("tablestore: --seed: {message}");
         return ExitCode::FAILURE;
     }
-    let listener = match tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!(
-                "tablestore: cannot listen on {}:{}: {e}",
-                config.host, config.port
-            );
-            return ExitCode::FAILURE;
-        }
-    };
     let (endpoint, client_endpoint) = match listener.local_addr() {
         Ok(addr) => {
             // Clients cannot dial a wildcard address: show them loopback instead.
@@ -148,9 +143,10 @@ async fn main() -> ExitCode {
     } else {
         println!("Storage: {}", config.store_dir().display());
     }
-    // Log-watching readiness checks written for Azurite (Testcontainers modules wait for
-    // "Table service is successfully listening") see the same words.
-    println!("Table service is successfully listening at {endpoint}");
+    // Azurite 3.35's readiness line, word for word: log-watching wait strategies written for
+    // Azurite ("Azurite Table service is successfully listening at", or the shorter
+    // "Table service is successfully listening" of Testcontainers modules) see it.
+    println!("Azurite Table service is successfully listening at {endpoint}");
     let disable_auth = config.disable_auth;
     let state = match AppState::new(store, config) {
         Ok(s) => s,
@@ -213,6 +209,69 @@ async fn seed(
 
 /// File in the workspace recording the digest of the seed last loaded.
 const SEED_RECORD: &str = "__tablestore_seeded__";
+/// One sentence for a port that cannot be bound: what is wrong and what to do.
+fn listen_error(config: &Config, e: &std::io::Error) -> String {
+    let at = format!("{}:{}", config.host, config.port);
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "port {} on {} is already in use (is another tablestore or Azurite running?): stop it or choose another port with --tablePort",
+            config.port, config.host
+        ),
+        std::io::ErrorKind::PermissionDenied => format!(
+            "not allowed to listen on {at} (ports below 1024 need privileges): choose another port with --tablePort"
+        ),
+        std::io::ErrorKind::AddrNotAvailable => format!(
+            "cannot listen on {at}: {} is not an address of this machine; use --tableHost 127.0.0.1 or 0.0.0.0",
+            config.host
+        ),
+        _ => format!("cannot listen on {at}: {e}"),
+    }
+}
+
+/// One sentence for a data folder that cannot be opened: what is wrong and what to do, never
+/// the error's debug text.
+fn store_error(config: &Config, e: &tablestore::store::StoreError) -> String {
+    let dir = config.store_dir();
+    let shown = dir.display();
+    let text = match e {
+        tablestore::store::StoreError::Io(text) | tablestore::store::StoreError::Corrupt(text) => {
+            text.clone()
+        }
+        other => format!("{other:?}"),
+    };
+    if text.contains("in use by another process") {
+        let hint = match config.port {
+            0 => String::new(),
+            port => format!(" (is one already running on port {port}?)"),
+        };
+        return format!(
+            "another tablestore is using the data folder {shown}{hint}: stop it, or give this one its own folder with --location"
+        );
+    }
+    // The nearest part of the path that exists but is not a folder.
+    if let Some(file) = dir.ancestors().find(|p| p.exists()).filter(|p| !p.is_dir()) {
+        return format!(
+            "{} is a file, not a folder, so the data folder {shown} cannot be created there: pass --location with a folder",
+            file.display()
+        );
+    }
+    if text.contains("os error 13") || text.contains("ermission denied") {
+        return format!(
+            "permission denied for the data folder {shown}: pass --location with a folder you can write to, or fix its permissions"
+        );
+    }
+    if text.contains("os error 28") {
+        return format!(
+            "the disk holding {shown} is full: free some space or pass --location on another disk"
+        );
+    }
+    match e {
+        tablestore::store::StoreError::Corrupt(_) => format!(
+            "the data folder {shown} holds data this tablestore cannot read ({text}): move it aside or pass --location with another folder"
+        ),
+        _ => format!("cannot open the data folder {shown} ({text}): check the folder or pass --location with another one"),
+    }
+}
 
 /// Console logs filtered by `--log-level`; with `--debug FILE` also everything at debug level
 /// (including the request/response trace) appended to FILE.
@@ -300,6 +359,36 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tablestore::store::StoreError;
+
+    /// Store and port errors become one sentence naming the folder or port and what to do
+    /// (the permission case cannot be produced for real when the tests run as root).
+    #[test]
+    fn start_up_errors_say_what_to_do() {
+        let dir = std::env::temp_dir().join("tablestore-no-such-parent-xyz");
+        let config =
+            Config::try_parse_args(["tablestore", "--location", dir.to_str().unwrap()], |_| {
+                None
+            })
+            .unwrap();
+        let denied = store_error(
+            &config,
+            &StoreError::Io("Permission denied (os error 13)".into()),
+        );
+        assert!(
+            denied.starts_with("permission denied for the data folder"),
+            "{denied}"
+        );
+        assert!(denied.contains("--location"), "{denied}");
+        assert!(!denied.contains("os error"), "{denied}");
+        let in_use = store_error(
+            &config,
+            &StoreError::Io("the data folder is in use by another process (x)".into()),
+        );
+        assert!(in_use.contains("another tablestore is using"), "{in_use}");
+        let busy = listen_error(&config, &std::io::ErrorKind::AddrInUse.into());
+        assert!(busy.contains("is already in use"), "{busy}");
+    }
 
     /// The option positions are mimalloc's: before tuning they hold mimalloc 3's documented
     /// defaults (arena_eager_commit 2, purge_delay 1000 ms), after it our values.

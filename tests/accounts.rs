@@ -235,7 +235,7 @@ fn the_binary_reads_azurite_accounts() {
     let stdout = child.stdout.take().unwrap();
     let mut lines = Vec::new();
     for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-        let done = line.starts_with("Table service is successfully listening");
+        let done = line.contains("Table service is successfully listening");
         lines.push(line);
         if done {
             break;

@@ -179,9 +179,20 @@ async fn azurite_table_flags_serve_health_and_a_table_round_trip() {
     .await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains(r#""Name":"Ada""#), "{body}");
+    let (status, _) = post_json(
+        &format!("{}/Tables", s.account_url()),
+        r#"{"TableName":"people"}"#,
+        &[],
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
 
     let out = s.output();
-    assert!(out.contains("Table service is successfully listening at http://127.0.0.1:"));
+    // Azurite 3.35's readiness line, word for word.
+    assert!(
+        out.contains("\nAzurite Table service is successfully listening at http://127.0.0.1:"),
+        "{out}"
+    );
     assert!(out.contains("Storage: in memory"), "{out}");
     // The access log: one line per request with its status and request id.
     let line = out
@@ -194,9 +205,16 @@ async fn azurite_table_flags_serve_health_and_a_table_round_trip() {
         "latency_ms=",
         "request_id=",
         "auth=SharedKey",
+        "error=-",
     ] {
         assert!(line.contains(part), "{part} missing from {line}");
     }
+    // A failed request's line names the Azure error code.
+    let failed = out
+        .lines()
+        .find(|l| l.contains("tablestore::request") && l.contains("status=409"))
+        .unwrap_or_else(|| panic!("no access log line for the 409:\n{out}"));
+    assert!(failed.contains("error=TableAlreadyExists"), "{failed}");
 }
 
 #[tokio::test]
@@ -406,4 +424,72 @@ fn bad_command_lines_fail_with_a_message() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(message), "{args:?}: {stderr}");
     }
+}
+
+/// A start-up error is one sentence on stderr: no Rust debug text, exit status 1.
+fn assert_one_clear_sentence(out: &Output, expected: &str) {
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(expected), "{expected:?} missing: {stderr}");
+    for debug_text in ["Io(", "Os {", "kind:", "os error"] {
+        assert!(!stderr.contains(debug_text), "debug text in: {stderr}");
+    }
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn a_data_location_that_is_a_file_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    std::fs::write(&file, "not a folder").unwrap();
+    let out = run(&["--tablePort", "0", "--location", file.to_str().unwrap()]);
+    assert_one_clear_sentence(&out, "is a file, not a folder");
+    assert!(file.is_file(), "the file was left as it was");
+}
+
+#[test]
+fn a_data_folder_in_use_names_the_other_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    let _first = Server::start(&["--tablePort", "0", "--location", location], &[]);
+    let out = run(&["--tablePort", "0", "--location", location]);
+    assert_one_clear_sentence(&out, "another tablestore is using");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--location"));
+}
+
+#[test]
+fn a_busy_port_fails_before_any_folder_is_created() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().join("new");
+    let out = run(&[
+        "--tableHost",
+        "127.0.0.1",
+        "--tablePort",
+        &port,
+        "--location",
+        location.to_str().unwrap(),
+    ]);
+    assert_one_clear_sentence(&out, "is already in use");
+    assert!(!location.exists(), "a folder was created before failing");
+}
+
+/// The `--tableKeepAliveTimeout` warning states the idle timeout the server really applies.
+#[test]
+fn the_keep_alive_warning_states_the_real_idle_timeout() {
+    let config = tablestore::config::Config::try_parse_args(
+        ["tablestore", "--tableKeepAliveTimeout", "5"],
+        |_| None,
+    )
+    .unwrap();
+    let secs = tablestore::server::ServeLimits::default()
+        .header_read_timeout
+        .as_secs();
+    let expected = format!("an idle connection is closed after {secs} s without a request");
+    assert!(
+        config.warnings().iter().any(|w| w.contains(&expected)),
+        "{:?}",
+        config.warnings()
+    );
 }

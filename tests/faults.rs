@@ -277,9 +277,14 @@ fn assert_refuses_to_start(dir: &Path, what: &str) {
     assert!(!status.success(), "{what}: exit status {status:?}");
     assert_ne!(status.code(), Some(101), "{what}: panicked: {all}");
     assert!(!all.contains("panicked"), "{what}: panicked: {all}");
+    // One sentence naming the data folder and what to do, without Rust debug text.
     assert!(
-        failure.stderr.contains("cannot open the data folder"),
+        failure.stderr.contains("data folder") && failure.stderr.contains("--location"),
         "{what}: unclear message: {all}"
+    );
+    assert!(
+        !failure.stderr.contains("Io(") && !failure.stderr.contains("Os {"),
+        "{what}: debug text: {all}"
     );
     println!("{what}: {}", failure.stderr.trim());
 }
@@ -395,7 +400,9 @@ async fn a_folder_in_use_by_another_instance_is_refused() {
     assert!(!status.success());
     assert_ne!(status.code(), Some(101));
     assert!(
-        failure.stderr.contains("in use by another process"),
+        failure
+            .stderr
+            .contains("another tablestore is using the data folder"),
         "unclear message: {}",
         failure.stderr
     );

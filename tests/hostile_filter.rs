@@ -2,10 +2,9 @@
 //! chains, broken syntax, odd encodings. Every request is answered promptly with a JSON
 //! Azure error (or, for well-formed extremes, a normal result) and the server stays healthy.
 //!
-//! The `$filter` parser is being written separately; while Query Entities answers 501
-//! `NotImplemented` for any `$filter`, these tests assert the generic contract only ("a 4xx
-//! or 5xx Azure error, or 200, quickly, and still healthy"). Once the parser lands, the
-//! syntax errors here should become 400 `InvalidInput`: tighten `assert_answered` then.
+//! These tests assert the generic contract ("a 4xx or 5xx Azure error, or 200, quickly, and
+//! still healthy"); the exact answers to broken filters (400 `InvalidInput` with Azure's
+//! message and position) are asserted by the parser's own tests (docs/query.md).
 
 mod common;
 

@@ -537,7 +537,7 @@ async fn the_binary_serves_https_and_prints_https_endpoints() {
     });
     let mut lines = Vec::new();
     while let Ok(line) = rx.recv_timeout(Duration::from_secs(20)) {
-        let done = line.starts_with("Table service is successfully listening");
+        let done = line.contains("Table service is successfully listening");
         lines.push(line);
         if done {
             break;

@@ -99,8 +99,19 @@ where
     let mut words = status_line.split_whitespace();
     match (words.next(), words.next()) {
         (Some(v), Some("200")) if v.starts_with("HTTP/") => Ok(()),
+        _ if is_tls_record(&answer) => Err(format!(
+            "{host}:{port} is an HTTPS port: give --healthcheck the server's --cert and --key \
+             (or probe https://{}/_health)",
+            host_header(host, port)
+        )),
         _ => Err(format!("unexpected answer: {status_line:?}")),
     }
+}
+
+/// Whether `answer` starts like a TLS record (content type 20–23, then version 3.x): what a
+/// TLS server sends back to a plain-HTTP request.
+fn is_tls_record(answer: &[u8]) -> bool {
+    matches!(answer, [20..=23, 3, ..])
 }
 
 fn host_header(host: &str, port: u16) -> String {
@@ -122,6 +133,28 @@ mod tests {
         assert_eq!(probe_host("[::]"), "::1");
         assert_eq!(probe_host("10.1.2.3"), "10.1.2.3");
         assert_eq!(host_header("::1", 5), "[::1]:5");
+    }
+
+    /// A plain-HTTP probe of a TLS server gets a TLS alert back: the error says HTTPS instead
+    /// of quoting the record's bytes.
+    #[tokio::test]
+    async fn an_https_port_is_named_as_such() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 512];
+            let _ = socket.read(&mut buf).await;
+            // A TLS 1.2 fatal `unexpected_message` alert record.
+            let _ = socket.write_all(&[21, 3, 3, 0, 2, 2, 10]).await;
+        });
+        let e = probe("127.0.0.1", port, Duration::from_secs(2))
+            .await
+            .unwrap_err();
+        server.await.unwrap();
+        assert!(e.contains("is an HTTPS port"), "{e}");
+        assert!(e.contains("--cert"), "{e}");
+        assert!(!is_tls_record(b"HTTP/1.1 200 OK"));
     }
 
     #[tokio::test]

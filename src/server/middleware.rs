@@ -1,7 +1,8 @@
 //! The request-log layer: one `tablestore::request` line per request (method, path, status,
-//! latency, request id, auth outcome) unless `--silent`, and with `--debug FILE` a
-//! `tablestore::debug` trace of each request and response (headers and bodies, secrets
-//! redacted). It wraps the whole application, so the latency includes everything.
+//! latency, request id, auth outcome, the `x-ms-error-code` of a failed request) unless
+//! `--silent`, and with `--debug FILE` a `tablestore::debug` trace of each request and
+//! response (headers and bodies, secrets redacted). It wraps the whole application, so the
+//! latency includes everything.
 //!
 //! It hands every finished request to `crate::insight` (a queue push, never a wait) and
 //! adds the query class and examined/returned counts to the access line of a query.
@@ -24,7 +25,7 @@ use super::health::HEALTH_PATH;
 use super::AppState;
 use crate::insight::{Event, Observation, Report};
 use crate::model::limits::MAX_REQUEST_BODY;
-use crate::protocol::headers::X_MS_REQUEST_ID;
+use crate::protocol::headers::{X_MS_ERROR_CODE, X_MS_REQUEST_ID};
 
 /// The log target of the per-request access line.
 pub const REQUEST_LOG_TARGET: &str = "tablestore::request";
@@ -102,14 +103,20 @@ pub async fn request_log(State(state): State<AppState>, request: Request, next: 
             .get::<AuthOutcome>()
             .map(|a| a.0.as_str())
             .unwrap_or("-");
+        // The Azure error code of a failed request, so the log says why, not only that.
+        let error = response
+            .headers()
+            .get(X_MS_ERROR_CODE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
         let latency_ms = (latency_ms * 1000.0).round() / 1000.0;
         // Readiness probes run every few seconds in containers: keep them out of the info log.
         if let Some((class, examined, returned)) = query {
-            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %class, examined, returned, "request");
+            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, %class, examined, returned, "request");
         } else if path == HEALTH_PATH {
-            tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, "request");
+            tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");
         } else {
-            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, "request");
+            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");
         }
     }
     response

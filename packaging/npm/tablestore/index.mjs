@@ -1,0 +1,107 @@
+// Start a tablestore server from JavaScript tests:
+//
+//   import { start } from "tablestore";
+//   const server = await start();          // in memory, free loopback port
+//   TableClient.fromConnectionString(server.connectionString, "people");
+//   await server.stop();
+//
+// or as a test runner's global setup (vitest `globalSetup`: the returned function is the
+// teardown); the connection string is put in process.env.TABLESTORE_CONNECTION_STRING:
+//
+//   export { globalSetup as default } from "tablestore";
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import { randomBytes } from "node:crypto";
+import * as readline from "node:readline";
+
+const require = createRequire(import.meta.url);
+const { binaryPath } = require("./lib/binary.cjs");
+
+const READY = "Azurite Table service is successfully listening at ";
+
+/** The native binary this package installed. */
+export { binaryPath };
+
+/** A new account: a name Azure accepts (lower-case letters and digits) and a random key. */
+export function freshAccount() {
+  return { name: `acct${randomBytes(6).toString("hex")}`, key: randomBytes(32).toString("base64") };
+}
+
+/**
+ * Starts a server and resolves once it is ready.
+ * @param {object} [options]
+ * @param {boolean} [options.inMemory=true] keep nothing after exit
+ * @param {string} [options.location] store in this folder instead
+ * @param {{name: string, key: string}} [options.account] serve only this account
+ * @param {string[]} [options.args] more arguments for the binary
+ * @param {string} [options.binary] the binary to run
+ * @param {number} [options.timeoutMs=20000]
+ */
+export function start(options = {}) {
+  const argv = ["--tableHost", options.host ?? "127.0.0.1", "--tablePort", String(options.port ?? 0)];
+  if (options.location) argv.push("--location", options.location);
+  else if (options.inMemory !== false) argv.push("--inMemoryPersistence");
+  if (options.account) argv.push("--accounts", `${options.account.name}:${options.account.key}`);
+  argv.push(...(options.args ?? []));
+  const binary = options.binary ?? binaryPath();
+  const child = spawn(binary, argv, { stdio: ["ignore", "pipe", "pipe"] });
+  const output = [];
+  const info = { endpoint: "", tableEndpoint: "", connectionString: "", account: "", accountKey: "" };
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
+
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`tablestore did not become ready within ${options.timeoutMs ?? 20000} ms:\n${output.join("\n")}`));
+    }, options.timeoutMs ?? 20000);
+    child.once("error", (e) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot run ${binary}: ${e.message}`));
+    });
+    exited.then((status) => {
+      clearTimeout(timer);
+      reject(new Error(`tablestore exited (${status}) before it was ready:\n${output.join("\n")}`));
+    });
+    // Both streams keep being read after start-up: a full pipe would block the server.
+    readline.createInterface({ input: child.stderr }).on("line", (line) => output.push(line));
+    readline.createInterface({ input: child.stdout }).on("line", (line) => {
+      if (output.length > 200) output.shift();
+      output.push(line);
+      if (line.startsWith("Table endpoint: ")) {
+        info.tableEndpoint = line.slice("Table endpoint: ".length);
+        info.account = info.tableEndpoint.slice(info.tableEndpoint.lastIndexOf("/") + 1);
+        info.endpoint = info.tableEndpoint.slice(0, info.tableEndpoint.lastIndexOf("/"));
+      } else if (line.startsWith("Connection string: ")) {
+        info.connectionString = line.slice("Connection string: ".length);
+        info.accountKey = /AccountKey=([^;]*)/.exec(info.connectionString)?.[1] ?? "";
+      } else if (line.startsWith(READY)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+
+  return ready.then(() => ({
+    ...info,
+    process: child,
+    output,
+    /** Stops the server (SIGTERM: it finishes requests and flushes); resolves to its exit status. */
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      return exited;
+    },
+  }));
+}
+
+/**
+ * Global setup for a test run: starts one server, exports its connection string as
+ * TABLESTORE_CONNECTION_STRING (and TABLESTORE_ENDPOINT), and returns the teardown.
+ */
+export async function globalSetup(options = {}) {
+  const server = await start(options);
+  process.env.TABLESTORE_CONNECTION_STRING = server.connectionString;
+  process.env.TABLESTORE_ENDPOINT = server.endpoint;
+  return async () => {
+    await server.stop();
+  };
+}

@@ -1,0 +1,169 @@
+"""tablestore: a local Azure Table storage-compatible server, packaged with its binary.
+
+``pip install tablestore`` puts the ``tablestore`` command on PATH (the native binary itself,
+no Python wrapper in between). This module starts it from Python::
+
+    from tablestore import Server
+    with Server() as server:                    # in memory, free loopback port
+        client = TableServiceClient.from_connection_string(server.connection_string)
+
+The pytest plugin in :mod:`tablestore.pytest_plugin` builds its fixtures on :class:`Server`.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+import time
+from typing import Iterable, Optional, Sequence
+
+__all__ = ["Server", "binary_path", "fresh_account"]
+
+_EXE = "tablestore.exe" if os.name == "nt" else "tablestore"
+_READY = "Azurite Table service is successfully listening at "
+
+
+def binary_path() -> str:
+    """The ``tablestore`` binary this package installed (or ``$TABLESTORE_BINARY``)."""
+    override = os.environ.get("TABLESTORE_BINARY")
+    if override:
+        return override
+    # The wheel installs the binary as a script: next to this interpreter's other scripts.
+    for scheme_dir in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        candidate = os.path.join(scheme_dir, _EXE)
+        if os.path.isfile(candidate):
+            return candidate
+    found = shutil.which("tablestore")
+    if found:
+        return found
+    raise FileNotFoundError(
+        "the tablestore binary is not installed next to this Python: reinstall the "
+        "tablestore wheel, or set TABLESTORE_BINARY to the binary's path"
+    )
+
+
+def fresh_account() -> tuple[str, str]:
+    """A new account name (lower-case letters and digits, as Azure requires) and key."""
+    name = "acct" + secrets.token_hex(6)
+    key = base64.b64encode(secrets.token_bytes(32)).decode()
+    return name, key
+
+
+class Server:
+    """A ``tablestore`` process on a free loopback port; ready when the constructor returns
+    (or on ``start()``), stopped by ``stop()`` or at the end of a ``with`` block.
+
+    ``in_memory`` (default) keeps nothing after exit; ``location`` stores in a folder instead.
+    ``account`` is a ``(name, key)`` pair to serve instead of the development account.
+    ``args`` are passed to the binary as they are (for example ``["--loose"]``).
+    """
+
+    def __init__(
+        self,
+        *,
+        binary: Optional[str] = None,
+        in_memory: bool = True,
+        location: Optional[str] = None,
+        account: Optional[tuple[str, str]] = None,
+        args: Sequence[str] = (),
+        host: str = "127.0.0.1",
+        port: int = 0,
+        timeout: float = 20.0,
+        start: bool = True,
+    ) -> None:
+        self.binary = binary or binary_path()
+        self._argv = [self.binary, "--tableHost", host, "--tablePort", str(port)]
+        if location is not None:
+            self._argv += ["--location", location]
+        elif in_memory:
+            self._argv.append("--inMemoryPersistence")
+        if account is not None:
+            self._argv += ["--accounts", f"{account[0]}:{account[1]}"]
+        self._argv += list(args)
+        self.timeout = timeout
+        self.process: Optional[subprocess.Popen] = None
+        self.endpoint = ""
+        self.table_endpoint = ""
+        self.connection_string = ""
+        self.account = ""
+        self.account_key = ""
+        # The last lines the server printed (its access log included), for error messages.
+        self.output: collections.deque[str] = collections.deque(maxlen=200)
+        if start:
+            self.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.endpoint.rsplit(":", 1)[1])
+
+    def start(self) -> "Server":
+        """Starts the process and waits for its ready line."""
+        self.process = subprocess.Popen(
+            self._argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
+        ready = threading.Event()
+        reader = threading.Thread(target=self._read, args=(self.process.stdout, ready), daemon=True)
+        reader.start()
+        if not ready.wait(self.timeout) or not self.connection_string:
+            self.stop()
+            reader.join(1)
+            raise RuntimeError(
+                f"tablestore did not become ready within {self.timeout} s; its output:\n"
+                + "\n".join(self.output)
+            )
+        return self
+
+    def _read(self, stream: Iterable[str], ready: threading.Event) -> None:
+        # Keeps draining the output after start-up: a full pipe would block the server.
+        for line in stream:
+            line = line.rstrip("\n")
+            self.output.append(line)
+            if line.startswith("Table endpoint: "):
+                self.table_endpoint = line[len("Table endpoint: "):]
+                self.account = self.table_endpoint.rsplit("/", 1)[1]
+            elif line.startswith("Connection string: "):
+                self.connection_string = line[len("Connection string: "):]
+                for part in self.connection_string.split(";"):
+                    if part.startswith("AccountKey="):
+                        self.account_key = part[len("AccountKey="):]
+            elif line.startswith(_READY):
+                self.endpoint = self.table_endpoint.rsplit("/", 1)[0]
+                ready.set()
+        ready.set()  # the process ended: start() reports it
+
+    def stop(self, timeout: float = 10.0) -> Optional[int]:
+        """Stops the server (SIGTERM: it finishes requests and flushes) and returns its exit
+        status."""
+        process, self.process = self.process, None
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        return process.returncode
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<tablestore.Server {self.endpoint or 'not started'}>"

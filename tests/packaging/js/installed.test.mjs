@@ -1,0 +1,113 @@
+// The installed npm package as a user meets it. scripts/ci/packages.sh copies this file into
+// a temporary npm project where only the packed tablestore tarballs and @azure/data-tables
+// are installed, and runs it there with `node --test`.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import { openSync, readSync, closeSync, realpathSync } from "node:fs";
+import * as readline from "node:readline";
+import * as path from "node:path";
+import { randomUUID } from "node:crypto";
+import { TableClient, TableServiceClient } from "@azure/data-tables";
+import { start, globalSetup, freshAccount, binaryPath } from "tablestore";
+
+const BIN = path.resolve("node_modules", ".bin", process.platform === "win32" ? "tablestore.cmd" : "tablestore");
+
+/** A short SDK round trip: table, upsert, point read, query, delete. */
+async function scenario(connectionString) {
+  const name = `pkg${randomUUID().replaceAll("-", "").slice(0, 10)}`;
+  const service = TableServiceClient.fromConnectionString(connectionString, { allowInsecureConnection: true });
+  await service.createTable(name);
+  const table = TableClient.fromConnectionString(connectionString, name, { allowInsecureConnection: true });
+  await table.upsertEntity({ partitionKey: "nl", rowKey: "1", Name: "Ada", Age: 36 });
+  await table.upsertEntity({ partitionKey: "nl", rowKey: "2", Name: "Bob", Age: 41 });
+  assert.equal((await table.getEntity("nl", "1")).Name, "Ada");
+  const found = [];
+  for await (const e of table.listEntities({ queryOptions: { filter: "Age gt 40" } })) found.push(e.Name);
+  assert.deepEqual(found, ["Bob"]);
+  await service.deleteTable(name);
+}
+
+test("npx tablestore runs the platform binary", () => {
+  const out = execFileSync("npx", ["--offline", "--no-install", "tablestore", "--version"], { encoding: "utf8" });
+  assert.match(out, /^tablestore \d+\.\d+\.\d+/);
+  assert.ok(binaryPath().includes(path.join("node_modules", "@tablestore")), binaryPath());
+});
+
+test("the installed command is the native binary, not a node launcher", { skip: process.platform === "win32" }, () => {
+  // The postinstall step replaced bin/tablestore with the platform binary.
+  const fd = openSync(realpathSync(BIN), "r");
+  const head = Buffer.alloc(4);
+  readSync(fd, head, 0, 4, 0);
+  closeSync(fd);
+  assert.ok(!head.toString("latin1").startsWith("#!"), "still the node launcher");
+});
+
+test("the node launcher (kept for --ignore-scripts and Windows) runs the binary and passes SIGTERM on", async () => {
+  const launcher = path.resolve("node_modules", "tablestore", "lib", "launcher.cjs");
+  assert.match(execFileSync("node", [launcher, "--version"], { encoding: "utf8" }), /^tablestore /);
+  const child = spawn("node", [launcher, "--inMemoryPersistence", "--tablePort", "0"], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  for await (const line of readline.createInterface({ input: child.stdout })) {
+    if (line.startsWith("Azurite Table service is successfully listening at ")) break;
+  }
+  child.kill("SIGTERM");
+  assert.equal(await exited, 0, "the launcher exits with the server's status");
+});
+
+test("the installed command serves an SDK scenario and stops on SIGTERM", async () => {
+  const child = spawn(BIN, ["--inMemoryPersistence", "--tableHost", "127.0.0.1", "--tablePort", "0"], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  let connectionString = "";
+  for await (const line of readline.createInterface({ input: child.stdout })) {
+    if (line.startsWith("Connection string: ")) connectionString = line.slice("Connection string: ".length);
+    if (line.startsWith("Azurite Table service is successfully listening at ")) break;
+  }
+  child.stdout.resume(); // keep draining the access log
+  assert.ok(connectionString, "no connection string printed");
+  try {
+    await scenario(connectionString);
+  } finally {
+    child.kill("SIGTERM");
+  }
+  assert.equal(await exited, 0);
+});
+
+test("start() gives a ready server and its connection string", async () => {
+  const server = await start();
+  try {
+    assert.match(server.endpoint, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.equal(server.account, "devstoreaccount1");
+    await scenario(server.connectionString);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test("globalSetup exports the connection string and returns the teardown", async () => {
+  delete process.env.TABLESTORE_CONNECTION_STRING;
+  const teardown = await globalSetup();
+  try {
+    assert.ok(process.env.TABLESTORE_CONNECTION_STRING);
+    await scenario(process.env.TABLESTORE_CONNECTION_STRING);
+  } finally {
+    await teardown();
+  }
+});
+
+test("a fresh account is served alone", async () => {
+  const account = freshAccount();
+  const server = await start({ account });
+  try {
+    assert.equal(server.account, account.name);
+    await scenario(server.connectionString);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a server that cannot start rejects with its one-sentence reason", async () => {
+  await assert.rejects(start({ location: BIN, timeoutMs: 10000 }), /is a file, not a folder/);
+});
