@@ -1,6 +1,8 @@
-//! Request shapes that real clients send and Azure accepts, on the wire: booleans sent as
-//! annotated strings (Azure CLI, Storage Explorer) through every entity-body path including
-//! `$batch`.
+//! What real clients send and Azure accepts, on the wire (issues 20 and 22): booleans sent as
+//! annotated strings (Azure CLI, Storage Explorer) on every entity-body path including
+//! `$batch`, `$top=0`, weak ETags that do not match, a readable 413, SAS fields given twice,
+//! Get Service Stats on the primary, ACL operations on a missing table, and the order of CORS
+//! header lists.
 
 mod common;
 
@@ -209,4 +211,262 @@ async fn top_zero_answers_an_empty_page_without_continuation() {
     // 1001 is still out of range.
     let r = t.send("GET", "/topzero()?$top=1001", &[], None).await;
     assert_error(&r, 400, "InvalidQueryParameterValue");
+}
+
+#[tokio::test]
+async fn weak_etags_that_do_not_match_are_412_and_non_etags_400() {
+    let t = TestServer::start().await;
+    t.create_table("etags").await;
+    t.insert(
+        "etags",
+        &json!({"PartitionKey": "p", "RowKey": "r", "v": 1}),
+    )
+    .await;
+    let url = entity_url("etags", "p", "r");
+    let weak = [
+        "W/\"wrong\"",
+        "w/\"wrong\"",
+        "W/\"\"",
+        "W/\"datetime'notadate'\"",
+        "w/\"datetime'2001-01-01T00%3A00%3A00.1234567Z'\"",
+        "W/\"0x8D9C2E5F1A2B3C4\"",
+    ];
+    for etag in weak {
+        for method in ["PUT", "MERGE", "DELETE"] {
+            let body = (method != "DELETE").then_some(r#"{"v":2}"#);
+            let r = t.send(method, &url, &[("If-Match", etag)], body).await;
+            assert_error(&r, 412, "UpdateConditionNotSatisfied");
+        }
+        // On a missing entity the entity is looked for first: 404, as for a stale ETag.
+        let missing = entity_url("etags", "p", "missing");
+        let r = t
+            .send("MERGE", &missing, &[("If-Match", etag)], Some("{}"))
+            .await;
+        assert_error(&r, 404, "ResourceNotFound");
+    }
+    // Inside a change set: the change set fails with 412 at that index.
+    let body = format!(
+        "--batch_b1\r\nContent-Type: multipart/mixed; boundary=changeset_c1\r\n\r\n\
+         --changeset_c1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n\
+         DELETE {}{url} HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\nIf-Match: W/\"wrong\"\r\n\r\n\
+         --changeset_c1--\r\n--batch_b1--\r\n",
+        t.base()
+    );
+    let r = t
+        .send(
+            "POST",
+            "/$batch",
+            &[("Content-Type", "multipart/mixed; boundary=batch_b1")],
+            Some(&body),
+        )
+        .await;
+    assert!(r.text().contains("HTTP/1.1 412"), "{}", r.text());
+    assert!(
+        r.text().contains("UpdateConditionNotSatisfied"),
+        "{}",
+        r.text()
+    );
+    // Values that are not ETags at all stay 400 InvalidInput.
+    for bad in ["bogus", "\"0x8D\"", "W/wrong", "W/\"a\"b\"", "W/\""] {
+        let r = t.send("DELETE", &url, &[("If-Match", bad)], None).await;
+        assert_error(&r, 400, "InvalidInput");
+    }
+    // The entity is untouched, and the current ETag still works.
+    let r = t.send("GET", &url, &[], None).await;
+    assert_eq!(r.json()["v"], json!(1));
+    let etag = r.header("etag").unwrap().to_string();
+    let r = t.send("DELETE", &url, &[("If-Match", &etag)], None).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+}
+
+/// An account SAS for the development account (all table permissions, far expiry).
+fn account_sas() -> String {
+    use tablestore::auth::canonical::{
+        account_sas_string_to_sign, compute_signature, AccountSasFields,
+    };
+    let key = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        tablestore::config::DEV_ACCOUNT_KEY,
+    )
+    .unwrap();
+    let fields = AccountSasFields {
+        sp: "rwdlacu",
+        ss: "t",
+        srt: "sco",
+        st: "",
+        se: "2099-01-01T00:00:00Z",
+        sip: "",
+        spr: "https,http",
+        sv: "2019-02-02",
+        ses: "",
+    };
+    let sig = compute_signature(
+        &key,
+        &account_sas_string_to_sign(tablestore::config::DEV_ACCOUNT, &fields),
+    );
+    format!(
+        "sv=2019-02-02&ss=t&srt=sco&sp=rwdlacu&se=2099-01-01T00%3A00%3A00Z&spr=https,http&sig={}",
+        percent_encoding::utf8_percent_encode(&sig, percent_encoding::NON_ALPHANUMERIC)
+    )
+}
+
+#[tokio::test]
+async fn a_sas_field_given_twice_fails_authentication() {
+    let t = TestServer::start().await;
+    let sas = account_sas();
+    let unsigned = [("x-unsigned", "1")];
+    let r = t
+        .send("GET", &format!("/Tables?{sas}"), &unsigned, None)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "the SAS works: {}", r.text());
+    let sig = sas.rsplit_once("&sig=").unwrap().1;
+    for doubled in [
+        // The SAS appended again (a client's retry), the same signature twice, another
+        // expiry after the signed one.
+        format!("{sas}&{sas}"),
+        format!("{sas}&sig={sig}"),
+        format!("{sas}&se=2098-01-01T00%3A00%3A00Z"),
+        format!("sp=r&{sas}"),
+    ] {
+        let r = t
+            .send("GET", &format!("/Tables?{doubled}"), &unsigned, None)
+            .await;
+        assert_eq!(r.status, StatusCode::FORBIDDEN, "{doubled}: {}", r.text());
+        assert_eq!(r.error_code(), "AuthenticationFailed", "{doubled}");
+    }
+}
+
+#[tokio::test]
+async fn service_stats_only_on_the_secondary_endpoint() {
+    let t = TestServer::start().await;
+    let r = t
+        .send("GET", "/?restype=service&comp=stats", &[], None)
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
+    assert_eq!(
+        common::assert::xml_error_code(&r),
+        "InvalidQueryParameterValue"
+    );
+    assert!(
+        r.text().contains("<m:error xmlns:m=\"http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><m:code>InvalidQueryParameterValue</m:code><m:message xml:lang=\"en-US\">Value for one of the query parameters specified in the request URI is invalid."),
+        "{}",
+        r.text()
+    );
+    let r = t.get_secondary("/?restype=service&comp=stats").await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(r.text().contains("<Status>live</Status>"));
+}
+
+#[tokio::test]
+async fn table_acl_on_a_missing_table_is_resource_not_found() {
+    let t = TestServer::start().await;
+    let policy = "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers><SignedIdentifier><Id>p1</Id><AccessPolicy><Start>2020-01-01T00:00:00Z</Start><Expiry>2099-01-01T00:00:00Z</Expiry><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>";
+    let cases: [(&str, Option<&str>); 3] =
+        [("GET", None), ("PUT", Some("")), ("PUT", Some(policy))];
+    for (method, body) in cases {
+        let r = t.send(method, "/nosuch?comp=acl", &[], body).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{method}: {}", r.text());
+        assert_eq!(
+            common::assert::xml_error_code(&r),
+            "ResourceNotFound",
+            "{method}"
+        );
+        assert!(
+            r.text().contains("The specified resource does not exist."),
+            "{}",
+            r.text()
+        );
+    }
+    // The -secondary endpoint answers the same (Shared Key Lite here; the Python scenario signs
+    // with Shared Key).
+    let r = t.get_secondary("/nosuch?comp=acl").await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(common::assert::xml_error_code(&r), "ResourceNotFound");
+}
+
+#[tokio::test]
+async fn cors_header_lists_are_returned_exact_names_first() {
+    let t = TestServer::start().await;
+    let props = "/?restype=service&comp=properties";
+    let body = "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceProperties><Cors><CorsRule><AllowedOrigins>www.xyz.com,www.ab.com,www.bc.com</AllowedOrigins><AllowedMethods>PUT,GET</AllowedMethods><MaxAgeInSeconds>500</MaxAgeInSeconds><ExposedHeaders>x-ms-meta-data*,x-ms-meta-source*,x-ms-meta-abc,x-ms-meta-bcd</ExposedHeaders><AllowedHeaders>x-ms-meta-data*,x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo</AllowedHeaders></CorsRule></Cors></StorageServiceProperties>";
+    let r = t.send("PUT", props, &[], Some(body)).await;
+    assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+    let r = t.send("GET", props, &[], None).await;
+    let text = r.text();
+    for part in [
+        "<AllowedOrigins>www.xyz.com,www.ab.com,www.bc.com</AllowedOrigins>",
+        "<AllowedMethods>PUT,GET</AllowedMethods>",
+        "<ExposedHeaders>x-ms-meta-abc,x-ms-meta-bcd,x-ms-meta-data*,x-ms-meta-source*</ExposedHeaders>",
+        "<AllowedHeaders>x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*</AllowedHeaders>",
+    ] {
+        assert!(text.contains(part), "{part} in {text}");
+    }
+}
+
+/// Sends a whole request — head, then `body_len` bytes in 64 KiB pieces, as the SDKs do —
+/// before reading the answer. Returns the answer; panics if the server broke the connection
+/// while the body was still being sent (the `EPIPE` the SDKs used to see).
+async fn send_whole_then_read(
+    t: &TestServer,
+    extra_headers: &str,
+    body_len: usize,
+    chunked: bool,
+) -> common::raw::RawReply {
+    use tokio::io::AsyncWriteExt;
+    let addr = t.server.addr();
+    let path = "/devstoreaccount1/big";
+    let (date, auth) = common::sign_lite(path, None);
+    let framing = if chunked {
+        "Transfer-Encoding: chunked".to_string()
+    } else {
+        format!("Content-Length: {body_len}")
+    };
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-ms-date: {date}\r\nAuthorization: {auth}\r\n\
+         x-ms-version: 2019-02-02\r\nAccept: application/json;odata=minimalmetadata\r\n\
+         Content-Type: application/json\r\n{extra_headers}{framing}\r\n\r\n"
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let piece = vec![b'x'; 64 * 1024];
+    let mut sent = 0;
+    while sent < body_len {
+        let n = piece.len().min(body_len - sent);
+        let result = if chunked {
+            let mut chunk = format!("{n:x}\r\n").into_bytes();
+            chunk.extend_from_slice(&piece[..n]);
+            chunk.extend_from_slice(b"\r\n");
+            stream.write_all(&chunk).await
+        } else {
+            stream.write_all(&piece[..n]).await
+        };
+        if let Err(e) = result {
+            panic!("the connection broke after {sent} of {body_len} bytes: {e}");
+        }
+        sent += n;
+    }
+    if chunked {
+        stream.write_all(b"0\r\n\r\n").await.unwrap();
+    }
+    common::raw::read_response(&mut stream, std::time::Duration::from_secs(30))
+        .await
+        .reply()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_body_is_read_and_answered_413_not_cut_off() {
+    let t = TestServer::start().await;
+    t.create_table("big").await;
+    for (len, chunked) in [
+        (5 * 1024 * 1024, false),
+        (5 * 1024 * 1024, true),
+        (40 * 1024 * 1024, false),
+    ] {
+        let r = send_whole_then_read(&t, "", len, chunked).await;
+        assert_eq!(r.status, 413, "{len} chunked={chunked}: {}", r.text());
+        assert_eq!(r.error_code().as_deref(), Some("RequestBodyTooLarge"));
+    }
+    // The server is still there and the table untouched.
+    let r = t.send("GET", "/big()", &[], None).await;
+    assert_eq!(r.json()["value"], json!([]));
 }

@@ -159,12 +159,20 @@ fn read_sas(table: &str, spr: &str, sip: &str) -> String {
 /// A well-formed, unsigned JWT as `TokenCredential`s hand out (no key can check it; the
 /// server checks form, audience and lifetime only).
 fn unsigned_jwt(audience: &str) -> String {
+    jwt_from(
+        audience,
+        "https://sts.windows.net/00000000-0000-0000-0000-000000000000/",
+    )
+}
+
+/// [`unsigned_jwt`] with the issuer `iss`.
+fn jwt_from(audience: &str, iss: &str) -> String {
     let now = chrono::Utc::now().timestamp();
     let header = URL_SAFE_NO_PAD.encode(json!({ "alg": "RS256", "typ": "JWT" }).to_string());
     let payload = URL_SAFE_NO_PAD.encode(
         json!({
             "aud": audience,
-            "iss": "https://sts.windows.net/00000000-0000-0000-0000-000000000000/",
+            "iss": iss,
             "iat": now - 60,
             "nbf": now - 60,
             "exp": now + 3600,
@@ -621,4 +629,126 @@ fn bad_certificate_options_stop_start_up() {
         assert!(!status.success(), "{full:?} must not start");
         assert!(stderr.contains(words), "{full:?}: {stderr}");
     }
+}
+
+/// Only Microsoft Entra ID issuers (global and sovereign clouds, v1 and v2 tokens) are
+/// accepted; any other is 401 with Azure's detail and the bearer challenge.
+#[tokio::test]
+async fn bearer_tokens_need_an_entra_id_issuer() {
+    let cert = make_cert();
+    let client = https_client(&cert);
+    let mut config = https_config(&cert);
+    config.oauth = Some(OAuthLevel::Basic);
+    let server = TestServer::start_with(config).await.unwrap();
+    let tables = format!("/{DEV_ACCOUNT}/Tables");
+    let tid = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+    let accepted = [
+        format!("https://sts.windows.net/{tid}/"),
+        format!("https://sts.chinacloudapi.cn/{tid}/"),
+        format!("https://login.microsoftonline.com/{tid}/v2.0"),
+        format!("https://login.microsoftonline.us/{tid}/v2.0"),
+        format!("https://login.partner.microsoftonline.cn/{tid}/v2.0"),
+    ];
+    let refused = [
+        "https://accounts.google.com".to_string(),
+        "https://sts.windows.net/".to_string(),
+        format!("https://login.microsoftonline.com/{tid}/"),
+        format!("https://evil.example/{tid}/v2.0"),
+    ];
+    let cases = accepted
+        .iter()
+        .map(|iss| (iss, true))
+        .chain(refused.iter().map(|iss| (iss, false)));
+    for (iss, ok) in cases {
+        let token = jwt_from("https://storage.azure.com", iss);
+        let r = send(
+            &client,
+            &server.endpoint(),
+            Method::GET,
+            &tables,
+            Auth::Bearer(&token),
+            None,
+        )
+        .await;
+        if ok {
+            assert_eq!(r.status, StatusCode::OK, "{iss}: {}", r.text());
+            continue;
+        }
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{iss}: {}", r.text());
+        assert_eq!(r.error_code(), "InvalidAuthenticationInfo", "{iss}");
+        assert!(r.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer authorization_uri="));
+    }
+    // A token without `iss` is refused the same way; the XML form carries Azure's detail.
+    let now = chrono::Utc::now().timestamp();
+    let payload = URL_SAFE_NO_PAD.encode(
+        json!({"aud": "https://storage.azure.com", "nbf": now - 60, "exp": now + 3600}).to_string(),
+    );
+    let header = URL_SAFE_NO_PAD.encode(json!({"alg": "RS256"}).to_string());
+    let token = format!("{header}.{payload}.c2ln");
+    let r = send(
+        &client,
+        &server.endpoint(),
+        Method::GET,
+        &format!("/{DEV_ACCOUNT}/?restype=service&comp=properties"),
+        Auth::Bearer(&token),
+        None,
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("Issuer validation failed. Issuer did not match."),
+        "{}",
+        r.text()
+    );
+}
+
+/// An X.509 version 1 certificate (what `openssl x509 -req -signkey` makes) is served as
+/// given: a client that chooses to trust it completes the handshake. A key that does not
+/// belong to the certificate stops start-up with one sentence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn version_1_certificates_are_served() {
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let (v1_cert, v1_key) = (fixtures.join("v1-cert.pem"), fixtures.join("v1-key.pem"));
+    let server = TestServer::start_https(&v1_cert, &v1_key)
+        .await
+        .expect("a v1 certificate is served");
+    // The health probe trusts any certificate: it is a real TLS handshake and request.
+    let port = server.addr().port().to_string();
+    let probe = Command::new(BIN)
+        .args(["--healthcheck", "--port", &port, "--cert"])
+        .arg(&v1_cert)
+        .arg("--key")
+        .arg(&v1_key)
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(probe.status.success(), "{probe:?}");
+    server.shutdown().await.unwrap();
+
+    // The same certificate with another key: one clear line, no Rust debug text.
+    let other = make_cert();
+    let out = Command::new(BIN)
+        .args(["--port", "0", "--in-memory", "--cert"])
+        .arg(&v1_cert)
+        .arg("--key")
+        .arg(&other.key)
+        .env_clear()
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not match the certificate")
+            && stderr.contains(other.key.to_str().unwrap()),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        !stderr.contains("UnsupportedCertVersion") && !stderr.contains("Error {"),
+        "{stderr}"
+    );
 }

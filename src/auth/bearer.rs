@@ -18,9 +18,15 @@
 //!   `core.windows.net`, `core.chinacloudapi.cn`, `core.usgovcloudapi.net`,
 //!   `core.cloudapi.de`; otherwise → 401 "Audience validation failed. Audience did not match."
 //!   (the real service's text).
+//! * `iss` is a Microsoft Entra ID issuer for some tenant: `https://sts.windows.net/{tenant}/`
+//!   (v1 tokens, public and US Government clouds), `https://sts.chinacloudapi.cn/{tenant}/`,
+//!   `https://sts.microsoftonline.de/{tenant}/` (v1, 21Vianet and the retired German cloud),
+//!   or `https://{authority}/{tenant}/v2.0` with authority `login.microsoftonline.com`,
+//!   `login.microsoftonline.us` or `login.partner.microsoftonline.cn` (v2 tokens); otherwise
+//!   → 401 "Issuer validation failed. Issuer did not match." (the real service's text).
 //!
-//! **What is not checked**: the signature (no keys are fetched; anyone can mint a token), the
-//! issuer, the tenant, scopes/roles (`scp`, `roles`) and any RBAC assignment, `iat`, `alg`
+//! **What is not checked**: the signature (no keys are fetched; anyone can mint a token), which
+//! tenant, scopes/roles (`scp`, `roles`) and any RBAC assignment, `iat`, `alg`
 //! values (even `none` is accepted), `x-ms-date` and its skew. A valid token authorizes every
 //! operation on the addressed account (see [`Principal::authorize`](super::Principal::authorize)).
 //!
@@ -52,7 +58,7 @@ const TABLE_SUFFIXES: [&str; 4] = [
 pub struct BearerClaims {
     /// The audience that matched.
     pub audience: String,
-    /// `iss`, unchecked.
+    /// `iss`: an Entra ID issuer (see [`is_entra_issuer`]).
     pub issuer: Option<String>,
     /// `sub`.
     pub subject: Option<String>,
@@ -117,6 +123,38 @@ pub fn is_storage_audience(audience: &str, account: &str) -> bool {
     TABLE_SUFFIXES.contains(&suffix)
 }
 
+/// v1 issuers, `{prefix}{tenant}/`.
+const V1_ISSUER_PREFIXES: [&str; 3] = [
+    "https://sts.windows.net/",
+    "https://sts.chinacloudapi.cn/",
+    "https://sts.microsoftonline.de/",
+];
+
+/// v2 issuers, `{prefix}{tenant}/v2.0`.
+const V2_ISSUER_PREFIXES: [&str; 3] = [
+    "https://login.microsoftonline.com/",
+    "https://login.microsoftonline.us/",
+    "https://login.partner.microsoftonline.cn/",
+];
+
+/// `true` when `issuer` is a Microsoft Entra ID token issuer (global or sovereign cloud, v1 or
+/// v2 form) for some tenant. The tenant is one non-empty path segment.
+pub fn is_entra_issuer(issuer: &str) -> bool {
+    let tenant_ok = |t: &str| !t.is_empty() && !t.contains('/');
+    let v1 = V1_ISSUER_PREFIXES.iter().any(|p| {
+        issuer
+            .strip_prefix(p)
+            .and_then(|rest| rest.strip_suffix('/'))
+            .is_some_and(tenant_ok)
+    });
+    v1 || V2_ISSUER_PREFIXES.iter().any(|p| {
+        issuer
+            .strip_prefix(p)
+            .and_then(|rest| rest.strip_suffix("/v2.0"))
+            .is_some_and(tenant_ok)
+    })
+}
+
 /// Validates a bearer token for `req` (see the module notes for exactly what is checked).
 pub(crate) fn authenticate_bearer(
     req: &RequestView<'_>,
@@ -169,9 +207,15 @@ pub(crate) fn authenticate_bearer(
             AuthError::bearer_rejected("Audience validation failed. Audience did not match.")
         })?;
 
+    let issuer = string_claim(&payload, "iss")
+        .filter(|iss| is_entra_issuer(iss))
+        .ok_or_else(|| {
+            AuthError::bearer_rejected("Issuer validation failed. Issuer did not match.")
+        })?;
+
     Ok(BearerClaims {
         audience: audience.to_string(),
-        issuer: string_claim(&payload, "iss"),
+        issuer: Some(issuer),
         subject: string_claim(&payload, "sub"),
         object_id: string_claim(&payload, "oid"),
         tenant_id: string_claim(&payload, "tid"),
@@ -208,6 +252,35 @@ mod tests {
             "",
         ] {
             assert!(!is_storage_audience(bad, "acct"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn issuers() {
+        for ok in [
+            "https://sts.windows.net/72f988bf-86f1-41af-91ab-2d7cd011db47/",
+            "https://sts.chinacloudapi.cn/tid/",
+            "https://sts.microsoftonline.de/tid/",
+            "https://login.microsoftonline.com/tid/v2.0",
+            "https://login.microsoftonline.us/tid/v2.0",
+            "https://login.partner.microsoftonline.cn/tid/v2.0",
+        ] {
+            assert!(is_entra_issuer(ok), "{ok}");
+        }
+        for bad in [
+            "https://sts.windows.net/",
+            "https://sts.windows.net//",
+            "https://sts.windows.net/tid",
+            "https://sts.windows.net/a/b/",
+            "https://login.microsoftonline.com/tid/",
+            "https://login.microsoftonline.com/tid/v2.0/",
+            "https://sts.windows.net.evil.example/tid/",
+            "http://sts.windows.net/tid/",
+            "https://accounts.google.com",
+            "https://issuer.example/tid/v2.0",
+            "",
+        ] {
+            assert!(!is_entra_issuer(bad), "{bad}");
         }
     }
 }

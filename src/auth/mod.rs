@@ -159,6 +159,7 @@ pub fn authenticate_with(
     let params = sas::SasParams::new(&pairs);
     if params.has("sig") {
         let keys = keys.ok_or_else(|| unknown_account(req))?;
+        sas::check_fields_given_once(&pairs)?;
         let grant = if params.has("ss") || params.has("srt") {
             sas::authenticate_account_sas(req, &params, keys)?
         } else {

@@ -380,7 +380,26 @@ impl SasGrant {
     }
 }
 
-/// The SAS parameters of a query, first occurrence of each name winning.
+/// The query names a SAS reads.
+const SAS_FIELDS: &[&str] = &[
+    "sv", "ss", "srt", "sp", "se", "st", "spr", "sip", "si", "tn", "spk", "srk", "epk", "erk",
+    "ses", "sig",
+];
+
+/// Azure refuses a request that gives a SAS field twice (a client that appends its SAS again
+/// on a retry, azure-sdk-for-net #32514): authentication fails instead of one value winning.
+pub(crate) fn check_fields_given_once(pairs: &[(String, String)]) -> Result<(), AuthError> {
+    for name in SAS_FIELDS {
+        if pairs.iter().filter(|(n, _)| n == name).count() > 1 {
+            return Err(AuthError::sas_field(format!(
+                "{name} is given more than once."
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The SAS parameters of a query (each given once: see [`check_fields_given_once`]).
 pub(crate) struct SasParams<'q> {
     pairs: &'q [(String, String)],
 }

@@ -1236,9 +1236,25 @@ fn bearer_lifetime_and_audience() {
     // No nbf at all is fine.
     let tok = jwt(
         r#"{"alg":"none"}"#,
-        &format!(r#"{{"aud":{ok_aud},"exp":{}}}"#, NOW_EPOCH + 60),
+        &format!(
+            r#"{{"aud":{ok_aud},"iss":"https://login.microsoftonline.com/tid/v2.0","exp":{}}}"#,
+            NOW_EPOCH + 60
+        ),
     );
     assert!(bearer_req(&tok, true).run().is_ok());
+    // No issuer, or one that is not Entra ID's: 401.
+    for payload in [
+        format!(r#"{{"aud":{ok_aud},"exp":{}}}"#, NOW_EPOCH + 60),
+        format!(
+            r#"{{"aud":{ok_aud},"iss":"https://issuer.example/","exp":{}}}"#,
+            NOW_EPOCH + 60
+        ),
+    ] {
+        let e = bearer_req(&jwt(r#"{"alg":"none"}"#, &payload), true)
+            .run()
+            .unwrap_err();
+        assert_eq!((e.code(), e.status()), ("InvalidAuthenticationInfo", 401));
+    }
     // Expired beyond the 5-minute skew / within it.
     let tok = token(ok_aud, NOW_EPOCH - 7200, NOW_EPOCH - 301);
     let e = bearer_req(&tok, true).run().unwrap_err();
@@ -1277,7 +1293,7 @@ fn bearer_lifetime_and_audience() {
 #[test]
 fn bearer_malformed_tokens() {
     let payload = format!(
-        r#"{{"aud":"https://storage.azure.com","exp":{}}}"#,
+        r#"{{"aud":"https://storage.azure.com","iss":"https://sts.windows.net/tid/","exp":{}}}"#,
         NOW_EPOCH + 60
     );
     for tok in [

@@ -26,6 +26,9 @@ pub enum IfMatch {
     Any,
     /// A specific ETag, held as the Timestamp it encodes (Timestamps are unique per write).
     ETag(EdmDateTime),
+    /// A weak ETag (`W/"…"`) of a form this server never issues: it matches no entity, so
+    /// the write fails with 412 as on Azure (Azurite issue #1229 compares the two).
+    Unmatchable,
 }
 
 #[derive(Debug, Clone, PartialEq)]

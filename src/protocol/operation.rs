@@ -87,12 +87,32 @@ fn parse_if_match(value: &str) -> Result<IfMatch, ApiError> {
     if v == "*" {
         return Ok(IfMatch::Any);
     }
-    parse_etag(v).map(IfMatch::ETag).ok_or_else(|| {
-        ApiError::with_message(
+    if let Some(timestamp) = parse_etag(v) {
+        return Ok(IfMatch::ETag(timestamp));
+    }
+    // Any other weak ETag is well formed but never current: 412 when the write runs. Only
+    // values that are not ETags at all are refused here.
+    if is_weak_etag(v) {
+        return Ok(IfMatch::Unmatchable);
+    }
+    Err(ApiError::with_message(
             ErrorCode::InvalidInput,
             format!("The etag value '{v}' specified in one of the request headers is not valid. Please make sure only one etag value is specified and is valid."),
-        )
-    })
+    ))
+}
+
+/// `W/"…"` (either letter case of the `W`) whose quoted part is visible ASCII other than `"`
+/// (RFC 9110 `etagc` without obs-text: a value that is not text is no ETag).
+fn is_weak_etag(v: &str) -> bool {
+    let Some(rest) = v.strip_prefix("W/").or_else(|| v.strip_prefix("w/")) else {
+        return false;
+    };
+    rest.len() >= 2
+        && rest.starts_with('"')
+        && rest.ends_with('"')
+        && rest[1..rest.len() - 1]
+            .bytes()
+            .all(|b| b == 0x21 || (0x23..=0x7E).contains(&b))
 }
 
 pub fn parse_operation(
@@ -427,6 +447,51 @@ mod tests {
                 expected,
                 "{method} {path}?{query}"
             );
+        }
+    }
+
+    #[test]
+    fn if_match_forms() {
+        let ok = |v: &str| parse_if_match(v).unwrap();
+        assert_eq!(ok("*"), IfMatch::Any);
+        assert!(matches!(
+            ok("W/\"datetime'2020-01-01T00%3A00%3A00Z'\""),
+            IfMatch::ETag(_)
+        ));
+        for weak in ["W/\"wrong\"", "w/\"wrong\"", "W/\"\"", "W/\"datetime'x'\""] {
+            assert_eq!(ok(weak), IfMatch::Unmatchable, "{weak}");
+        }
+        for bad in [
+            "bogus",
+            "\"0x8D\"",
+            "W/wrong",
+            "W/\"a\"b\"",
+            "W/\"",
+            "W/\"\u{e9}\"",
+            "",
+        ] {
+            assert_eq!(
+                parse_if_match(bad).unwrap_err().code,
+                ErrorCode::InvalidInput,
+                "{bad}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// Every weak ETag of visible ASCII is accepted (it may only fail to match, 412);
+        /// anything without the `W/"…"` form, other than `*`, is 400 InvalidInput.
+        #[test]
+        fn if_match_is_a_weak_etag_or_invalid(inner in "[!#-~]{0,40}", other in "[ -~]{0,40}") {
+            for w in ["W/", "w/"] {
+                let value = format!("{w}\"{inner}\"");
+                proptest::prop_assert!(parse_if_match(&value).is_ok(), "{}", value);
+            }
+            let weak_form = other.trim().len() >= 4
+                && (other.trim().starts_with("W/\"") || other.trim().starts_with("w/\""));
+            if !weak_form && other.trim() != "*" {
+                proptest::prop_assert!(parse_if_match(&other).is_err());
+            }
         }
     }
 }

@@ -125,6 +125,19 @@ const CORS_METHODS: [&str; 8] = [
     "DELETE", "GET", "HEAD", "MERGE", "POST", "OPTIONS", "PUT", "PATCH",
 ];
 
+/// A header list as Azure stores it: exact names first, then prefixes (entries ending in
+/// `*`), each group in the order sent. Origins and methods have no prefix form and keep their
+/// order.
+fn exact_names_first(list: &str) -> String {
+    let (prefixes, exact): (Vec<&str>, Vec<&str>) =
+        list.split(',').partition(|h| h.trim_end().ends_with('*'));
+    exact
+        .into_iter()
+        .chain(prefixes)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 fn cors_rule(el: &Element) -> Result<CorsRule, ApiError> {
     let rule = CorsRule {
         allowed_origins: text(el, "AllowedOrigins")?.to_string(),
@@ -132,8 +145,8 @@ fn cors_rule(el: &Element) -> Result<CorsRule, ApiError> {
         max_age_in_seconds: text(el, "MaxAgeInSeconds")?
             .parse()
             .map_err(|_| invalid())?,
-        exposed_headers: text(el, "ExposedHeaders")?.to_string(),
-        allowed_headers: text(el, "AllowedHeaders")?.to_string(),
+        exposed_headers: exact_names_first(text(el, "ExposedHeaders")?),
+        allowed_headers: exact_names_first(text(el, "AllowedHeaders")?),
     };
     let methods_ok = rule
         .allowed_methods
@@ -348,6 +361,42 @@ mod tests {
         assert!(ServiceProperties::default()
             .apply_update(five.as_bytes())
             .is_ok());
+    }
+
+    #[test]
+    fn header_lists_are_stored_exact_names_first() {
+        assert_eq!(
+            exact_names_first("x-ms-meta-data*,x-ms-meta-target*,x-ms-meta-xyz,x-ms-meta-foo"),
+            "x-ms-meta-xyz,x-ms-meta-foo,x-ms-meta-data*,x-ms-meta-target*"
+        );
+        assert_eq!(exact_names_first("a*,b,c*,d"), "b,d,a*,c*");
+        assert_eq!(exact_names_first("a,b"), "a,b");
+        assert_eq!(exact_names_first(""), "");
+        let p = ServiceProperties::default()
+            .apply_update(SAMPLE.as_bytes())
+            .unwrap();
+        assert_eq!(
+            p.cors[0].allowed_headers,
+            "x-ms-meta-customheader,x-ms-meta-target*"
+        );
+        assert_eq!(
+            p.cors[0].allowed_origins,
+            "http://www.contoso.com,http://www.fabrikam.com"
+        );
+    }
+
+    proptest::proptest! {
+        /// Reordering keeps every entry, puts no prefix before an exact name, and keeps the
+        /// order within each group.
+        #[test]
+        fn exact_names_first_is_a_stable_partition(items in proptest::collection::vec("[a-z-]{0,6}\\*?", 0..8)) {
+            let list = items.join(",");
+            let out = exact_names_first(&list);
+            let got: Vec<&str> = out.split(',').collect();
+            let exact: Vec<&str> = list.split(',').filter(|h| !h.ends_with('*')).collect();
+            let prefixes: Vec<&str> = list.split(',').filter(|h| h.ends_with('*')).collect();
+            proptest::prop_assert_eq!(got, [exact, prefixes].concat());
+        }
     }
 
     #[test]

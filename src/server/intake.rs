@@ -9,6 +9,8 @@ use axum::body::{to_bytes, Body};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
+use bytes::Bytes;
+use http_body_util::BodyExt as _;
 
 use super::auth;
 use super::call::Call;
@@ -167,14 +169,22 @@ pub async fn admit(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_REQUEST_BODY as u64) {
+        discard_in_background(body, 0);
         return Err(closing(ctx.error_response(
             &ApiError::new(ErrorCode::RequestBodyTooLarge),
             error_format,
         )));
     }
-    let body = match to_bytes(body, MAX_REQUEST_BODY).await {
+    let read = match declared {
+        // A declared length within the limit: hyper delivers exactly that many bytes.
+        Some(_) => to_bytes(body, MAX_REQUEST_BODY)
+            .await
+            .map_err(|e| body_error(&e)),
+        None => read_unsized_body(body).await,
+    };
+    let body = match read {
         Ok(b) => b,
-        Err(e) => return Err(closing(ctx.error_response(&body_error(&e), error_format))),
+        Err(e) => return Err(closing(ctx.error_response(&e, error_format))),
     };
     let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
     let call = Call {
@@ -192,6 +202,43 @@ pub async fn admit(
         auth_outcome,
         method: parts.method,
     })
+}
+
+/// How much of an over-long body is read and dropped after the 413 is answered.
+const DISCARD_LIMIT: usize = 64 * 1024 * 1024;
+
+/// Reads a body sent without `Content-Length` (chunked) up to the request limit; past it the
+/// answer is 413 and the rest is discarded.
+async fn read_unsized_body(mut body: Body) -> Result<Bytes, ApiError> {
+    let mut buf = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| body_error(&e))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if buf.len() + data.len() > MAX_REQUEST_BODY {
+            discard_in_background(body, buf.len() + data.len());
+            return Err(ApiError::new(ErrorCode::RequestBodyTooLarge));
+        }
+        buf.extend_from_slice(&data);
+    }
+    Ok(buf.freeze())
+}
+
+/// Keeps reading an over-long body after its 413 is answered, dropping each piece as it
+/// arrives (memory stays bounded), up to [`DISCARD_LIMIT`] or the body's read deadline. The
+/// SDKs send the whole body before they read the answer: a connection closed under them is a
+/// broken pipe (`EPIPE`) in place of Azure's `RequestBodyTooLarge`.
+fn discard_in_background(mut body: Body, already: usize) {
+    tokio::spawn(async move {
+        let mut read = already;
+        while let Some(Ok(frame)) = body.frame().await {
+            read += frame.data_ref().map_or(0, Bytes::len);
+            if read > MAX_REQUEST_BODY + DISCARD_LIMIT {
+                break;
+            }
+        }
+    });
 }
 
 /// The access log's `auth` field: how the request was let in.

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{
+    CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, SubjectPublicKeyInfoDer,
+};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::ServerConfig;
 
 use crate::config::Config;
@@ -56,19 +59,58 @@ pub fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, Strin
     let Some(source) = certificate_source(config)? else {
         return Ok(None);
     };
-    let (chain, key) = match source {
-        CertificateSource::Pem { cert, key } => (read_pem_chain(cert)?, read_pem_key(key)?),
-        CertificateSource::Pfx { cert, password } => read_pfx(cert, password)?,
+    let (chain, key, key_source) = match source {
+        CertificateSource::Pem { cert, key } => (
+            read_pem_chain(cert)?,
+            read_pem_key(key)?,
+            format!("--key {}", key.display()),
+        ),
+        CertificateSource::Pfx { cert, password } => {
+            let (chain, key) = read_pfx(cert, password)?;
+            (
+                chain,
+                key,
+                format!("the private key in --cert {}", cert.display()),
+            )
+        }
     };
+    let certified = certified_key(chain, key, &key_source)?;
     let mut tls = ServerConfig::builder_with_provider(crypto_provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS set-up failed: {e}"))?
         .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| format!("the certificate and private key cannot be used together: {e}"))?;
+        .with_cert_resolver(Arc::new(SingleCertAndKey::from(certified)));
     // The server speaks HTTP/1.1 only; say so, so clients never try h2 on this connection.
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Some(Arc::new(tls)))
+}
+
+/// The chain and its private key, checked to belong together. rustls's own check
+/// (`with_single_cert`) parses the end-entity certificate with webpki, which refuses X.509
+/// version 1 (`UnsupportedCertVersion`: what `openssl x509 -req -signkey` makes, and Azurite's
+/// test certificate). A server only sends the chain, and the client decides whether to trust
+/// it, so the public keys are compared here on the certificate as x509-parser reads it.
+fn certified_key(
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    key_source: &str,
+) -> Result<CertifiedKey, String> {
+    let signing_key = crypto_provider()
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| format!("{key_source} cannot be used to sign: {e}"))?;
+    let end_entity = chain.first().ok_or("the certificate chain is empty")?;
+    let (_, cert) = x509_parser::parse_x509_certificate(end_entity)
+        .map_err(|e| format!("the certificate cannot be read as X.509: {e}"))?;
+    if let Some(spki) = signing_key.public_key() {
+        if spki.as_ref() != cert.public_key().raw {
+            return Err(format!(
+                "{key_source} does not match the certificate (its public key is another one); \
+                 give the private key the certificate was made for"
+            ));
+        }
+    }
+    Ok(CertifiedKey::new(chain, signing_key))
 }
 
 fn read_file(path: &Path, option: &str) -> Result<Vec<u8>, String> {
@@ -178,15 +220,21 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAnyCertificate {
         )
     }
 
+    // Checked against the certificate's public key as x509-parser reads it: webpki does not
+    // parse X.509 v1 certificates, which the server may be serving (see `certified_key`).
     fn verify_tls13_signature(
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
+        let (_, parsed) = x509_parser::parse_x509_certificate(cert).map_err(|_| {
+            rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
+        })?;
+        let spki = SubjectPublicKeyInfoDer::from(parsed.public_key().raw);
+        rustls::crypto::verify_tls13_signature_with_raw_key(
             message,
-            cert,
+            &spki,
             dss,
             &self.provider.signature_verification_algorithms,
         )

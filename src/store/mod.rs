@@ -347,7 +347,9 @@ impl<B: Kv> KvStore<B> {
             (None, _) => Err(StoreError::EntityNotFound),
             (Some(_), IfMatch::Any) => Ok(()),
             (Some(ts), IfMatch::ETag(want)) if ts == want => Ok(()),
-            (Some(_), IfMatch::ETag(_)) => Err(StoreError::PreconditionFailed),
+            (Some(_), IfMatch::ETag(_) | IfMatch::Unmatchable) => {
+                Err(StoreError::PreconditionFailed)
+            }
         };
         let replace = |ts: EdmDateTime| Some(codec::encode_entity(ts, &op.properties));
         let merge = |ts: EdmDateTime| -> Result<Option<Vec<u8>>, StoreError> {

@@ -158,6 +158,26 @@ impl TestServer {
         }
     }
 
+    /// A signed GET of `path` on the account's `-secondary` endpoint.
+    pub async fn get_secondary(&self, path: &str) -> Reply {
+        let url = format!("{}-secondary{path}", self.base());
+        let parsed = reqwest::Url::parse(&url).expect("valid url");
+        let (date, authorization) = sign_lite(parsed.path(), parsed.query());
+        let resp = self
+            .client
+            .get(url)
+            .header("x-ms-date", date)
+            .header("Authorization", authorization)
+            .send()
+            .await
+            .expect("request is answered");
+        Reply {
+            status: resp.status(),
+            headers: resp.headers().clone(),
+            body: resp.bytes().await.expect("body").to_vec(),
+        }
+    }
+
     pub async fn create_table(&self, name: &str) {
         let r = self
             .send(

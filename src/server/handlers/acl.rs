@@ -9,6 +9,7 @@ use crate::auth::{decode_signed_identifiers, encode_signed_identifiers, AclError
 use crate::protocol::{ApiError, ErrorCode};
 use crate::server::call::Call;
 use crate::server::AppState;
+use crate::store::StoreError;
 
 fn acl_error(e: &AclError) -> ApiError {
     let code = match e.code() {
@@ -16,6 +17,16 @@ fn acl_error(e: &AclError) -> ApiError {
         _ => ErrorCode::InvalidXmlDocument,
     };
     ApiError::with_message(code, e.message())
+}
+
+/// Azure answers the ACL operations on a missing table with `ResourceNotFound` ("The
+/// specified resource does not exist."), not the `TableNotFound` of table and entity
+/// operations (recorded from the live service by an SDK's own test suite).
+fn acl_store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::TableNotFound => ApiError::new(ErrorCode::ResourceNotFound),
+        other => store_error(other),
+    }
 }
 
 pub async fn get_table_acl(
@@ -27,7 +38,7 @@ pub async fn get_table_acl(
     let info = state
         .blocking(move |store| store.get_table(&table).map_err(store_error))
         .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))?;
+        .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
     // Stored bytes were written by encode_signed_identifiers; re-encoding normalises them.
     let identifiers = if info.acl.is_empty() {
         Vec::new()
@@ -53,7 +64,11 @@ pub async fn set_table_acl(
     let encoded = encode_signed_identifiers(&identifiers);
     let table = call.table(table);
     state
-        .blocking(move |store| store.set_table_acl(&table, encoded).map_err(store_error))
+        .blocking(move |store| {
+            store
+                .set_table_acl(&table, encoded)
+                .map_err(acl_store_error)
+        })
         .await?;
     Ok(call
         .ctx

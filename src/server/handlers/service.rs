@@ -51,8 +51,13 @@ pub async fn set_service_properties(state: &AppState, call: &Call) -> Result<Res
 }
 
 /// Replication stats: this server has no replica, so the secondary is always `live` and in
-/// sync as of now [emu, Azure docs: "Get Table Service Stats"].
+/// sync as of now [emu, Azure docs: "Get Table Service Stats"]. Azure offers them on the
+/// `-secondary` endpoint only and answers the primary with 400 `InvalidQueryParameterValue`
+/// (azure-cosmos-table-dotnet issue #26 quotes the response).
 pub async fn get_service_stats(_state: &AppState, call: &Call) -> Result<Response, ApiError> {
+    if !call.ctx.account.ends_with("-secondary") {
+        return Err(ApiError::new(ErrorCode::InvalidQueryParameterValue));
+    }
     let body = format!(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?><StorageServiceStats><GeoReplication><Status>live</Status><LastSyncTime>{}</LastSyncTime></GeoReplication></StorageServiceStats>",
         EdmDateTime::now().to_rfc1123()
