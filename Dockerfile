@@ -36,9 +36,11 @@ RUN groupadd --system --gid "${UID}" tablestore \
  && mkdir -p /data \
  && chown tablestore:tablestore /data
 COPY --from=builder /out/tablestore /usr/local/bin/tablestore
+# A folder mounted at /seed is imported before the server listens (docs/data.md).
 ENV TABLESTORE_HOST=0.0.0.0 \
     TABLESTORE_PORT=10002 \
-    TABLESTORE_LOCATION=/data
+    TABLESTORE_LOCATION=/data \
+    TABLESTORE_SEED_IF_PRESENT=/seed
 VOLUME ["/data"]
 EXPOSE 10002
 USER tablestore:tablestore

@@ -204,6 +204,16 @@ pub struct Config {
     #[arg(long)]
     pub healthcheck: bool,
 
+    /// Import an export (a .jsonl/.csv file or an export folder) before listening. Entities
+    /// that exist are left as they are; an on-disk store records what it seeded, so restarting
+    /// with the same seed does nothing (docs/data.md).
+    #[arg(long, env = "TABLESTORE_SEED", value_name = "PATH")]
+    pub seed: Option<PathBuf>,
+
+    /// Like --seed, but a missing PATH is no error (the Docker image seeds from /seed this way).
+    #[arg(long, env = "TABLESTORE_SEED_IF_PRESENT", value_name = "PATH")]
+    pub seed_if_present: Option<PathBuf>,
+
     /// Print version.
     #[arg(short = 'v', visible_short_alias = 'V', long, action = ArgAction::Version)]
     version: Option<bool>,
@@ -402,6 +412,8 @@ impl Config {
             pwd: None,
             oauth: None,
             healthcheck: false,
+            seed: None,
+            seed_if_present: None,
             version: None,
             realism: RealismArgs::default(),
             azurite: AzuriteOptions::default(),

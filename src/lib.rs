@@ -27,6 +27,7 @@ pub mod auth;
 pub mod batch;
 pub mod config;
 pub mod console;
+pub mod data;
 pub mod insight;
 pub mod model;
 pub mod protocol;

@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use tablestore::config::{connection_string, Config};
+use tablestore::data;
 use tablestore::server::{health, open_store, serve, serve_tls, tls, AppState};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -42,6 +43,18 @@ fn tune_allocator() {
 #[tokio::main]
 async fn main() -> ExitCode {
     tune_allocator();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if matches!(
+        args.get(1).and_then(|a| a.to_str()),
+        Some("export" | "import")
+    ) {
+        // Transfers block (files, a blocking HTTP client): they run off the async workers.
+        return tokio::task::spawn_blocking(move || data::cli::run_if_subcommand(&args))
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or(ExitCode::FAILURE);
+    }
     let config = Config::from_env_and_args();
     if config.healthcheck {
         return healthcheck(&config).await;
@@ -95,6 +108,10 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Err(message) = seed(&config, &store, &account).await {
+        eprintln!("tablestore: --seed: {message}");
+        return ExitCode::FAILURE;
+    }
     let (endpoint, client_endpoint) = match listener.local_addr() {
         Ok(addr) => {
             // Clients cannot dial a wildcard address: show them loopback instead.
@@ -156,6 +173,42 @@ async fn main() -> ExitCode {
     }
 }
 
+/// `--seed` / `--seed-if-present`: loads the seed into the store before the server listens.
+async fn seed(
+    config: &Config,
+    store: &std::sync::Arc<dyn tablestore::store::Store>,
+    account: &str,
+) -> Result<(), String> {
+    let path = match (&config.seed, &config.seed_if_present) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) if path.exists() => path.clone(),
+        _ => return Ok(()),
+    };
+    // An on-disk store records the seed it loaded beside its folder.
+    let record = (!config.in_memory).then(|| config.location.join(SEED_RECORD));
+    let store = std::sync::Arc::clone(store);
+    let account = account.to_string();
+    let shown = path.display().to_string();
+    let summary = tokio::task::spawn_blocking(move || {
+        data::cli::seed(store, &path, &account, record.as_deref())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    if summary.tables == 0 {
+        println!("Seed: {shown} already loaded");
+    } else {
+        println!(
+            "Seed: {} entities in {} tables from {shown}",
+            summary.entities - summary.skipped,
+            summary.tables
+        );
+    }
+    Ok(())
+}
+
+/// File in the workspace recording the digest of the seed last loaded.
+const SEED_RECORD: &str = "__tablestore_seeded__";
 /// One sentence for a port that cannot be bound: what is wrong and what to do.
 fn listen_error(config: &Config, e: &std::io::Error) -> String {
     let at = format!("{}:{}", config.host, config.port);

@@ -11,6 +11,7 @@
 //! query     -> model, protocol, store
 //! batch     -> model, protocol, store
 //! config    -> model, store, auth
+//! data      -> model, protocol, store, auth, query, config
 //! insight   -> model, protocol, store, query, batch
 //! realism   -> model, protocol
 //! server    -> everything (except testing)
@@ -39,6 +40,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("realism", &["model", "protocol"]),
     ("console", &[]),
     (
+        "data",
+        &["model", "protocol", "store", "auth", "query", "config"],
+    ),
+    (
         "server",
         &[
             "model", "protocol", "store", "auth", "query", "batch", "config", "insight", "realism",
@@ -62,6 +67,8 @@ const FORBIDDEN_INSIDE: &[(&str, &str)] = &[
     ("query", "store::codec"),
     ("batch", "store::key"),
     ("batch", "store::codec"),
+    ("data", "store::key"),
+    ("data", "store::codec"),
     ("server", "store::key"),
     ("server", "store::codec"),
     ("server::handlers", "server::dispatch"),

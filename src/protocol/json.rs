@@ -328,6 +328,17 @@ fn type_mismatch(name: &str, ty: EdmType) -> ApiError {
     )
 }
 
+/// Decodes a property value given as text with its type (a CSV cell, where every value is
+/// text): the rules of an annotated JSON string, and `true` / `false` (any case) for Boolean.
+pub fn decode_text_value(name: &str, text: &str, ty: EdmType) -> Result<EdmValue, ApiError> {
+    match ty {
+        EdmType::Boolean if text.eq_ignore_ascii_case("true") => Ok(EdmValue::Boolean(true)),
+        EdmType::Boolean if text.eq_ignore_ascii_case("false") => Ok(EdmValue::Boolean(false)),
+        EdmType::Boolean => Err(type_mismatch(name, ty)),
+        _ => decode_value(name, &Json::Str(Cow::Borrowed(text)), Some(ty)),
+    }
+}
+
 fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<EdmValue, ApiError> {
     let ty = match declared {
         Some(t) => t,
@@ -675,6 +686,28 @@ fn write_property(
             out.push(b'"');
         }
     }
+}
+
+/// An entity in the typed form a request body carries (Insert, Update, Merge and `$batch`
+/// operations): the keys, optionally the Timestamp (which decoding ignores), and every property
+/// with an `@odata.type` annotation wherever JSON does not imply its type. Exports write one of
+/// these per line, so every Edm type and value reads back exactly.
+pub fn write_entity_body(out: &mut Vec<u8>, entity: &EntityView, timestamp: bool) {
+    let mut first = true;
+    out.push(b'{');
+    push_member(out, &mut first, "PartitionKey");
+    push_str(out, &entity.partition_key);
+    push_member(out, &mut first, "RowKey");
+    push_str(out, &entity.row_key);
+    if timestamp {
+        push_type_annotation(out, &mut first, "Timestamp", "Edm.DateTime");
+        push_member(out, &mut first, "Timestamp");
+        push_plain_str(out, entity.timestamp.text().as_str().as_bytes());
+    }
+    for (name, value) in &entity.properties {
+        write_property(out, &mut first, name, *value, Metadata::Minimal);
+    }
+    out.push(b'}');
 }
 
 /// A single-entity response body (Get Entity, Insert Entity).

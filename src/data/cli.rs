@@ -1,0 +1,430 @@
+//! The `tablestore export` and `tablestore import` subcommands: their options, where they
+//! read and write, and the summary they print.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser, Subcommand};
+
+use super::local::{open_folder, LocalEndpoint};
+use super::progress::Progress;
+use super::remote::{RemoteEndpoint, Target};
+use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
+use super::{azurite, peak_rss_bytes, DataError, Endpoint, Mode};
+use crate::config::DEV_ACCOUNT;
+use crate::store::Store;
+
+#[derive(Debug, Parser)]
+#[command(name = "tablestore", disable_version_flag = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Export tables to JSON Lines or Storage Explorer's typed CSV (a folder per account with a
+    /// manifest, or one file for one table).
+    Export(ExportArgs),
+    /// Import an export (folder or file), or Azurite's table database (--from-azurite).
+    Import(ImportArgs),
+}
+
+/// Where the data is: a data folder or a Table endpoint.
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false, id = "endpoint")]
+struct EndpointArgs {
+    /// A tablestore workspace folder (the server's --location); the server must be stopped.
+    #[arg(short = 'l', long, value_name = "DIR", group = "endpoint")]
+    location: Option<PathBuf>,
+    /// A Table endpoint's connection string (tablestore, Azurite or an Azure account).
+    #[arg(
+        long,
+        value_name = "CS",
+        group = "endpoint",
+        env = "TABLESTORE_CONNECTION_STRING",
+        hide_env_values = true
+    )]
+    connection_string: Option<String>,
+    /// A Table endpoint's URL, e.g. https://acct.table.core.windows.net or
+    /// http://127.0.0.1:10002/devstoreaccount1; with --sas or --account-key (or a SAS as its
+    /// query).
+    #[arg(long, value_name = "URL", group = "endpoint")]
+    url: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+struct Credentials {
+    /// A SAS token for --url.
+    #[arg(long, value_name = "SAS", requires = "url", hide_env_values = true)]
+    sas: Option<String>,
+    /// The account key for --url.
+    #[arg(
+        long,
+        value_name = "KEY",
+        requires = "url",
+        env = "TABLESTORE_ACCOUNT_KEY",
+        hide_env_values = true
+    )]
+    account_key: Option<String>,
+    /// Accounts of a data folder (default: the names in AZURITE_ACCOUNTS, else
+    /// devstoreaccount1).
+    #[arg(long = "account", value_name = "NAME")]
+    accounts: Vec<String>,
+    /// No progress output.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct ExportArgs {
+    #[command(flatten)]
+    endpoint: EndpointArgs,
+    #[command(flatten)]
+    credentials: Credentials,
+    /// A table to export (repeatable; default: every table).
+    #[arg(long = "table", value_name = "T")]
+    tables: Vec<String>,
+    /// Export only the entities matching this $filter (OData, as in Query Entities).
+    #[arg(long, value_name = "FILTER")]
+    filter: Option<String>,
+    /// File format (a file name ending .jsonl or .csv chooses it too).
+    #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+    format: Format,
+    /// Output folder (one folder per account), or a .jsonl / .csv file for one table.
+    #[arg(long, value_name = "PATH")]
+    out: PathBuf,
+    /// Continue an interrupted export from its last checkpoint.
+    #[arg(long)]
+    resume: bool,
+}
+
+#[derive(Debug, Args)]
+struct ImportArgs {
+    #[command(flatten)]
+    endpoint: EndpointArgs,
+    #[command(flatten)]
+    credentials: Credentials,
+    /// An export folder or file; not with --from-azurite.
+    #[arg(
+        value_name = "PATH",
+        required_unless_present = "from_azurite",
+        conflicts_with = "from_azurite"
+    )]
+    path: Option<PathBuf>,
+    /// Import Azurite's table database from its --location folder.
+    #[arg(long, value_name = "AZURITE_DIR")]
+    from_azurite: Option<PathBuf>,
+    /// The table of a single file (default: the file's name).
+    #[arg(long, value_name = "T")]
+    table: Option<String>,
+    /// What to do with an entity that already exists.
+    #[arg(long, value_enum, default_value_t = Mode::Insert)]
+    mode: Mode,
+    /// Continue an interrupted import from its last checkpoint.
+    #[arg(long)]
+    resume: bool,
+}
+
+/// `Some(exit code)` when `args` is an `export` or `import` command line (which it then
+/// runs), `None` for a server command line.
+pub fn run_if_subcommand(args: &[OsString]) -> Option<ExitCode> {
+    let word = args.get(1)?.to_str()?;
+    if !matches!(word, "export" | "import") {
+        return None;
+    }
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return Some(if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            });
+        }
+    };
+    Some(match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tablestore {word}: {e}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// The accounts of a data folder to work on.
+fn folder_accounts(given: &[String]) -> Vec<String> {
+    if !given.is_empty() {
+        return given.to_vec();
+    }
+    let from_env = std::env::var("AZURITE_ACCOUNTS").ok().map(|list| {
+        list.split(';')
+            .filter_map(|a| a.split(':').next())
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    });
+    from_env
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| vec![DEV_ACCOUNT.to_string()])
+}
+
+fn remote(endpoint: &EndpointArgs, credentials: &Credentials) -> Result<RemoteEndpoint, DataError> {
+    let target = match (&endpoint.connection_string, &endpoint.url) {
+        (Some(cs), _) => Target::from_connection_string(cs)?,
+        (None, Some(url)) => Target::from_url(
+            url,
+            credentials.sas.as_deref(),
+            credentials.account_key.as_deref(),
+        )?,
+        (None, None) => unreachable!("clap requires one endpoint"),
+    };
+    RemoteEndpoint::new(target)
+}
+
+fn print_summary(verb: &str, summary: &Summary, progress: &Progress) {
+    progress.finish();
+    let seconds = progress.elapsed().as_secs_f64();
+    let mut line = format!(
+        "{verb} {} entities in {} table{} in {seconds:.1} s ({:.0} entities/s)",
+        summary.entities - summary.skipped,
+        summary.tables,
+        if summary.tables == 1 { "" } else { "s" },
+        (summary.entities - summary.skipped) as f64 / seconds.max(1e-9),
+    );
+    if summary.skipped > 0 {
+        line.push_str(&format!(
+            "; {} already present, left as they were",
+            summary.skipped
+        ));
+    }
+    if let Some(rss) = peak_rss_bytes() {
+        line.push_str(&format!("; peak memory {} MiB", rss / (1024 * 1024)));
+    }
+    println!("{line}");
+}
+
+fn run(command: Command) -> Result<(), DataError> {
+    match command {
+        Command::Export(args) => export(args),
+        Command::Import(args) => import(args),
+    }
+}
+
+fn add(total: &mut Summary, part: Summary) {
+    total.tables += part.tables;
+    total.entities += part.entities;
+    total.skipped += part.skipped;
+}
+
+fn export(args: ExportArgs) -> Result<(), DataError> {
+    let options = ExportOptions {
+        tables: args.tables.clone(),
+        filter: args.filter.clone(),
+        format: Format::of_file(&args.out).map_or(args.format, |(f, _)| f),
+        resume: args.resume,
+    };
+    let mut progress = Progress::new("exported", args.credentials.quiet);
+    let mut total = Summary::default();
+    match &args.endpoint.location {
+        Some(location) => {
+            let store = open_folder(location, false)?;
+            let accounts = folder_accounts(&args.credentials.accounts);
+            if Format::of_file(&args.out).is_some() && accounts.len() > 1 {
+                return Err(DataError::new(
+                    "a single output file takes one account: give one --account",
+                ));
+            }
+            for account in accounts {
+                let source = LocalEndpoint::new(
+                    Arc::clone(&store),
+                    &account,
+                    location.display().to_string(),
+                );
+                add(
+                    &mut total,
+                    transfer::export(&source, &args.out, &options, &mut progress)?,
+                );
+            }
+        }
+        None => {
+            let source = remote(&args.endpoint, &args.credentials)?;
+            total = transfer::export(&source, &args.out, &options, &mut progress)?;
+        }
+    }
+    print_summary("exported", &total, &progress);
+    Ok(())
+}
+
+fn import(args: ImportArgs) -> Result<(), DataError> {
+    let mut progress = Progress::new("imported", args.credentials.quiet);
+    let options = ImportOptions {
+        mode: args.mode,
+        resume: args.resume,
+        checkpoints: true,
+    };
+    let summary = if let Some(dir) = &args.from_azurite {
+        import_azurite(&args, dir, &options, &mut progress)?
+    } else {
+        let path = args.path.as_deref().expect("clap requires PATH");
+        let tables = transfer::sources(path, args.table.as_deref())?;
+        let progress_path = transfer::import_progress_path(path);
+        with_targets(&args, &tables, |targets| {
+            transfer::import(
+                &tables,
+                targets,
+                Some(&progress_path),
+                &options,
+                &mut progress,
+            )
+        })?
+    };
+    print_summary("imported", &summary, &progress);
+    Ok(())
+}
+
+/// Runs `work` with the import's targets: every account the sources name in a data folder,
+/// or the one endpoint.
+fn with_targets<T>(
+    args: &ImportArgs,
+    tables: &[transfer::SourceTable],
+    work: impl FnOnce(&[&dyn Endpoint]) -> Result<T, DataError>,
+) -> Result<T, DataError> {
+    match &args.endpoint.location {
+        Some(location) => {
+            let store: Arc<dyn Store> = open_folder(location, true)?;
+            let mut accounts: Vec<String> =
+                tables.iter().filter_map(|t| t.account.clone()).collect();
+            accounts.sort();
+            accounts.dedup();
+            let default = folder_accounts(&args.credentials.accounts);
+            if accounts.is_empty() || tables.iter().any(|t| t.account.is_none()) {
+                accounts.insert(0, default[0].clone());
+            }
+            let endpoints: Vec<LocalEndpoint> = accounts
+                .iter()
+                .map(|a| LocalEndpoint::new(Arc::clone(&store), a, location.display().to_string()))
+                .collect();
+            let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
+            let result = work(&refs);
+            store
+                .flush()
+                .map_err(|e| DataError::new(format!("cannot flush the data folder: {e:?}")))?;
+            result
+        }
+        None => {
+            let target = remote(&args.endpoint, &args.credentials)?;
+            work(&[&target])
+        }
+    }
+}
+
+fn import_azurite(
+    args: &ImportArgs,
+    dir: &Path,
+    options: &ImportOptions,
+    progress: &mut Progress,
+) -> Result<Summary, DataError> {
+    let tables = azurite::read(dir)?;
+    progress.set_total(tables.iter().map(|t| t.entities.len() as u64).sum());
+    let sources: Vec<transfer::SourceTable> = tables
+        .iter()
+        .map(|t| transfer::SourceTable {
+            account: Some(t.account.clone()),
+            table: t.name.clone(),
+            file: azurite::db_path(dir),
+            format: Format::Jsonl,
+            entities: Some(t.entities.len() as u64),
+            acl: t.acl.clone(),
+        })
+        .collect();
+    with_targets(args, &sources, |targets| {
+        let mut total = Summary::default();
+        for table in tables {
+            let target = targets
+                .iter()
+                .find(|t| t.account() == table.account)
+                .copied()
+                .unwrap_or(targets[0]);
+            target.ensure_table(&table.name)?;
+            if let Some(acl) = &table.acl {
+                target.set_table_acl(&table.name, acl)?;
+            }
+            progress.table(&table.name);
+            let loaded = transfer::load(
+                target,
+                &table.name,
+                table.entities.into_iter().map(Ok),
+                options.mode,
+                0,
+                progress,
+                &mut |_| Ok(()),
+            )?;
+            add(&mut total, loaded);
+        }
+        Ok(total)
+    })
+}
+
+/// `--seed PATH` at start-up: imports an export (file or folder) into the server's store
+/// before it listens, leaving entities that exist as they are. On a durable store the files
+/// seeded are recorded in `record` (their names and contents' digests), so a restart with the
+/// same seed does nothing.
+pub fn seed(
+    store: Arc<dyn Store>,
+    path: &Path,
+    default_account: &str,
+    record: Option<&Path>,
+) -> Result<Summary, DataError> {
+    use sha2::{Digest, Sha256};
+    let tables = transfer::sources(path, None)?;
+    let mut digest = Sha256::new();
+    for t in &tables {
+        digest.update(t.file.display().to_string().as_bytes());
+        let mut file = std::fs::File::open(&t.file)
+            .map_err(|e| DataError::new(format!("cannot read {}: {e}", t.file.display())))?;
+        std::io::copy(&mut file, &mut digest)?;
+    }
+    let fingerprint: String = digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if let Some(record) = record {
+        if std::fs::read_to_string(record).is_ok_and(|r| r.trim() == fingerprint) {
+            return Ok(Summary::default());
+        }
+    }
+    let mut accounts: Vec<String> = tables.iter().filter_map(|t| t.account.clone()).collect();
+    accounts.sort();
+    accounts.dedup();
+    accounts.insert(0, default_account.to_string());
+    let endpoints: Vec<LocalEndpoint> = accounts
+        .iter()
+        .map(|a| LocalEndpoint::new(Arc::clone(&store), a, "the seed target"))
+        .collect();
+    let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
+    let mut progress = Progress::new("seeded", true);
+    let options = ImportOptions {
+        mode: Mode::Skip,
+        resume: false,
+        checkpoints: false,
+    };
+    let summary = transfer::import(&tables, &refs, None, &options, &mut progress)?;
+    store
+        .flush()
+        .map_err(|e| DataError::new(format!("cannot flush the store: {e:?}")))?;
+    if let Some(record) = record {
+        std::fs::write(record, format!("{fingerprint}\n")).map_err(|e| {
+            DataError::new(format!(
+                "cannot record the seed in {}: {e}",
+                record.display()
+            ))
+        })?;
+    }
+    Ok(summary)
+}

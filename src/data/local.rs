@@ -1,0 +1,235 @@
+//! A store as an [`Endpoint`]: a data folder opened by the command (refused while a server
+//! holds it), or the running server's own store (`--seed`).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::{DataError, Endpoint, WriteError};
+use crate::model::{Entity, TableId, TableName, TableRef, WriteOp};
+use crate::protocol::filter;
+use crate::query::eval::matches_opt;
+use crate::store::memory::MemoryKv;
+use crate::store::sled_kv::{SledKv, SledOptions};
+use crate::store::{Durability, KeyRange, KvStore, Store, StoreError};
+
+/// Folder, inside the workspace (`--location`), that holds the on-disk store.
+pub use crate::config::STORE_DIR_NAME;
+
+/// Opens the store of the workspace `location` for a bulk transfer. Writes are flushed at
+/// each checkpoint rather than each batch. A folder a server holds is refused.
+pub fn open_folder(location: &Path, create: bool) -> Result<Arc<dyn Store>, DataError> {
+    let dir = location.join(STORE_DIR_NAME);
+    if !create && !dir.is_dir() {
+        return Err(DataError::new(format!(
+            "{} holds no tablestore data (no {STORE_DIR_NAME} folder); check --location",
+            location.display()
+        )));
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        DataError::new(format!(
+            "cannot create the data folder {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let kv = SledKv::open(&dir, &SledOptions::default()).map_err(|e| match e {
+        StoreError::Io(m) if m.contains("in use") => DataError::new(format!(
+            "the data folder {} is in use by a running server: stop it, or give the server's \
+             endpoint with --connection-string instead",
+            location.display()
+        )),
+        other => DataError::new(format!(
+            "cannot open the data folder {}: {}",
+            location.display(),
+            store_message(&other)
+        )),
+    })?;
+    let store: Arc<dyn Store> = KvStore::open(kv, Durability::Relaxed).map_err(|e| {
+        DataError::new(format!(
+            "cannot open the data folder: {}",
+            store_message(&e)
+        ))
+    })?;
+    Ok(store)
+}
+
+/// An empty in-memory store (tests and benchmarks).
+pub fn open_memory() -> Arc<dyn Store> {
+    KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("a memory store always opens")
+}
+
+fn store_message(e: &StoreError) -> String {
+    match e {
+        StoreError::Io(m) => format!("I/O error: {m}"),
+        StoreError::Corrupt(m) => format!("the stored data is damaged: {m}"),
+        other => format!("{other:?}"),
+    }
+}
+
+/// One account of a store.
+pub struct LocalEndpoint {
+    store: Arc<dyn Store>,
+    account: String,
+    label: String,
+    ids: Mutex<HashMap<String, TableId>>,
+}
+
+impl LocalEndpoint {
+    /// `label` says where the store is, for messages.
+    pub fn new(store: Arc<dyn Store>, account: &str, label: impl Into<String>) -> LocalEndpoint {
+        LocalEndpoint {
+            store,
+            account: account.to_string(),
+            label: label.into(),
+            ids: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn table_id(&self, table: &str) -> Result<TableId, DataError> {
+        if let Some(id) = self
+            .ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(table)
+        {
+            return Ok(*id);
+        }
+        let info = self
+            .store
+            .get_table(&self.table_ref(table))
+            .map_err(|e| self.failed(&e))?
+            .ok_or_else(|| {
+                DataError::new(format!(
+                    "table {table} does not exist in account {} of {}",
+                    self.account, self.label
+                ))
+            })?;
+        self.ids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(table.to_string(), info.id);
+        Ok(info.id)
+    }
+
+    fn table_ref(&self, table: &str) -> TableRef {
+        TableRef::new(self.account.as_str(), table)
+    }
+
+    fn failed(&self, e: &StoreError) -> DataError {
+        DataError::new(format!("{}: {}", self.label, store_message(e)))
+    }
+}
+
+impl Endpoint for LocalEndpoint {
+    fn account(&self) -> &str {
+        &self.account
+    }
+
+    fn describe(&self) -> String {
+        self.label.clone()
+    }
+
+    fn list_tables(&self) -> Result<Vec<String>, DataError> {
+        self.store
+            .list_tables(&self.account, None)
+            .map_err(|e| self.failed(&e))?
+            .map(|t| t.map(|t| t.name).map_err(|e| self.failed(&e)))
+            .collect()
+    }
+
+    fn find_table(&self, name: &str) -> Result<Option<String>, DataError> {
+        Ok(self
+            .store
+            .get_table(&self.table_ref(name))
+            .map_err(|e| self.failed(&e))?
+            .map(|t| t.name))
+    }
+
+    fn scan(
+        &self,
+        table: &str,
+        filter_text: Option<&str>,
+        after: Option<(&str, &str)>,
+        visit: &mut dyn FnMut(Entity) -> Result<bool, DataError>,
+    ) -> Result<(), DataError> {
+        let id = self.table_id(table)?;
+        let expr = match filter_text {
+            Some(text) => Some(
+                filter::parse(text)
+                    .map_err(|e| DataError::new(format!("--filter: {}", e.message(text))))?,
+            ),
+            None => None,
+        };
+        let range = match after {
+            Some((pk, rk)) => match KeyRange::all().resume_from(pk, rk) {
+                Some(r) => r,
+                None => return Ok(()),
+            },
+            None => KeyRange::all(),
+        };
+        for entity in self.store.scan(id, &range) {
+            let entity = entity.map_err(|e| self.failed(&e))?;
+            if after.is_some_and(|(pk, rk)| entity.partition_key == pk && entity.row_key == rk) {
+                continue;
+            }
+            if matches_opt(expr.as_ref(), &entity) && !visit(entity)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn ensure_table(&self, table: &str) -> Result<(), DataError> {
+        let name = TableName::parse(table)
+            .map_err(|e| DataError::new(format!("{table:?} is not a valid table name ({e:?})")))?;
+        match self.store.create_table(&self.table_ref(name.as_str())) {
+            Ok(_) | Err(StoreError::TableAlreadyExists) => Ok(()),
+            Err(e) => Err(self.failed(&e)),
+        }
+    }
+
+    fn table_acl(&self, table: &str) -> Result<Option<String>, DataError> {
+        let info = self
+            .store
+            .get_table(&self.table_ref(table))
+            .map_err(|e| self.failed(&e))?;
+        Ok(info
+            .filter(|t| !t.acl.is_empty())
+            .map(|t| String::from_utf8_lossy(&t.acl).into_owned()))
+    }
+
+    fn set_table_acl(&self, table: &str, xml: &str) -> Result<(), DataError> {
+        let identifiers =
+            crate::auth::acl::decode_signed_identifiers(xml.as_bytes()).map_err(|e| {
+                DataError::new(format!("the access policies of {table}: {}", e.message()))
+            })?;
+        let encoded = crate::auth::acl::encode_signed_identifiers(&identifiers);
+        self.store
+            .set_table_acl(&self.table_ref(table), encoded)
+            .map_err(|e| self.failed(&e))
+    }
+
+    fn write_batch(&self, table: &str, ops: &[WriteOp]) -> Result<(), WriteError> {
+        let id = self.table_id(table).map_err(|e| WriteError::Other(e.0))?;
+        match self.store.commit_unsynced(id, ops) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error == StoreError::EntityAlreadyExists => {
+                Err(WriteError::Exists { index: e.index })
+            }
+            Err(e) => Err(WriteError::Other(format!(
+                "writing {} {}/{}: {}",
+                table,
+                ops[e.index].key.partition_key,
+                ops[e.index].key.row_key,
+                match &e.error {
+                    StoreError::EntityLimit(_) => "the merged entity is too large".to_string(),
+                    other => store_message(other),
+                }
+            ))),
+        }
+    }
+
+    fn sync(&self) -> Result<(), DataError> {
+        self.store.flush().map_err(|e| self.failed(&e))
+    }
+}

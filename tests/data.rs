@@ -1,0 +1,557 @@
+//! `tablestore export` / `import`, `--seed` and `--from-azurite` as a user runs them: the
+//! binary on data folders and against running servers on loopback.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::child::{binary, ChildServer};
+use tablestore::auth::canonical;
+use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(binary())
+        .args(args)
+        .env_remove("AZURITE_ACCOUNTS")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tablestore")
+}
+
+/// Runs a command that must succeed; returns its stdout.
+fn ok(args: &[&str]) -> String {
+    let out = run(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "tablestore {args:?} failed: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs a command that must fail with one clear sentence; returns its stderr.
+fn fails(args: &[&str]) -> String {
+    let out = run(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "tablestore {args:?}: {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("Error("),
+        "{stderr}"
+    );
+    stderr
+}
+
+/// `n` entities over partitions of 150 (so batches split at 100 and at partition ends), with
+/// typed properties of every kind.
+fn fixture_lines(n: usize, out: &mut String) {
+    for i in 0..n {
+        let _ = writeln!(
+            out,
+            r#"{{"PartitionKey":"p{:04}","RowKey":"r'{:07}%~","Name":"ent {i}","Count":{},"Big@odata.type":"Edm.Int64","Big":"{}","Ratio":{}.5,"Flag":{},"When@odata.type":"Edm.DateTime","When":"2024-02-29T12:34:56.1234567Z","Id@odata.type":"Edm.Guid","Id":"12345678-1234-5678-9abc-{:012}","Raw@odata.type":"Edm.Binary","Raw":"AAH+/w=="}}"#,
+            i / 150,
+            i,
+            i as i32 - 1000,
+            i64::MAX - i as i64,
+            i,
+            i % 2 == 0,
+            i
+        );
+    }
+}
+
+fn write_fixture(dir: &Path, table: &str, n: usize) -> std::path::PathBuf {
+    let mut text = String::new();
+    fixture_lines(n, &mut text);
+    let path = dir.join(format!("{table}.jsonl"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// A JSONL export's lines without their Timestamps (the target stamps its own).
+fn without_timestamps(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let o = v.as_object_mut().unwrap();
+            o.remove("Timestamp");
+            o.remove("Timestamp@odata.type");
+            serde_json::to_string(&v).unwrap()
+        })
+        .collect()
+}
+
+/// An account SAS for the development account, signed with its key.
+fn account_sas() -> String {
+    use base64::Engine as _;
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(DEV_ACCOUNT_KEY)
+        .unwrap();
+    let fields = canonical::AccountSasFields {
+        sp: "rwdlacu",
+        ss: "t",
+        srt: "sco",
+        se: "2099-01-01T00:00:00Z",
+        spr: "https,http",
+        sv: "2019-02-02",
+        ..Default::default()
+    };
+    let sig = canonical::compute_signature(
+        &key,
+        &canonical::account_sas_string_to_sign(DEV_ACCOUNT, &fields),
+    );
+    let sig: String = url_encode(&sig);
+    format!(
+        "sv={}&ss={}&srt={}&sp={}&se={}&spr={}&sig={sig}",
+        fields.sv,
+        fields.ss,
+        fields.srt,
+        fields.sp,
+        url_encode(fields.se),
+        url_encode(fields.spr)
+    )
+}
+
+fn url_encode(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+fn connection_string(server: &ChildServer) -> String {
+    format!(
+        "DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_ACCOUNT_KEY};TableEndpoint={}/{DEV_ACCOUNT};",
+        server.endpoint()
+    )
+}
+
+#[test]
+fn copy_between_two_running_servers_with_shared_key_and_with_sas() {
+    let work = tempfile::tempdir().unwrap();
+    let a = ChildServer::start(&work.path().join("a"), &[]);
+    let b = ChildServer::start(&work.path().join("b"), &[]);
+    let cs_a = connection_string(&a);
+    let fixture = write_fixture(work.path(), "Orders", 420);
+
+    // Into server A over HTTP with Shared Key (connection string).
+    let out = ok(&[
+        "import",
+        "--connection-string",
+        &cs_a,
+        "-q",
+        fixture.to_str().unwrap(),
+    ]);
+    assert!(out.contains("imported 420 entities in 1 table"), "{out}");
+
+    // A → folder (Shared Key) → B (URL + SAS) → folder (URL + account key).
+    let from_a = work.path().join("from-a");
+    ok(&[
+        "export",
+        "--connection-string",
+        &cs_a,
+        "-q",
+        "--out",
+        from_a.to_str().unwrap(),
+    ]);
+    let b_url = format!("{}/{DEV_ACCOUNT}", b.endpoint());
+    let sas = account_sas();
+    let out = ok(&[
+        "import",
+        "--url",
+        &b_url,
+        "--sas",
+        &sas,
+        "-q",
+        from_a.to_str().unwrap(),
+    ]);
+    assert!(out.contains("imported 420 entities"), "{out}");
+    let from_b = work.path().join("from-b");
+    ok(&[
+        "export",
+        "--url",
+        &b_url,
+        "--account-key",
+        DEV_ACCOUNT_KEY,
+        "-q",
+        "--out",
+        from_b.to_str().unwrap(),
+    ]);
+    let original: Vec<String> = {
+        let mut lines = without_timestamps(&fixture);
+        lines.sort();
+        lines
+    };
+    let a_lines = without_timestamps(&from_a.join(DEV_ACCOUNT).join("Orders.jsonl"));
+    let b_lines = without_timestamps(&from_b.join(DEV_ACCOUNT).join("Orders.jsonl"));
+    assert_eq!(a_lines.len(), 420);
+    assert_eq!(a_lines, b_lines);
+    let mut sorted = a_lines.clone();
+    sorted.sort();
+    assert_eq!(sorted, original, "every typed value arrives as it was");
+
+    // Only what a filter selects; a wrong key is refused with the service's answer.
+    let filtered = work.path().join("filtered.jsonl");
+    ok(&[
+        "export",
+        "--connection-string",
+        &cs_a,
+        "-q",
+        "--table",
+        "orders",
+        "--filter",
+        "PartitionKey eq 'p0001' and Count lt -800",
+        "--out",
+        filtered.to_str().unwrap(),
+    ]);
+    assert_eq!(without_timestamps(&filtered).len(), 50);
+    let e = fails(&[
+        "export",
+        "--url",
+        &b_url,
+        "--account-key",
+        "AAAA",
+        "-q",
+        "--out",
+        work.path().join("x").to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("403") && e.contains("AuthenticationFailed"),
+        "{e}"
+    );
+    // Inserting what exists stops with what to do.
+    let e = fails(&[
+        "import",
+        "--url",
+        &b_url,
+        "--sas",
+        &sas,
+        "-q",
+        from_a.to_str().unwrap(),
+    ]);
+    assert!(e.contains("already exists") && e.contains("--mode"), "{e}");
+    let out = ok(&[
+        "import",
+        "--url",
+        &b_url,
+        "--sas",
+        &sas,
+        "-q",
+        "--mode",
+        "skip",
+        from_a.to_str().unwrap(),
+    ]);
+    assert!(out.contains("420 already present"), "{out}");
+}
+
+#[test]
+fn export_resumes_after_kill_9_of_the_exporter() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let fixture = write_fixture(work.path(), "Big", 150_000);
+    ok(&[
+        "import",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        fixture.to_str().unwrap(),
+    ]);
+
+    let out = work.path().join("out");
+    let mut child = Command::new(binary())
+        .args([
+            "export",
+            "--location",
+            data.to_str().unwrap(),
+            "-q",
+            "--out",
+        ])
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill it once it has checkpointed part of the table.
+    let progress = out.join(DEV_ACCOUNT).join(".export-progress.json");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if std::fs::read_to_string(&progress).is_ok_and(|p| p.contains("\"entities\"")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no checkpoint within 120 s");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the export ended before it was killed"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!out.join(DEV_ACCOUNT).join("manifest.json").exists());
+
+    let e = fails(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(e.contains("--resume"), "{e}");
+    let summary = ok(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--resume",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(summary.contains("exported 150000 entities"), "{summary}");
+    assert!(!progress.exists());
+
+    let fresh = work.path().join("fresh");
+    ok(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        fresh.to_str().unwrap(),
+    ]);
+    let resumed = std::fs::read(out.join(DEV_ACCOUNT).join("Big.jsonl")).unwrap();
+    let whole = std::fs::read(fresh.join(DEV_ACCOUNT).join("Big.jsonl")).unwrap();
+    assert!(
+        resumed == whole,
+        "the resumed export is the same file as an uninterrupted one"
+    );
+}
+
+#[test]
+fn a_data_folder_in_use_is_refused_and_bad_input_is_one_sentence() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let server = ChildServer::start(&data, &[]);
+    let e = fails(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "--out",
+        work.path().join("o").to_str().unwrap(),
+    ]);
+    assert!(e.contains("in use by a running server"), "{e}");
+    drop(server);
+
+    let bad = work.path().join("Bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"PartitionKey\":\"a\",\"RowKey\":\"1\"}\n{\"PartitionKey\":\"a\",\"RowKey\":\"2\",\"N@odata.type\":\"Edm.Int64\",\"N\":\"x\"}\n",
+    )
+    .unwrap();
+    let other = work.path().join("other");
+    let e = fails(&[
+        "import",
+        "--location",
+        other.to_str().unwrap(),
+        "-q",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(
+        e.starts_with("tablestore import: ") && e.contains("Bad.jsonl line 2"),
+        "{e}"
+    );
+    let e = fails(&[
+        "export",
+        "--location",
+        work.path().join("nothing").to_str().unwrap(),
+        "--out",
+        "x",
+    ]);
+    assert!(e.contains("holds no tablestore data"), "{e}");
+}
+
+#[test]
+fn azurite_database_imports_with_types_and_access_policies() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/azurite");
+    let out = ok(&[
+        "import",
+        "--from-azurite",
+        fixture.to_str().unwrap(),
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(out.contains("imported 8 entities in 2 tables"), "{out}");
+    let exported = work.path().join("out");
+    ok(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        exported.to_str().unwrap(),
+    ]);
+    let typed = std::fs::read_to_string(exported.join(DEV_ACCOUNT).join("Typed.jsonl")).unwrap();
+    for expected in [
+        r#""Big@odata.type":"Edm.Int64","Big":"9007199254740993""#,
+        r#""Bytes@odata.type":"Edm.Binary","Bytes":"AAH+/w==""#,
+        r#""Dbl":3.25"#,
+        r#""Whole":5.0"#,
+        r#""Id@odata.type":"Edm.Guid","Id":"12345678-1234-5678-9abc-def012345678""#,
+        r#""When@odata.type":"Edm.DateTime","When":"2024-02-29T12:34:56.123456Z""#,
+        r#""Neg":-2147483648"#,
+        r#""Str":"héllo 'quoted' %~""#,
+        r#""PartitionKey":"p1","RowKey":"""#,
+        r#""N@odata.type":"Edm.Int64","N":"-9223372036854775808""#,
+    ] {
+        assert!(typed.contains(expected), "{expected} missing from {typed}");
+    }
+    let manifest =
+        std::fs::read_to_string(exported.join(DEV_ACCOUNT).join("manifest.json")).unwrap();
+    assert!(
+        manifest.contains("<Id>readers</Id>") && manifest.contains("<Permission>r</Permission>"),
+        "{manifest}"
+    );
+}
+
+#[test]
+fn seed_twice_does_not_duplicate_or_overwrite() {
+    let work = tempfile::tempdir().unwrap();
+    let seed = work.path().join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    write_fixture(&seed, "Customers", 250);
+    let data = work.path().join("data");
+    let seed_arg = seed.to_str().unwrap();
+
+    let server = ChildServer::start(&data, &["--seed", seed_arg]);
+    let cs = connection_string(&server);
+    let count = |cs: &str| {
+        let path = work.path().join("count.jsonl");
+        ok(&[
+            "export",
+            "--connection-string",
+            cs,
+            "-q",
+            "--table",
+            "Customers",
+            "--out",
+            path.to_str().unwrap(),
+        ]);
+        std::fs::read_to_string(&path).unwrap()
+    };
+    assert_eq!(count(&cs).lines().count(), 250);
+    // The application changes a seeded entity.
+    let change = work.path().join("Customers.jsonl");
+    std::fs::write(
+        &change,
+        "{\"PartitionKey\":\"p0000\",\"RowKey\":\"r'0000000%~\",\"Changed\":true}\n",
+    )
+    .unwrap();
+    ok(&[
+        "import",
+        "--connection-string",
+        &cs,
+        "-q",
+        "--mode",
+        "replace",
+        change.to_str().unwrap(),
+    ]);
+    assert_eq!(server.terminate().code(), Some(0));
+
+    let server = ChildServer::start(&data, &["--seed", seed_arg]);
+    let text = count(&connection_string(&server));
+    assert_eq!(text.lines().count(), 250, "no duplicates");
+    assert!(text.contains("\"Changed\":true"), "the change was kept");
+    drop(server);
+
+    // A changed seed adds what is new and leaves what exists.
+    write_fixture(&seed, "Customers", 260);
+    let server = ChildServer::start(&data, &["--seed", seed_arg]);
+    let text = count(&connection_string(&server));
+    assert_eq!(text.lines().count(), 260);
+    assert!(text.contains("\"Changed\":true"));
+    drop(server);
+
+    // A missing seed is an error; --seed-if-present ignores it.
+    let missing = work.path().join("missing");
+    let Err(failed) = ChildServer::try_start(&data, &["--seed", missing.to_str().unwrap()]) else {
+        panic!("a missing --seed must stop the start");
+    };
+    assert!(
+        failed.stderr.contains("--seed") && failed.stderr.contains("does not exist"),
+        "{failed:?}"
+    );
+    drop(ChildServer::start(
+        &data,
+        &["--seed-if-present", missing.to_str().unwrap()],
+    ));
+}
+
+/// 1,000,000 entities with `TABLESTORE_LONG_TESTS=1`; 200,000 by default (a debug build
+/// moves a million in ~7 minutes on two busy cores).
+fn streamed_count() -> u32 {
+    if std::env::var("TABLESTORE_LONG_TESTS").is_ok_and(|v| v == "1") {
+        1_000_000
+    } else {
+        200_000
+    }
+}
+
+#[test]
+fn a_million_entities_stream_in_bounded_memory() {
+    let n = streamed_count();
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("Million.jsonl");
+    {
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&file).unwrap());
+        for i in 0..n {
+            writeln!(
+                out,
+                r#"{{"PartitionKey":"p{:03}","RowKey":"{:07}","V":{i}}}"#,
+                i / 10_000,
+                i
+            )
+            .unwrap();
+        }
+    }
+    let data = work.path().join("data");
+    let peak = |summary: &str| -> u64 {
+        summary
+            .split("peak memory ")
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no peak memory in {summary}"))
+    };
+    let summary = ok(&[
+        "import",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        summary.contains(&format!("imported {n} entities")),
+        "{summary}"
+    );
+    // The store's page cache (64 MiB), sled's write buffers and ours; never the data set
+    // (a million entities are ~50 MiB of JSON and several times that as entities in memory).
+    assert!(peak(&summary) < 300, "{summary}");
+    let out = work.path().join("out");
+    let summary = ok(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        summary.contains(&format!("exported {n} entities")),
+        "{summary}"
+    );
+    assert!(peak(&summary) < 300, "{summary}");
+}
