@@ -9,6 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use common::batch::BatchBody;
 use common::child::{ChildServer, Client, Signer};
 use common::{sign_lite, TestServer, JSON_MINIMAL};
 use proptest::prelude::*;
@@ -321,24 +322,19 @@ async fn dropped_connections_before_and_after_the_write() {
     assert_eq!(report["rules"][1]["fired"], 1);
 }
 
-/// A `$batch` body of inserts into one partition.
+/// A `$batch` body of inserts into one partition: (Content-Type, body).
 fn batch(t: &TestServer, table: &str, pk: &str, rows: std::ops::Range<usize>) -> (String, String) {
-    let mut body =
-        String::from("--batch_b1\r\nContent-Type: multipart/mixed; boundary=changeset_c1\r\n\r\n");
-    for (i, rk) in rows.enumerate() {
-        body.push_str("--changeset_c1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n");
-        body.push_str(&format!("Content-ID: {i}\r\n\r\n"));
-        body.push_str(&format!("POST {}/{table} HTTP/1.1\r\n", t.base()));
-        body.push_str(
-            "Accept: application/json;odata=minimalmetadata\r\nPrefer: return-no-content\r\n",
+    let mut body = BatchBody::new(&t.base());
+    for rk in rows {
+        let entity = entity(pk, &format!("{rk:04}"));
+        body.op(
+            "POST",
+            &format!("/{table}"),
+            &[("Prefer", "return-no-content")],
+            Some(&entity),
         );
-        body.push_str(&format!(
-            "Content-Type: application/json\r\n\r\n{}\r\n",
-            entity(pk, &format!("{rk:04}"))
-        ));
     }
-    body.push_str("--changeset_c1--\r\n--batch_b1--\r\n");
-    ("multipart/mixed; boundary=batch_b1".to_string(), body)
+    (body.content_type(), body.body())
 }
 
 async fn send_batch(
