@@ -35,6 +35,7 @@ use super::{
     apply_write, key, Clock, CommitError, Committed, EntityIter, KeyRange, Store, StoreError,
     StoredRow, TableId, TableInfo, TableIter, TableRef,
 };
+use crate::model::limits::EntityLimitError;
 use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
 use bridge::Bridge;
 pub use errors::Target;
@@ -685,6 +686,15 @@ impl Shared {
                                 }));
                             }
                             return Err(Abort::Retry);
+                        }
+                        // An index entry over PostgreSQL's B-tree limit (long non-ASCII keys).
+                        Err(e) if e.code() == Some(&SqlState::PROGRAM_LIMIT_EXCEEDED) => {
+                            return Err(Abort::Fail(CommitError {
+                                index,
+                                error: StoreError::EntityLimit(
+                                    EntityLimitError::KeysTooLongForStore,
+                                ),
+                            }));
                         }
                         Err(e) => return Err(fail(e)),
                     }
