@@ -269,6 +269,22 @@ impl Signer {
         ])
     }
 
+    /// An account SAS for every table permission (`rwdlacu`) on service, container and object
+    /// (`sco`), HTTP or HTTPS, expiring in 2099.
+    pub fn account_sas_all(&self) -> String {
+        self.account_sas(&canonical::AccountSasFields {
+            sp: "rwdlacu",
+            ss: "t",
+            srt: "sco",
+            st: "",
+            se: "2099-01-01T00:00:00Z",
+            sip: "",
+            spr: "https,http",
+            sv: "2019-02-02",
+            ses: "",
+        })
+    }
+
     /// An account SAS query string for this account: the fields that are set, then `sig`.
     pub fn account_sas(&self, f: &canonical::AccountSasFields<'_>) -> String {
         let sts = canonical::account_sas_string_to_sign(&self.account, f);
