@@ -10,8 +10,6 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use reqwest::Method;
-
 use super::Reply;
 use tablestore::auth::canonical;
 use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
@@ -355,42 +353,13 @@ impl Client {
         body: Option<Vec<u8>>,
     ) -> Result<Reply, reqwest::Error> {
         let url = format!("{}/{}{}", self.endpoint, self.signer.account, path);
-        let method = Method::from_bytes(method.as_bytes()).expect("valid method");
-        let parsed = reqwest::Url::parse(&url).expect("valid url");
-        let (date, authorization) = self.signer.sign(parsed.path(), parsed.query());
-        let mut req = self
-            .http
-            .request(method, parsed)
-            .header("x-ms-date", date)
-            .header("x-ms-version", "2019-02-02")
-            .header("Authorization", authorization);
-        if !headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
-        {
-            req = req.header("Accept", super::JSON_MINIMAL);
-        }
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        if let Some(b) = body {
-            if !headers
-                .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-            {
-                req = req.header("Content-Type", "application/json");
-            }
-            req = req.body(b);
-        }
-        let resp = req.send().await?;
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let body = resp.bytes().await?.to_vec();
-        Ok(Reply {
-            status,
-            headers,
-            body,
-        })
+        let headers: Vec<(&str, &str)> = [("x-ms-version", "2019-02-02")]
+            .into_iter()
+            .chain(headers.iter().copied())
+            .collect();
+        let signing = super::Signing::As(&self.signer);
+        let req = super::request(&self.http, method, &url, &headers, body, signing);
+        Reply::read(req.send().await?).await
     }
 
     /// Creates table `name` and asserts 201 Created.

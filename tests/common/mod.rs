@@ -24,12 +24,14 @@ pub fn sign_lite(raw_path: &str, raw_query: Option<&str>) -> (String, String) {
     child::Signer::dev().sign(raw_path, raw_query)
 }
 
-/// Whether [`request`] signs.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Signing {
-    /// Shared Key Lite for the development account, unless `headers` carry `Authorization`
-    /// or `x-unsigned`.
+/// Whether and as whom [`request`] signs (Shared Key Lite), unless `headers` carry
+/// `Authorization` or `x-unsigned`.
+#[derive(Clone, Copy)]
+pub enum Signing<'a> {
+    /// The development account.
     Dev,
+    /// Another account.
+    As(&'a child::Signer),
     /// Never (a server with authentication off, or a URL outside the account).
     None,
 }
@@ -43,14 +45,23 @@ pub fn request(
     url: &str,
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
-    signing: Signing,
+    signing: Signing<'_>,
 ) -> reqwest::RequestBuilder {
     let named = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
     let method = Method::from_bytes(method.as_bytes()).expect("valid method");
     let mut req = client.request(method, url);
-    if signing == Signing::Dev && !named("authorization") && !named("x-unsigned") {
+    let dev;
+    let signer = match signing {
+        Signing::Dev => {
+            dev = child::Signer::dev();
+            Some(&dev)
+        }
+        Signing::As(signer) => Some(signer),
+        Signing::None => None,
+    };
+    if let Some(signer) = signer.filter(|_| !named("authorization") && !named("x-unsigned")) {
         let parsed = reqwest::Url::parse(url).expect("valid url");
-        let (date, authorization) = sign_lite(parsed.path(), parsed.query());
+        let (date, authorization) = signer.sign(parsed.path(), parsed.query());
         req = req
             .header("x-ms-date", date)
             .header("Authorization", authorization);
