@@ -274,12 +274,10 @@ impl Signer {
             sp: "rwdlacu",
             ss: "t",
             srt: "sco",
-            st: "",
             se: "2099-01-01T00:00:00Z",
-            sip: "",
             spr: "https,http",
             sv: "2019-02-02",
-            ses: "",
+            ..Default::default()
         })
     }
 
