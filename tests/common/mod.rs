@@ -1,12 +1,15 @@
 //! The integration tests' one kit: a real server on an ephemeral loopback port and a signing
 //! HTTP client speaking to it (here), the `tablestore` binary as a child process and the one
-//! request signer (`child`), raw HTTP over TCP (`raw`), `$batch` bodies (`batch`), URL
+//! request signer (`child`), several nodes over one database (`nodes`), a real PostgreSQL
+//! server (`postgres`), raw HTTP over TCP (`raw`), `$batch` bodies (`batch`), URL
 //! encoding (`url`) and assertions on Azure's answers (`assert`).
 #![allow(dead_code)] // each test file uses a different subset of these helpers
 
 pub mod assert;
 pub mod batch;
 pub mod child;
+pub mod nodes;
+pub mod postgres;
 pub mod raw;
 pub mod url;
 
