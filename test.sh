@@ -33,6 +33,9 @@
 #                               use an already running server; nothing is started.
 #   TABLESTORE_TEST_STORE=disk|memory
 #                               --location <tempdir> (default) or --in-memory.
+#                               (In `cargo test`, a postgres://… URL here puts every
+#                               Config::for_tests server on that database, each in a fresh
+#                               schema; scripts/ci/postgres.sh runs its Rust subset so.)
 #   TABLESTORE_PYTEST_ARGS="-m 'not batch'"
 #                               extra pytest arguments (shell-quoted).
 #   TABLESTORE_PYTEST_WORKERS=N run the Python suite with pytest-xdist on N workers.

@@ -5,8 +5,8 @@
 //! Rows keep the sled store's byte layout: entity keys are `table id ‖ enc(PartitionKey) ‖
 //! enc(RowKey)` in a `bytea` primary key (`store/key.rs`), so the database's order is Azure's
 //! (UTF-16 ordinal) whatever its collation, and every key range is one index range scan;
-//! values are the `store/codec.rs` encoding. Scans read in pages by key (keyset pagination),
-//! never a whole table at once.
+//! values are the `store/codec.rs` encoding. Scans read in pages by key (keyset pagination) of
+//! at most 512 rows and, once large rows are seen, about 8 MiB: never a whole table at once.
 //!
 //! Every guarantee is the database's, not the process's, so it holds across nodes: a commit
 //! (one write or a whole change set) is one transaction that reads each entity `FOR UPDATE`,
@@ -47,6 +47,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// ones larger, so a long scan costs few round trips and memory stays bounded.
 const FIRST_PAGE: i64 = 64;
 const MAX_PAGE: i64 = 512;
+/// Bytes a scan page may hold once its rows' size is known.
+const PAGE_BYTES: usize = 8 << 20;
 /// Attempts of a transaction that keeps hitting serialization failures or deadlocks.
 const MAX_ATTEMPTS: u32 = 12;
 /// Entities removed per statement when purging a deleted table.
@@ -220,24 +222,15 @@ impl PgStore {
         range: &KeyRange,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StoreError> {
-        let (mut start, end) = range.to_bytes(table.0);
-        let mut limit = FIRST_PAGE;
-        loop {
-            let rows = self.page(start, end.clone(), limit)?;
-            let full = rows.len() as i64 == limit;
-            let mut last = None;
+        let mut pages = Pages::new(table, range);
+        while let Some(rows) = pages.next_page(self)? {
             for (k, v) in rows {
                 if !visit(&k, &v) {
                     return Ok(());
                 }
-                last = Some(k);
             }
-            match (full, last) {
-                (true, Some(k)) => start = Bound::Excluded(k),
-                _ => return Ok(()),
-            }
-            limit = (limit * 4).min(MAX_PAGE);
         }
+        Ok(())
     }
 }
 
@@ -286,14 +279,60 @@ impl Iterator for TablePages<'_> {
     }
 }
 
-/// Entities of a range, read page by page.
-struct EntityPages<'a> {
-    store: &'a PgStore,
+/// Where a paged scan is: the next page starts after the last key read; pages grow from
+/// [`FIRST_PAGE`] to [`MAX_PAGE`] rows but hold no more than [`PAGE_BYTES`] at the largest row
+/// seen so far, so large entities keep pages small.
+struct Pages {
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     limit: i64,
-    buffered: std::vec::IntoIter<Row>,
     done: bool,
+}
+
+impl Pages {
+    fn new(table: TableId, range: &KeyRange) -> Pages {
+        let (start, end) = range.to_bytes(table.0);
+        Pages {
+            start,
+            end,
+            limit: FIRST_PAGE,
+            done: false,
+        }
+    }
+
+    /// The next page, or `None` after the last one.
+    fn next_page(&mut self, store: &PgStore) -> Result<Option<Vec<Row>>, StoreError> {
+        if self.done {
+            return Ok(None);
+        }
+        let rows = store
+            .page(self.start.clone(), self.end.clone(), self.limit)
+            .inspect_err(|_| self.done = true)?;
+        self.done = (rows.len() as i64) < self.limit;
+        if let Some((k, _)) = rows.last() {
+            self.start = Bound::Excluded(k.clone());
+        }
+        self.limit = next_limit(self.limit, &rows);
+        Ok(Some(rows))
+    }
+}
+
+/// The row limit of the page after one of `limit` rows that returned `rows`.
+fn next_limit(limit: i64, rows: &[Row]) -> i64 {
+    let largest = rows
+        .iter()
+        .map(|(k, v)| k.len() + v.len())
+        .max()
+        .unwrap_or(1);
+    let fits = (PAGE_BYTES / largest.max(1)).max(1) as i64;
+    (limit * 4).min(MAX_PAGE).min(fits)
+}
+
+/// Entities of a range, read page by page.
+struct EntityPages<'a> {
+    store: &'a PgStore,
+    pages: Pages,
+    buffered: std::vec::IntoIter<Row>,
 }
 
 impl Iterator for EntityPages<'_> {
@@ -304,25 +343,10 @@ impl Iterator for EntityPages<'_> {
             if let Some((k, v)) = self.buffered.next() {
                 return Some(decode_entity(&k, &v));
             }
-            if self.done {
-                return None;
-            }
-            match self
-                .store
-                .page(self.start.clone(), self.end.clone(), self.limit)
-            {
-                Ok(rows) => {
-                    self.done = (rows.len() as i64) < self.limit;
-                    if let Some((k, _)) = rows.last() {
-                        self.start = Bound::Excluded(k.clone());
-                    }
-                    self.limit = (self.limit * 4).min(MAX_PAGE);
-                    self.buffered = rows.into_iter();
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
+            match self.pages.next_page(self.store) {
+                Ok(Some(rows)) => self.buffered = rows.into_iter(),
+                Ok(None) => return None,
+                Err(e) => return Some(Err(e)),
             }
         }
     }
@@ -950,14 +974,10 @@ impl Store for PgStore {
     }
 
     fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_> {
-        let (start, end) = range.to_bytes(table.0);
         Box::new(EntityPages {
             store: self,
-            start,
-            end,
-            limit: FIRST_PAGE,
+            pages: Pages::new(table, range),
             buffered: Vec::new().into_iter(),
-            done: false,
         })
     }
 
@@ -1064,6 +1084,18 @@ mod tests {
             sql,
             "SELECT key, value FROM entities WHERE key <= $1 ORDER BY key LIMIT $2"
         );
+    }
+
+    #[test]
+    fn pages_grow_but_hold_few_large_rows() {
+        let small: Vec<Row> = vec![(vec![0; 20], vec![0; 100]); 64];
+        assert_eq!(next_limit(FIRST_PAGE, &small), 256);
+        assert_eq!(next_limit(256, &small), MAX_PAGE);
+        // 1 MiB entities: 8 MiB a page.
+        let large: Vec<Row> = vec![(vec![0; 20], vec![0; 1 << 20]); 4];
+        assert_eq!(next_limit(MAX_PAGE, &large), 7);
+        let huge: Vec<Row> = vec![(vec![0; 20], vec![0; 16 << 20])];
+        assert_eq!(next_limit(MAX_PAGE, &huge), 1);
     }
 
     #[test]
