@@ -155,6 +155,10 @@ pub async fn admit(
         ) {
             Ok(p) => Some(p),
             Err(e) => {
+                // Keep reading the unread body, as after a 413: dropped, it makes hyper close
+                // the connection, and a client that reuses it (the SDKs do after a 403) sees
+                // a reset instead of its next answer.
+                discard_in_background(body, 0);
                 let mut response = ctx.error_response(&e, error_format);
                 response
                     .extensions_mut()
