@@ -305,21 +305,34 @@ async fn concurrent_inserts_of_one_key_through_different_nodes_make_exactly_one(
     }
 }
 
-/// A writer on node A replaces a whole partition in one batch, round after round; readers on
-/// the other nodes query the partition meanwhile and must always see one round, never a mix.
-/// A batch that fails part-way (an insert of an existing key) applies nothing, seen from
-/// another node.
+/// A writer on node A replaces a whole partition of 10 entities in one batch, round after
+/// round; readers on the other nodes query the partition meanwhile and must always see one
+/// round, never a mix. A batch that fails part-way (an insert of an existing key) applies
+/// nothing, seen from another node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn batches_are_atomic_across_nodes() {
-    const ROWS: usize = 10;
+    batch_atomicity(10).await;
+}
+
+/// The same with 100 entities (a full batch), read back in one response. Known gap: the
+/// PostgreSQL store reads a scan in pages of 64 then 512 rows, each its own statement, so a
+/// query that reads more than 64 rows can see a batch that committed between two pages
+/// (observed: rounds 8 and 9 split at row 64). docs/scale-out.md says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "known gap: a query reading more than 64 rows is several statements (docs/scale-out.md)"]
+async fn batches_are_atomic_across_nodes_for_reads_of_more_than_one_store_page() {
+    batch_atomicity(100).await;
+}
+
+async fn batch_atomicity(rows: usize) {
     const ROUNDS: usize = 25;
     let n = nodes(3, "atomic_batch");
     let clients = n.clients();
     clients[0].create_table("batched").await;
     let base = format!("{}/devstoreaccount1", clients[0].endpoint);
-    let batch_of = |round: usize| {
+    let batch_of = |round: usize, rows: usize| {
         let mut b = BatchBody::new(&base);
-        for r in 0..ROWS {
+        for r in 0..rows {
             let body = json!({"PartitionKey": "p", "RowKey": format!("r{r:02}"), "round": round})
                 .to_string();
             b.op(
@@ -344,7 +357,7 @@ async fn batches_are_atomic_across_nodes() {
         assert_eq!(r.status.as_u16(), 202, "{}", r.text());
         r.text()
     };
-    post_batch(clients[0].clone(), batch_of(0)).await;
+    post_batch(clients[0].clone(), batch_of(0, rows)).await;
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut readers = JoinSet::new();
@@ -368,7 +381,7 @@ async fn batches_are_atomic_across_nodes() {
                     .iter()
                     .map(|e| e["round"].as_u64().unwrap())
                     .collect();
-                assert_eq!(rounds.len(), ROWS);
+                assert_eq!(rounds.len(), rows);
                 assert!(
                     rounds.iter().all(|x| *x == rounds[0]),
                     "half a batch seen on {}: {rounds:?}",
@@ -380,20 +393,27 @@ async fn batches_are_atomic_across_nodes() {
         });
     }
     for round in 1..=ROUNDS {
-        post_batch(clients[0].clone(), batch_of(round)).await;
+        post_batch(clients[0].clone(), batch_of(round, rows)).await;
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     while let Some(done) = readers.join_next().await {
         assert!(done.expect("reader") > 0);
     }
 
-    // Replace every row, then insert one that exists: the whole change set fails.
-    let mut b = batch_of(999);
+    // Replace every row, then insert a key that exists (written through another node): the
+    // whole change set fails at its last operation, and none of it is visible anywhere.
+    insert(
+        &clients[2],
+        "batched",
+        json!({"PartitionKey": "p", "RowKey": "zz", "round": ROUNDS}),
+    )
+    .await;
+    let mut b = batch_of(999, rows - 1);
     b.op(
         "POST",
         "/batched",
         &[],
-        Some(&json!({"PartitionKey": "p", "RowKey": "r00"}).to_string()),
+        Some(&json!({"PartitionKey": "p", "RowKey": "zz"}).to_string()),
     );
     let text = post_batch(clients[0].clone(), b).await;
     assert!(
@@ -401,6 +421,7 @@ async fn batches_are_atomic_across_nodes() {
         "{text}"
     );
     let (all, _) = query_all(&clients[1..], "batched", "").await;
+    assert_eq!(all.len(), rows + 1);
     assert!(
         all.iter()
             .all(|e| e["round"].as_u64() == Some(ROUNDS as u64)),
@@ -454,7 +475,7 @@ async fn continuation_tokens_issued_by_one_node_work_on_another() {
     assert!(pages >= 7, "the query really was paged ({pages} pages)");
 
     // Table listing continuation (NextTableName) across nodes too.
-    for t in ["t1", "t2", "t3", "t4", "t5"] {
+    for t in ["tab1", "tab2", "tab3", "tab4", "tab5"] {
         clients[2].create_table(t).await;
     }
     let mut names = Vec::new();
@@ -475,7 +496,7 @@ async fn continuation_tokens_issued_by_one_node_work_on_another() {
             None => break,
         }
     }
-    assert_eq!(names, ["paged", "t1", "t2", "t3", "t4", "t5"]);
+    assert_eq!(names, ["paged", "tab1", "tab2", "tab3", "tab4", "tab5"]);
 }
 
 /// Updates of one entity alternate between nodes, with no pause: each ETag (and Timestamp) is
