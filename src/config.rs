@@ -121,6 +121,17 @@ pub struct Config {
     )]
     pub cache_mb: u64,
 
+    /// RAM tier of the on-disk store, in MiB: tables that fit are read from an in-memory
+    /// copy kept in step with the disk (the least recently read ones leave it first); 0 reads
+    /// everything from disk. Ignored with --inMemoryPersistence.
+    #[arg(
+        long,
+        env = "TABLESTORE_MEMORY_BUDGET",
+        default_value_t = 256,
+        value_name = "MIB"
+    )]
+    pub memory_budget: u64,
+
     /// No access log: one line per request is not printed.
     #[arg(short = 's', long, env = "TABLESTORE_SILENT",
         value_parser = BoolishValueParser::new())]
@@ -399,6 +410,7 @@ impl Config {
             durability: DurabilityArg::Durable,
             log_level: "warn".into(),
             cache_mb: 16,
+            memory_budget: 256,
             silent: false,
             debug: None,
             loose: false,

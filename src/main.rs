@@ -142,6 +142,10 @@ async fn main() -> ExitCode {
         println!("Storage: in memory (nothing is kept after exit)");
     } else {
         println!("Storage: {}", config.store_dir().display());
+        match config.memory_budget {
+            0 => println!("Memory budget: off (every read goes to disk; --memory-budget MIB)"),
+            mib => println!("Memory budget: {mib} MiB for tables read from RAM (--memory-budget)"),
+        }
     }
     // Azurite 3.35's readiness line, word for word: log-watching wait strategies written for
     // Azurite ("Azurite Table service is successfully listening at", or the shorter

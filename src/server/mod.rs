@@ -27,6 +27,7 @@ use crate::config::{connection_string, Config};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
 use crate::store::sled_kv::{SledKv, SledOptions};
+use crate::store::tiered::{TierOptions, TieredKv};
 use crate::store::{KvStore, Store, StoreError};
 pub use connections::ServeLimits;
 
@@ -130,7 +131,11 @@ pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
         ..SledOptions::default()
     };
     let kv = SledKv::open(&dir, &options)?;
-    Ok(KvStore::open(kv, config.durability())?)
+    if config.memory_budget == 0 {
+        return Ok(KvStore::open(kv, config.durability())?);
+    }
+    let tier = TieredKv::new(kv, TierOptions::with_budget_mib(config.memory_budget));
+    Ok(KvStore::open(tier, config.durability())?)
 }
 
 /// The whole HTTP application: the catch-all dispatch route behind the request-log layer.

@@ -14,6 +14,7 @@ pub mod key;
 pub mod memory;
 pub mod row;
 pub mod sled_kv;
+pub mod tiered;
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -134,6 +135,22 @@ pub trait Kv: Send + Sync + 'static {
 
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Self::Bytes>, StoreError>;
     fn range(&self, space: Space, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self::Iter<'_>;
+    /// Visits the entries of a range in key order, lent in place, until `visit` returns false.
+    fn visit(
+        &self,
+        space: Space,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        for entry in self.range(space, start, end) {
+            let (k, v) = entry?;
+            if !visit(k.as_ref(), v.as_ref()) {
+                break;
+            }
+        }
+        Ok(())
+    }
     /// Applies all puts (`Some`) and removes (`None`) atomically.
     fn apply(&self, space: Space, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>)
         -> Result<(), StoreError>;
@@ -151,6 +168,8 @@ pub trait Kv: Send + Sync + 'static {
     fn generation(&self) -> u64 {
         0
     }
+    /// Table `table_id` was deleted: its entities are about to be purged and never read again.
+    fn forget_table(&self, _table_id: u64) {}
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -299,6 +318,7 @@ impl<B: Kv> KvStore<B> {
 
     /// Removes every entity of a deleted table, in chunks, then forgets the table id.
     fn purge_table(kv: &B, table_id: u64) -> Result<(), StoreError> {
+        kv.forget_table(table_id);
         let (start, end) = KeyRange::all().to_bytes(table_id);
         loop {
             let chunk: Vec<(Vec<u8>, Option<Vec<u8>>)> = kv
@@ -546,13 +566,9 @@ impl<B: Kv> Store for KvStore<B> {
         visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
     ) -> Result<(), StoreError> {
         let (start, end) = range.to_bytes(table.0);
-        for entry in self.kv.range(Space::Entities, start, end) {
-            let (k, v) = entry?;
-            if !visit(StoredRow::new(k.as_ref(), v.as_ref())) {
-                break;
-            }
-        }
-        Ok(())
+        self.kv.visit(Space::Entities, start, end, &mut |k, v| {
+            visit(StoredRow::new(k, v))
+        })
     }
 
     fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
