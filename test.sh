@@ -235,22 +235,8 @@ fi
 
 # --- 3. Server ---------------------------------------------------------------
 
-free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-
-wait_ready() { # url pid: poll GET url until it answers 200; fail early if pid dies
-  local url=$1 pid=$2 deadline=$((SECONDS + HEALTH_TIMEOUT))
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    kill -0 "$pid" 2>/dev/null || return 2
-    if "$PYTHON" -c 'import sys, urllib.request
-sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 1)' "$url" 2>/dev/null; then
-      return 0
-    fi
-    sleep 0.2
-  done
-  return 1
-}
+# free_port, wait_ready URL PID TIMEOUT
+. "$ROOT/scripts/ci/server-wait.sh"
 
 if [ "$RUN_PY" = "1" ] || [ "$RUN_JS" = "1" ]; then
   if [ -n "${TABLESTORE_ENDPOINT:-}" ]; then
@@ -291,7 +277,7 @@ if [ "$RUN_PY" = "1" ] || [ "$RUN_JS" = "1" ]; then
     why="not ready within ${HEALTH_TIMEOUT}s at $ENDPOINT"
     if [ -n "$health_url" ]; then
       wait_rc=0
-      wait_ready "$health_url" "$SERVER_PID" || wait_rc=$?
+      wait_ready "$health_url" "$SERVER_PID" "$HEALTH_TIMEOUT" || wait_rc=$?
       if [ "$wait_rc" -ne 0 ]; then
         ready=0
         if [ "$wait_rc" -eq 2 ]; then

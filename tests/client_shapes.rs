@@ -279,41 +279,10 @@ async fn weak_etags_that_do_not_match_are_412_and_non_etags_400() {
     assert_eq!(r.status, StatusCode::NO_CONTENT);
 }
 
-/// An account SAS for the development account (all table permissions, far expiry).
-fn account_sas() -> String {
-    use tablestore::auth::canonical::{
-        account_sas_string_to_sign, compute_signature, AccountSasFields,
-    };
-    let key = base64::Engine::decode(
-        &base64::engine::general_purpose::STANDARD,
-        tablestore::config::DEV_ACCOUNT_KEY,
-    )
-    .unwrap();
-    let fields = AccountSasFields {
-        sp: "rwdlacu",
-        ss: "t",
-        srt: "sco",
-        st: "",
-        se: "2099-01-01T00:00:00Z",
-        sip: "",
-        spr: "https,http",
-        sv: "2019-02-02",
-        ses: "",
-    };
-    let sig = compute_signature(
-        &key,
-        &account_sas_string_to_sign(tablestore::config::DEV_ACCOUNT, &fields),
-    );
-    format!(
-        "sv=2019-02-02&ss=t&srt=sco&sp=rwdlacu&se=2099-01-01T00%3A00%3A00Z&spr=https,http&sig={}",
-        percent_encoding::utf8_percent_encode(&sig, percent_encoding::NON_ALPHANUMERIC)
-    )
-}
-
 #[tokio::test]
 async fn a_sas_field_given_twice_fails_authentication() {
     let t = TestServer::start().await;
-    let sas = account_sas();
+    let sas = common::child::Signer::dev().account_sas_all();
     let unsigned = [("x-unsigned", "1")];
     let r = t
         .send("GET", &format!("/Tables?{sas}"), &unsigned, None)

@@ -8,8 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::child::{binary, ChildServer};
-use tablestore::auth::canonical;
+use common::child::{binary, ChildServer, Signer};
 use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 
 fn run(args: &[&str]) -> Output {
@@ -83,41 +82,6 @@ fn without_timestamps(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// An account SAS for the development account, signed with its key.
-fn account_sas() -> String {
-    use base64::Engine as _;
-    let key = base64::engine::general_purpose::STANDARD
-        .decode(DEV_ACCOUNT_KEY)
-        .unwrap();
-    let fields = canonical::AccountSasFields {
-        sp: "rwdlacu",
-        ss: "t",
-        srt: "sco",
-        se: "2099-01-01T00:00:00Z",
-        spr: "https,http",
-        sv: "2019-02-02",
-        ..Default::default()
-    };
-    let sig = canonical::compute_signature(
-        &key,
-        &canonical::account_sas_string_to_sign(DEV_ACCOUNT, &fields),
-    );
-    let sig: String = url_encode(&sig);
-    format!(
-        "sv={}&ss={}&srt={}&sp={}&se={}&spr={}&sig={sig}",
-        fields.sv,
-        fields.ss,
-        fields.srt,
-        fields.sp,
-        url_encode(fields.se),
-        url_encode(fields.spr)
-    )
-}
-
-fn url_encode(text: &str) -> String {
-    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
-
 fn connection_string(server: &ChildServer) -> String {
     format!(
         "DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_ACCOUNT_KEY};TableEndpoint={}/{DEV_ACCOUNT};",
@@ -154,7 +118,7 @@ fn copy_between_two_running_servers_with_shared_key_and_with_sas() {
         from_a.to_str().unwrap(),
     ]);
     let b_url = format!("{}/{DEV_ACCOUNT}", b.endpoint());
-    let sas = account_sas();
+    let sas = Signer::dev().account_sas_all();
     let out = ok(&[
         "import",
         "--url",

@@ -5,11 +5,11 @@ mod common;
 
 use common::assert::{assert_alive, assert_error, assert_error_message, xml_error_code};
 use common::raw;
-use common::{Reply, TestServer, JSON_MINIMAL};
-use reqwest::{Method, StatusCode};
+use common::{Reply, Signing, TestServer};
+use reqwest::StatusCode;
 use serde_json::json;
 
-/// A request to an absolute URL (outside the account URL) or with a byte body.
+/// An unsigned request to an absolute URL (outside the account URL) or with a byte body.
 async fn send_to(
     t: &TestServer,
     method: &str,
@@ -17,26 +17,10 @@ async fn send_to(
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
 ) -> Reply {
-    let method = Method::from_bytes(method.as_bytes()).expect("method");
-    let mut req = t.client.request(method, url);
-    if !headers
-        .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
-    {
-        req = req.header("Accept", JSON_MINIMAL);
-    }
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    if let Some(b) = body {
-        req = req.header("Content-Type", "application/json").body(b);
-    }
-    let resp = req.send().await.expect("answered");
-    Reply {
-        status: resp.status(),
-        headers: resp.headers().clone(),
-        body: resp.bytes().await.expect("body").to_vec(),
-    }
+    let req = common::request(&t.client, method, url, headers, body, Signing::None);
+    Reply::read(req.send().await.expect("answered"))
+        .await
+        .expect("body")
 }
 
 /// A server with a table. These tests are about input handling, and several send raw or

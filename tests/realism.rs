@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::batch::BatchBody;
 use common::child::{ChildServer, Client, Signer};
-use common::{sign_lite, TestServer, JSON_MINIMAL};
+use common::{sign_lite, Signing, TestServer, JSON_MINIMAL};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use tablestore::config::{Config, PageBreaksArg};
@@ -26,43 +26,19 @@ async fn try_send(
     headers: &[(&str, &str)],
     body: Option<String>,
 ) -> Result<common::Reply, reqwest::Error> {
-    let url = format!("{}{}", t.base(), path);
-    let parsed = reqwest::Url::parse(&url).unwrap();
-    let (date, authorization) = sign_lite(parsed.path(), parsed.query());
     // A fresh client per request: a dropped connection must not be retried by a pool.
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    let mut req = client
-        .request(
-            reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
-            parsed,
-        )
-        .header("x-ms-date", date)
-        .header("x-ms-version", "2019-02-02")
-        .header("Authorization", authorization);
-    if !headers
-        .iter()
-        .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
-    {
-        req = req.header("Accept", JSON_MINIMAL);
-    }
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    if let Some(b) = body {
-        req = req.header("Content-Type", "application/json").body(b);
-    }
-    let resp = req.send().await?;
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let body = resp.bytes().await?.to_vec();
-    Ok(common::Reply {
-        status,
-        headers,
-        body,
-    })
+    let headers: Vec<(&str, &str)> = [("x-ms-version", "2019-02-02")]
+        .into_iter()
+        .chain(headers.iter().copied())
+        .collect();
+    let url = format!("{}{}", t.base(), path);
+    let body = body.map(String::into_bytes);
+    let req = common::request(&client, method, &url, &headers, body, Signing::Dev);
+    common::Reply::read(req.send().await?).await
 }
 
 /// Calls the fault endpoint, signed with the development account's key (Shared Key Lite,

@@ -43,17 +43,14 @@ echo "console browser: installs took $(( $(date +%s) - t0 ))s ($(chromium --vers
 
 [ -x "$BIN" ] || fail_setup "server binary $BIN not found (cargo build first)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tablestore-console.XXXXXX")"
-"$BIN" --host 127.0.0.1 --port 0 --in-memory --log-level warn >"$WORK/server.log" 2>&1 &
+. scripts/ci/server-wait.sh  # free_port, wait_ready
+PORT="$(free_port)"
+ENDPOINT="http://127.0.0.1:$PORT"
+"$BIN" --host 127.0.0.1 --port "$PORT" --in-memory --log-level warn >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 cleanup() { kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
-ENDPOINT=""
-for _ in $(seq 1 100); do
-  ENDPOINT="$(sed -n 's/.*listening at \(http:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$WORK/server.log" | head -n1)"
-  [ -n "$ENDPOINT" ] && break
-  sleep 0.1
-done
-[ -n "$ENDPOINT" ] || { cat "$WORK/server.log" >&2; fail_setup "the server did not start"; }
+wait_ready "$ENDPOINT/_health" "$SERVER_PID" 30 || { cat "$WORK/server.log" >&2; fail_setup "the server did not start"; }
 
 mkdir -p "$ART"
 echo "console browser: screenshots in $ART"

@@ -229,33 +229,28 @@ fn export(args: ExportArgs) -> Result<(), DataError> {
         resume: args.resume,
     };
     let mut progress = Progress::new("exported", args.credentials.quiet);
-    let mut total = Summary::default();
-    match &args.endpoint.location {
-        Some(location) => {
-            let store = open_folder(location, false)?;
-            let accounts = folder_accounts(&args.credentials.accounts);
-            if Format::of_file(&args.out).is_some() && accounts.len() > 1 {
+    let accounts = folder_accounts(&args.credentials.accounts);
+    let total = with_endpoints(
+        &args.endpoint,
+        &args.credentials,
+        false,
+        &accounts,
+        |sources| {
+            if Format::of_file(&args.out).is_some() && sources.len() > 1 {
                 return Err(DataError::new(
                     "a single output file takes one account: give one --account",
                 ));
             }
-            for account in accounts {
-                let source = LocalEndpoint::new(
-                    Arc::clone(&store),
-                    &account,
-                    location.display().to_string(),
-                );
+            let mut total = Summary::default();
+            for source in sources {
                 add(
                     &mut total,
-                    transfer::export(&source, &args.out, &options, &mut progress)?,
+                    transfer::export(*source, &args.out, &options, &mut progress)?,
                 );
             }
-        }
-        None => {
-            let source = remote(&args.endpoint, &args.credentials)?;
-            total = transfer::export(&source, &args.out, &options, &mut progress)?;
-        }
-    }
+            Ok(total)
+        },
+    )?;
     print_summary("exported", &total, &progress);
     Ok(())
 }
@@ -294,33 +289,59 @@ fn with_targets<T>(
     tables: &[transfer::SourceTable],
     work: impl FnOnce(&[&dyn Endpoint]) -> Result<T, DataError>,
 ) -> Result<T, DataError> {
-    match &args.endpoint.location {
+    let default = folder_accounts(&args.credentials.accounts).swap_remove(0);
+    let accounts = import_accounts(tables, &default);
+    with_endpoints(&args.endpoint, &args.credentials, true, &accounts, work)
+}
+
+/// Runs `work` with the command's endpoints: in a data folder (`--location`, opened for
+/// writing when `write`, then flushed) one per account of `accounts`, else the one endpoint
+/// `--connection-string` or `--url` names.
+fn with_endpoints<T>(
+    endpoint: &EndpointArgs,
+    credentials: &Credentials,
+    write: bool,
+    accounts: &[String],
+    work: impl FnOnce(&[&dyn Endpoint]) -> Result<T, DataError>,
+) -> Result<T, DataError> {
+    match &endpoint.location {
         Some(location) => {
-            let store: Arc<dyn Store> = open_folder(location, true)?;
-            let mut accounts: Vec<String> =
-                tables.iter().filter_map(|t| t.account.clone()).collect();
-            accounts.sort();
-            accounts.dedup();
-            let default = folder_accounts(&args.credentials.accounts);
-            if accounts.is_empty() || tables.iter().any(|t| t.account.is_none()) {
-                accounts.insert(0, default[0].clone());
-            }
-            let endpoints: Vec<LocalEndpoint> = accounts
-                .iter()
-                .map(|a| LocalEndpoint::new(Arc::clone(&store), a, location.display().to_string()))
-                .collect();
+            let store: Arc<dyn Store> = open_folder(location, write)?;
+            let endpoints = local_endpoints(&store, accounts, &location.display().to_string());
             let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
             let result = work(&refs);
-            store
-                .flush()
-                .map_err(|e| DataError::new(format!("cannot flush the data folder: {e:?}")))?;
+            if write {
+                store
+                    .flush()
+                    .map_err(|e| DataError::new(format!("cannot flush the data folder: {e:?}")))?;
+            }
             result
         }
         None => {
-            let target = remote(&args.endpoint, &args.credentials)?;
+            let target = remote(endpoint, credentials)?;
             work(&[&target])
         }
     }
+}
+
+/// The accounts an import writes to: those its sources name, sorted and once each, after
+/// `default` when a source names none (or none is named).
+fn import_accounts(tables: &[transfer::SourceTable], default: &str) -> Vec<String> {
+    let mut accounts: Vec<String> = tables.iter().filter_map(|t| t.account.clone()).collect();
+    accounts.sort();
+    accounts.dedup();
+    if accounts.is_empty() || tables.iter().any(|t| t.account.is_none()) {
+        accounts.insert(0, default.to_string());
+    }
+    accounts
+}
+
+/// One endpoint per account over `store`; `label` names the store in messages.
+fn local_endpoints(store: &Arc<dyn Store>, accounts: &[String], label: &str) -> Vec<LocalEndpoint> {
+    accounts
+        .iter()
+        .map(|a| LocalEndpoint::new(Arc::clone(store), a, label))
+        .collect()
 }
 
 fn import_azurite(
@@ -399,14 +420,8 @@ pub fn seed(
             return Ok(Summary::default());
         }
     }
-    let mut accounts: Vec<String> = tables.iter().filter_map(|t| t.account.clone()).collect();
-    accounts.sort();
-    accounts.dedup();
-    accounts.insert(0, default_account.to_string());
-    let endpoints: Vec<LocalEndpoint> = accounts
-        .iter()
-        .map(|a| LocalEndpoint::new(Arc::clone(&store), a, "the seed target"))
-        .collect();
+    let accounts = import_accounts(&tables, default_account);
+    let endpoints = local_endpoints(&store, &accounts, "the seed target");
     let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
     let mut progress = Progress::new("seeded", true);
     let options = ImportOptions {

@@ -10,8 +10,6 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use reqwest::Method;
-
 use super::Reply;
 use tablestore::auth::canonical;
 use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
@@ -269,6 +267,20 @@ impl Signer {
         ])
     }
 
+    /// An account SAS for every table permission (`rwdlacu`) on service, container and object
+    /// (`sco`), HTTP or HTTPS, expiring in 2099.
+    pub fn account_sas_all(&self) -> String {
+        self.account_sas(&canonical::AccountSasFields {
+            sp: "rwdlacu",
+            ss: "t",
+            srt: "sco",
+            se: "2099-01-01T00:00:00Z",
+            spr: "https,http",
+            sv: "2019-02-02",
+            ..Default::default()
+        })
+    }
+
     /// An account SAS query string for this account: the fields that are set, then `sig`.
     pub fn account_sas(&self, f: &canonical::AccountSasFields<'_>) -> String {
         let sts = canonical::account_sas_string_to_sign(&self.account, f);
@@ -339,42 +351,13 @@ impl Client {
         body: Option<Vec<u8>>,
     ) -> Result<Reply, reqwest::Error> {
         let url = format!("{}/{}{}", self.endpoint, self.signer.account, path);
-        let method = Method::from_bytes(method.as_bytes()).expect("valid method");
-        let parsed = reqwest::Url::parse(&url).expect("valid url");
-        let (date, authorization) = self.signer.sign(parsed.path(), parsed.query());
-        let mut req = self
-            .http
-            .request(method, parsed)
-            .header("x-ms-date", date)
-            .header("x-ms-version", "2019-02-02")
-            .header("Authorization", authorization);
-        if !headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
-        {
-            req = req.header("Accept", super::JSON_MINIMAL);
-        }
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        if let Some(b) = body {
-            if !headers
-                .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-            {
-                req = req.header("Content-Type", "application/json");
-            }
-            req = req.body(b);
-        }
-        let resp = req.send().await?;
-        let status = resp.status();
-        let headers = resp.headers().clone();
-        let body = resp.bytes().await?.to_vec();
-        Ok(Reply {
-            status,
-            headers,
-            body,
-        })
+        let headers: Vec<(&str, &str)> = [("x-ms-version", "2019-02-02")]
+            .into_iter()
+            .chain(headers.iter().copied())
+            .collect();
+        let signing = super::Signing::As(&self.signer);
+        let req = super::request(&self.http, method, &url, &headers, body, signing);
+        Reply::read(req.send().await?).await
     }
 
     /// Creates table `name` and asserts 201 Created.

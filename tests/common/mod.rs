@@ -1,12 +1,15 @@
 //! The integration tests' one kit: a real server on an ephemeral loopback port and a signing
 //! HTTP client speaking to it (here), the `tablestore` binary as a child process and the one
-//! request signer (`child`), raw HTTP over TCP (`raw`), `$batch` bodies (`batch`), URL
+//! request signer (`child`), several nodes over one database (`nodes`), a real PostgreSQL
+//! server (`postgres`), raw HTTP over TCP (`raw`), `$batch` bodies (`batch`), URL
 //! encoding (`url`) and assertions on Azure's answers (`assert`).
 #![allow(dead_code)] // each test file uses a different subset of these helpers
 
 pub mod assert;
 pub mod batch;
 pub mod child;
+pub mod nodes;
+pub mod postgres;
 pub mod raw;
 pub mod url;
 
@@ -24,6 +27,63 @@ pub fn sign_lite(raw_path: &str, raw_query: Option<&str>) -> (String, String) {
     child::Signer::dev().sign(raw_path, raw_query)
 }
 
+/// Whether and as whom [`request`] signs (Shared Key Lite), unless `headers` carry
+/// `Authorization` or `x-unsigned`.
+#[derive(Clone, Copy)]
+pub enum Signing<'a> {
+    /// The development account.
+    Dev,
+    /// Another account.
+    As(&'a child::Signer),
+    /// Never (a server with authentication off, or a URL outside the account).
+    None,
+}
+
+/// The kit's one request builder: `method` on the absolute `url`, signed as `signing` says,
+/// with JSON `Accept` and, when there is a body, JSON `Content-Type` unless `headers` name
+/// them; `headers` are added as given.
+pub fn request(
+    client: &reqwest::Client,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+    signing: Signing<'_>,
+) -> reqwest::RequestBuilder {
+    let named = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    let method = Method::from_bytes(method.as_bytes()).expect("valid method");
+    let mut req = client.request(method, url);
+    let dev;
+    let signer = match signing {
+        Signing::Dev => {
+            dev = child::Signer::dev();
+            Some(&dev)
+        }
+        Signing::As(signer) => Some(signer),
+        Signing::None => None,
+    };
+    if let Some(signer) = signer.filter(|_| !named("authorization") && !named("x-unsigned")) {
+        let parsed = reqwest::Url::parse(url).expect("valid url");
+        let (date, authorization) = signer.sign(parsed.path(), parsed.query());
+        req = req
+            .header("x-ms-date", date)
+            .header("Authorization", authorization);
+    }
+    if !named("accept") {
+        req = req.header("Accept", JSON_MINIMAL);
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    if let Some(b) = body {
+        if !named("content-type") {
+            req = req.header("Content-Type", "application/json");
+        }
+        req = req.body(b);
+    }
+    req
+}
+
 pub struct TestServer {
     /// The library's fixture (`tablestore::testing::TestServer`): `endpoint()`,
     /// `account_url()`, `connection_string()`, `shutdown()`.
@@ -38,6 +98,18 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// Status, headers and the whole body of `response`.
+    pub async fn read(response: reqwest::Response) -> Result<Reply, reqwest::Error> {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.bytes().await?.to_vec();
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| {
             panic!(
@@ -111,7 +183,8 @@ impl TestServer {
         self.server.account_url()
     }
 
-    /// Sends a request to `path` (relative to the account URL) with JSON Accept by default.
+    /// Sends a request to `path` (relative to the account URL), built by [`request`] and
+    /// signed unless `headers` say otherwise.
     pub async fn send(
         &self,
         method: &str,
@@ -120,62 +193,27 @@ impl TestServer {
         body: Option<&str>,
     ) -> Reply {
         let url = format!("{}{}", self.base(), path);
-        let method = Method::from_bytes(method.as_bytes()).expect("valid method");
-        let mut req = self.client.request(method, &url);
-        let unsigned = headers.iter().any(|(k, _)| {
-            k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("x-unsigned")
-        });
-        if !unsigned {
-            let parsed = reqwest::Url::parse(&url).expect("valid url");
-            let (date, authorization) = sign_lite(parsed.path(), parsed.query());
-            req = req
-                .header("x-ms-date", date)
-                .header("Authorization", authorization);
-        }
-        if !headers
-            .iter()
-            .any(|(k, _)| k.eq_ignore_ascii_case("accept"))
-        {
-            req = req.header("Accept", JSON_MINIMAL);
-        }
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        if let Some(b) = body {
-            if !headers
-                .iter()
-                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-            {
-                req = req.header("Content-Type", "application/json");
-            }
-            req = req.body(b.to_string());
-        }
-        let resp = req.send().await.expect("request is answered");
-        Reply {
-            status: resp.status(),
-            headers: resp.headers().clone(),
-            body: resp.bytes().await.expect("body").to_vec(),
-        }
+        let body = body.map(|b| b.as_bytes().to_vec());
+        let req = request(&self.client, method, &url, headers, body, Signing::Dev);
+        Reply::read(req.send().await.expect("request is answered"))
+            .await
+            .expect("body")
     }
 
-    /// A signed GET of `path` on the account's `-secondary` endpoint.
+    /// A signed GET of `path` on the account's `-secondary` endpoint (reqwest's own `Accept`).
     pub async fn get_secondary(&self, path: &str) -> Reply {
         let url = format!("{}-secondary{path}", self.base());
-        let parsed = reqwest::Url::parse(&url).expect("valid url");
-        let (date, authorization) = sign_lite(parsed.path(), parsed.query());
-        let resp = self
-            .client
-            .get(url)
-            .header("x-ms-date", date)
-            .header("Authorization", authorization)
-            .send()
+        let req = request(
+            &self.client,
+            "GET",
+            &url,
+            &[("Accept", "*/*")],
+            None,
+            Signing::Dev,
+        );
+        Reply::read(req.send().await.expect("request is answered"))
             .await
-            .expect("request is answered");
-        Reply {
-            status: resp.status(),
-            headers: resp.headers().clone(),
-            body: resp.bytes().await.expect("body").to_vec(),
-        }
+            .expect("body")
     }
 
     pub async fn create_table(&self, name: &str) {

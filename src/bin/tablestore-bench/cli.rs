@@ -47,11 +47,14 @@ count of successful queries that returned a different number of rows than expect
 /proc/PID/stat) and its peak resident memory (VmRSS sampled every 250 ms during the workload,
 and VmHWM, the lifetime peak). With --data-dir: the folder's size after each workload.
 
-Only loopback endpoints are accepted unless --allow-remote is given.
+Only loopback endpoints are accepted unless --allow-remote is given. Several endpoints,
+comma separated, spread the connections over them round-robin (several nodes over one
+database, docs/scale-out.md).
 
 Examples:
   tablestore-bench --endpoint http://127.0.0.1:10002/devstoreaccount1
   tablestore-bench --workloads insert,point-read --duration 5 --concurrency 16
+  tablestore-bench --endpoint http://127.0.0.1:10002/devstoreaccount1,http://127.0.0.1:10012/devstoreaccount1
   tablestore-bench --server-pid $(pgrep -n tablestore) --data-dir /tmp/data --json out.json
   tablestore-bench compare --baseline azurite.json --candidate tablestore.json";
 
@@ -179,7 +182,8 @@ pub enum LoadMode {
 
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {
-    /// Table endpoint including the account in path style.
+    /// Table endpoint including the account in path style. Several, comma separated (the nodes
+    /// of one scale-out deployment): connections are spread over them round-robin.
     #[arg(
         long,
         env = "TABLESTORE_BENCH_ENDPOINT",

@@ -2,6 +2,7 @@
 //! client, no pool), every request signed with Shared Key Lite and bounded by a timeout.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,6 +73,38 @@ impl Target {
     }
 }
 
+/// Every endpoint of `--endpoint` (comma separated): the nodes of one deployment. Each new
+/// connection goes to the next one, round-robin, so workers are spread evenly over the nodes.
+#[derive(Debug)]
+pub struct Targets {
+    list: Vec<Target>,
+    next: AtomicUsize,
+}
+
+impl Targets {
+    pub fn parse(endpoints: &str, allow_remote: bool) -> Result<Targets, String> {
+        let list = endpoints
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(|e| Target::parse(e, allow_remote))
+            .collect::<Result<Vec<_>, _>>()?;
+        if list.is_empty() {
+            return Err("--endpoint names no endpoint".to_string());
+        }
+        Ok(Targets {
+            list,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// The endpoint for a new connection.
+    fn next(&self) -> Target {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.list.len();
+        self.list[i].clone()
+    }
+}
+
 fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
@@ -81,7 +114,7 @@ fn is_loopback(ip: IpAddr) -> bool {
 
 /// Settings shared by every connection.
 pub struct ClientConfig {
-    pub target: Target,
+    pub targets: Targets,
     pub signer: Signer,
     pub timeout: Duration,
     pub accept: HeaderValue,
@@ -134,6 +167,8 @@ pub struct Extra<'a> {
 /// One keep-alive connection, reopened after an error.
 pub struct Conn {
     cfg: Arc<ClientConfig>,
+    /// The endpoint this connection talks to (one of `cfg.targets`).
+    target: Target,
     sender: Option<SendRequest<Full<Bytes>>>,
     dates: DateCache,
     /// How many times this connection was (re)opened.
@@ -149,6 +184,7 @@ static PREFER: HeaderName = HeaderName::from_static("prefer");
 impl Conn {
     pub fn new(cfg: Arc<ClientConfig>) -> Conn {
         Conn {
+            target: cfg.targets.next(),
             cfg,
             sender: None,
             dates: DateCache::default(),
@@ -156,10 +192,14 @@ impl Conn {
         }
     }
 
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
     async fn connect(&mut self) -> Result<(), RequestError> {
-        let stream = TcpStream::connect(self.cfg.target.addr)
+        let stream = TcpStream::connect(self.target.addr)
             .await
-            .map_err(|e| RequestError::Io(format!("connect {}: {e}", self.cfg.target.addr)))?;
+            .map_err(|e| RequestError::Io(format!("connect {}: {e}", self.target.addr)))?;
         let _ = stream.set_nodelay(true);
         let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
@@ -209,7 +249,7 @@ impl Conn {
         let full_path = if extra.from_root {
             path.to_string()
         } else {
-            format!("{}{}", self.cfg.target.base_path, path)
+            format!("{}{}", self.target.base_path, path)
         };
         let date = self.dates.now().to_string();
         let auth = self.cfg.signer.authorization(&date, &full_path, None);
@@ -220,7 +260,7 @@ impl Conn {
         let mut req = Request::builder()
             .method(method)
             .uri(uri)
-            .header(http::header::HOST, self.cfg.target.host_header.as_str())
+            .header(http::header::HOST, self.target.host_header.as_str())
             .header(&X_MS_DATE, date)
             .header(&X_MS_VERSION, self.cfg.version.clone())
             .header(http::header::AUTHORIZATION, auth)

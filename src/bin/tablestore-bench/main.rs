@@ -27,7 +27,7 @@ use clap::Parser;
 use http::HeaderValue;
 
 use crate::cli::{Cli, Command, CompareArgs, RunArgs};
-use crate::client::{ClientConfig, Target};
+use crate::client::{ClientConfig, Targets};
 use crate::report::RunReport;
 use crate::sign::Signer;
 
@@ -67,12 +67,12 @@ fn compare(c: &CompareArgs) -> Result<(), String> {
 
 fn bench(args: RunArgs) -> Result<(), String> {
     args.validate()?;
-    let target = Target::parse(&args.endpoint, args.allow_remote)?;
+    let targets = Targets::parse(&args.endpoint, args.allow_remote)?;
     let signer = Signer::new(&args.account, &args.key)?;
     let version = HeaderValue::from_str(&args.api_version)
         .map_err(|_| "--api-version is not a valid header value".to_string())?;
     let client = Arc::new(ClientConfig {
-        target,
+        targets,
         signer,
         timeout: Duration::from_secs_f64(args.timeout),
         accept: HeaderValue::from_static(args.metadata.accept()),

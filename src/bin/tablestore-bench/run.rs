@@ -478,7 +478,7 @@ impl Ctx {
     }
 
     async fn batch(&self, conn: &mut Conn, table: &str, entities: &[String]) -> Outcome {
-        let (ct, body) = batch_insert_body(&self.client.target.base_url, table, entities);
+        let (ct, body) = batch_insert_body(&conn.target().base_url, table, entities);
         let extra = Extra {
             content_type: Some(&ct),
             ..Extra::default()
@@ -1223,7 +1223,7 @@ pub async fn run(ctx: Arc<Ctx>) -> Result<RunReport, String> {
 mod tests {
     use super::*;
     use crate::cli::Cli;
-    use crate::client::Target;
+    use crate::client::Targets;
     use crate::sign::Signer;
     use clap::Parser;
     use http::HeaderValue;
@@ -1311,7 +1311,7 @@ mod tests {
             Cli::try_parse_from(["tablestore-bench", "--endpoint", endpoint, "--quiet"]).unwrap();
         let a = cli.run;
         let client = Arc::new(ClientConfig {
-            target: Target::parse(&a.endpoint, false).unwrap(),
+            targets: Targets::parse(&a.endpoint, false).unwrap(),
             signer: Signer::new(&a.account, &a.key).unwrap(),
             timeout: Duration::from_secs(5),
             accept: HeaderValue::from_static(a.metadata.accept()),
@@ -1435,5 +1435,34 @@ mod tests {
         assert_eq!(c.logical_bytes().await, None);
         assert_eq!(c.logical_bytes().await, None);
         assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+
+    /// `--endpoint a,b`: connections alternate between the nodes, and a `$batch` names the
+    /// node it is sent to in its sub-request URLs.
+    #[tokio::test]
+    async fn connections_are_spread_round_robin_over_several_endpoints() {
+        let ok = |_: &str| response("204 No Content", "", "");
+        let (a, seen_a) = fake_server(ok).await;
+        let (b, seen_b) = fake_server(ok).await;
+        let c = ctx(&format!("{a}, {b}"));
+        let mut conns: Vec<Conn> = (0..4).map(|_| Conn::new(c.client.clone())).collect();
+        for conn in &mut conns {
+            let r = conn
+                .send(
+                    Method::GET,
+                    "/Tables",
+                    None,
+                    &Extra::default(),
+                    Bytes::new(),
+                )
+                .await
+                .expect("answered");
+            assert_eq!(r.status, 204);
+        }
+        assert_eq!(seen_a.lock().unwrap().len(), 2);
+        assert_eq!(seen_b.lock().unwrap().len(), 2);
+        assert_eq!(conns[1].target().base_url, b);
+        assert!(Targets::parse(" , ", false).is_err());
+        assert!(Targets::parse(&format!("{a},http://192.0.2.1:1/x"), false).is_err());
     }
 }

@@ -4,11 +4,10 @@
 // started here (TABLESTORE_BIN, set by ./test.sh; the certificate is made by openssl).
 import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import {
   AzureNamedKeyCredential,
   AzureSASCredential,
@@ -24,6 +23,8 @@ import {
   all,
   endpoint,
   rejectsWith,
+  serverBinary,
+  startChildServer,
   uniqueTableName,
 } from "./helpers.mjs";
 
@@ -147,21 +148,8 @@ describe("auth", () => {
 
 // --- HTTPS with a TokenCredential: a tablestore process of our own --------------------------
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-
-function serverBinary() {
-  if (process.env.TABLESTORE_BIN) return process.env.TABLESTORE_BIN;
-  if (process.env.TABLESTORE_TEST_TARGET === "azurite") return undefined;
-  for (const profile of ["release", "debug"]) {
-    const candidate = join(ROOT, "target", profile, "tablestore");
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
-}
-
 const hasOpenssl = spawnSync("openssl", ["version"]).status === 0;
-const binary = serverBinary();
-const httpsSkip = !binary
+const httpsSkip = !serverBinary()
   ? "TABLESTORE_BIN is not set and no target/*/tablestore was built"
   : !hasOpenssl
     ? "openssl is needed to make a test certificate"
@@ -181,42 +169,6 @@ function unsignedJwt(audience) {
   return `${part({ alg: "RS256", typ: "JWT" })}.${part(claims)}.bm90LXNpZ25lZA`;
 }
 
-/** Starts tablestore with `args`; resolves to { endpoint, stop }. */
-function startServer(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(binary, ["--host", "127.0.0.1", "--port", "0", "--in-memory", "--silent", ...args], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    const timer = setTimeout(() => {
-      child.kill();
-      reject(new Error(`tablestore did not start:\n${output}`));
-    }, 20000);
-    const onData = (chunk) => {
-      output += chunk;
-      const match = output.match(/tablestore listening on (\S+)/);
-      if (match && output.includes("Table service is successfully listening")) {
-        clearTimeout(timer);
-        resolve({
-          endpoint: match[1],
-          stop: () =>
-            new Promise((done) => {
-              if (child.exitCode !== null) return done();
-              child.once("exit", done);
-              child.kill("SIGTERM");
-            }),
-        });
-      }
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`tablestore exited (${code}):\n${output}`));
-    });
-  });
-}
-
 describe("auth over HTTPS", { skip: httpsSkip }, () => {
   let dir;
   let certPem;
@@ -233,7 +185,7 @@ describe("auth over HTTPS", { skip: httpsSkip }, () => {
     ]);
     assert.equal(made.status, 0, String(made.stderr));
     certPem = readFileSync(cert, "utf8");
-    server = await startServer(["--cert", cert, "--key", key, "--oauth", "basic"]);
+    server = await startChildServer(["--silent", "--cert", cert, "--key", key, "--oauth", "basic"]);
   });
 
   after(async () => {

@@ -4,7 +4,11 @@
 // connection string) or TABLESTORE_ENDPOINT (http://127.0.0.1:<port>; the dev
 // account devstoreaccount1 is used, path style). ./test.sh sets these.
 // TABLESTORE_SKIP="batch,query" skips the groups that need those features.
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { TableClient, TableServiceClient } from "@azure/data-tables";
 
 export const ACCOUNT_NAME = "devstoreaccount1";
@@ -123,4 +127,63 @@ export function compareOrdinal(a, b) {
     if (d !== 0) return d;
   }
   return a.length - b.length;
+}
+
+// --- Child servers: tests that need start-up options the shared server lacks --------------
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+
+/** The tablestore binary: TABLESTORE_BIN, else target/{release,debug}/tablestore, or undefined. */
+export function serverBinary() {
+  if (process.env.TABLESTORE_BIN) return process.env.TABLESTORE_BIN;
+  if (process.env.TABLESTORE_TEST_TARGET === "azurite") return undefined;
+  for (const profile of ["release", "debug"]) {
+    const candidate = join(ROOT, "target", profile, "tablestore");
+    if (existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/**
+ * Starts tablestore in memory on a free loopback port (port 0: it prints the one it got) with
+ * `args`; resolves to { endpoint, log(), stop() } once Azurite's ready line is printed.
+ * stop() sends SIGTERM and resolves when the process has exited.
+ */
+export function startChildServer(args = []) {
+  const binary = serverBinary();
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, ["--host", "127.0.0.1", "--port", "0", "--in-memory", ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    const timer = setTimeout(() => {
+      child.kill();
+      reject(new Error(`tablestore did not start:\n${output}`));
+    }, 30000);
+    const onExit = (code) => {
+      clearTimeout(timer);
+      reject(new Error(`tablestore exited (${code}):\n${output}`));
+    };
+    const onData = (chunk) => {
+      output += chunk;
+      const match = output.match(/tablestore listening on (\S+)/);
+      if (match && output.includes("Table service is successfully listening")) {
+        clearTimeout(timer);
+        child.off("exit", onExit);
+        resolve({
+          endpoint: match[1],
+          log: () => output,
+          stop: () =>
+            new Promise((done) => {
+              if (child.exitCode !== null) return done();
+              child.once("exit", done);
+              child.kill("SIGTERM");
+            }),
+        });
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.once("exit", onExit);
+  });
 }

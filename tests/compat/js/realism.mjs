@@ -9,26 +9,10 @@
 //     { allowInsecureConnection: true });
 //   ...
 //   await server.stop();
-import { spawn } from "node:child_process";
 import { createHmac } from "node:crypto";
-import { existsSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { ACCOUNT_KEY, ACCOUNT_NAME } from "./helpers.mjs";
+import { ACCOUNT_KEY, ACCOUNT_NAME, startChildServer } from "./helpers.mjs";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 const FAULTS_PATH = "/_tablestore/faults";
-
-// The tablestore binary: TABLESTORE_BIN, else target/{release,debug}/tablestore, or undefined.
-export function realismBinary() {
-  if (process.env.TABLESTORE_BIN) return process.env.TABLESTORE_BIN;
-  if (process.env.TABLESTORE_TEST_TARGET === "azurite") return undefined;
-  for (const profile of ["release", "debug"]) {
-    const candidate = join(ROOT, "target", profile, "tablestore");
-    if (existsSync(candidate)) return candidate;
-  }
-  return undefined;
-}
 
 function faultsClient(endpoint) {
   const call = async (method, body) => {
@@ -52,48 +36,15 @@ function faultsClient(endpoint) {
   };
 }
 
-/** Starts tablestore (in memory, free port) with `args`. */
-export function startRealismServer(args = []) {
-  const binary = realismBinary();
-  return new Promise((resolve, reject) => {
-    const child = spawn(binary, ["--host", "127.0.0.1", "--port", "0", "--in-memory", ...args], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    const timer = setTimeout(() => {
-      child.kill();
-      reject(new Error(`tablestore did not start:\n${output}`));
-    }, 30000);
-    const onExit = (code) => {
-      clearTimeout(timer);
-      reject(new Error(`tablestore exited (${code}):\n${output}`));
-    };
-    const onData = (chunk) => {
-      output += chunk;
-      const match = output.match(/tablestore listening on (\S+)/);
-      if (match && output.includes("Table service is successfully listening")) {
-        clearTimeout(timer);
-        child.off("exit", onExit);
-        const endpoint = match[1];
-        resolve({
-          endpoint,
-          connectionString:
-            "DefaultEndpointsProtocol=http;" +
-            `AccountName=${ACCOUNT_NAME};AccountKey=${ACCOUNT_KEY};` +
-            `TableEndpoint=${endpoint}/${ACCOUNT_NAME};`,
-          faults: faultsClient(endpoint),
-          log: () => output,
-          stop: () =>
-            new Promise((done) => {
-              if (child.exitCode !== null) return done();
-              child.once("exit", done);
-              child.kill("SIGTERM");
-            }),
-        });
-      }
-    };
-    child.stdout.on("data", onData);
-    child.stderr.on("data", onData);
-    child.once("exit", onExit);
-  });
+/** Starts tablestore (helpers.mjs startChildServer) with `args`, plus its connection string and faults. */
+export async function startRealismServer(args = []) {
+  const server = await startChildServer(args);
+  return {
+    ...server,
+    connectionString:
+      "DefaultEndpointsProtocol=http;" +
+      `AccountName=${ACCOUNT_NAME};AccountKey=${ACCOUNT_KEY};` +
+      `TableEndpoint=${server.endpoint}/${ACCOUNT_NAME};`,
+    faults: faultsClient(server.endpoint),
+  };
 }

@@ -5,10 +5,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { TableClient } from "@azure/data-tables";
-import { all, CLIENT_OPTIONS, errorCode, rejectsWith, uniqueTableName } from "./helpers.mjs";
-import { realismBinary, startRealismServer } from "./realism.mjs";
+import { all, CLIENT_OPTIONS, errorCode, rejectsWith, serverBinary, uniqueTableName } from "./helpers.mjs";
+import { startRealismServer } from "./realism.mjs";
 
-const skip = realismBinary() ? false : "TABLESTORE_BIN is not set and no target/*/tablestore was built";
+const skip = serverBinary() ? false : "TABLESTORE_BIN is not set and no target/*/tablestore was built";
 // Default retry policy (exponential, 3 retries); only plain HTTP is allowed explicitly.
 const DEFAULT_RETRIES = { allowInsecureConnection: true };
 

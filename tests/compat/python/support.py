@@ -1,10 +1,16 @@
-"""Helpers shared by the compatibility tests: wire-level error inspection."""
+"""Helpers shared by the compatibility tests: wire-level error inspection and child servers."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parents[3]
 
 # ---------------------------------------------------------------------------
 # Helpers for looking at what actually went over the wire.
@@ -160,3 +166,86 @@ def custom_properties(entity) -> dict:
 def keys_of(entities) -> list:
     """(PartitionKey, RowKey) of each entity, in the order given."""
     return [(e["PartitionKey"], e["RowKey"]) for e in entities]
+
+
+# ---------------------------------------------------------------------------
+# Child servers: tests that need start-up options the shared server lacks.
+# ---------------------------------------------------------------------------
+
+
+def server_binary() -> str:
+    """The tablestore binary: ``TABLESTORE_BIN`` (./test.sh sets it), else target/*/tablestore."""
+    import pytest
+
+    explicit = os.environ.get("TABLESTORE_BIN")
+    if explicit:
+        return explicit
+    if os.environ.get("TABLESTORE_TEST_TARGET") == "azurite":
+        pytest.skip("this test starts tablestore processes; the target is azurite")
+    for profile in ("release", "debug"):
+        candidate = ROOT / "target" / profile / "tablestore"
+        if candidate.is_file():
+            return str(candidate)
+    pytest.skip("TABLESTORE_BIN is not set and no target/*/tablestore was built")
+
+
+class ChildServer:
+    """A tablestore process of its own, in memory on a free loopback port.
+
+    Port 0: the server prints the port it got, and the endpoint is read from that line
+    once Azurite's ready line has been printed. ``stop`` sends SIGTERM, then SIGKILL
+    after 10 s. The environment holds only PATH plus ``env``.
+    """
+
+    def __init__(self, args: List[str], workdir: Path, env: Optional[Dict[str, str]] = None) -> None:
+        self.log_path = workdir / f"server-{time.monotonic_ns()}.log"
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            [server_binary(), "--host", "127.0.0.1", "--port", "0", "--in-memory", *args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env={"PATH": os.environ.get("PATH", ""), **(env or {})},
+        )
+        self.endpoint = self._wait_for_endpoint()
+
+    def _wait_for_endpoint(self) -> str:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            text = self.log()
+            if "Table service is successfully listening" in text:
+                for line in text.splitlines():
+                    if line.startswith("tablestore listening on "):
+                        return line.split()[-1]
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        raise AssertionError(f"tablestore did not start:\n{self.log()}")
+
+    def log(self) -> str:
+        """Everything the server printed so far (stdout and stderr)."""
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
+
+
+def child_servers(start: Callable[..., ChildServer]) -> Iterator[Callable[..., ChildServer]]:
+    """Body of a factory fixture: yields ``start``, then stops every server it started."""
+    started: List[ChildServer] = []
+
+    def _start(*args: Any, **kwargs: Any) -> ChildServer:
+        server = start(*args, **kwargs)
+        started.append(server)
+        return server
+
+    yield _start
+    for server in started:
+        server.stop()

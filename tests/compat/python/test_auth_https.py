@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import subprocess
 import time
-from pathlib import Path
 from typing import Dict, Iterator, Optional
 
 import pytest
@@ -22,79 +20,19 @@ from azure.data.tables import TableClient, TableServiceClient, generate_table_sa
 from datetime import datetime, timedelta, timezone
 
 from conftest import ACCOUNT_KEY, ACCOUNT_NAME, CLIENT_KWARGS
-from support import wire_error
+from support import ChildServer, child_servers, wire_error
 
-ROOT = Path(__file__).resolve().parents[3]
 KEY2 = "c2Vjb25kLWFjY291bnQta2V5LW9uZS0xMjM0NTY3OA=="
-
-
-def server_binary() -> str:
-    explicit = os.environ.get("TABLESTORE_BIN")
-    if explicit:
-        return explicit
-    if os.environ.get("TABLESTORE_TEST_TARGET") == "azurite":
-        pytest.skip("these tests start tablestore processes; the target is azurite")
-    for profile in ("release", "debug"):
-        candidate = ROOT / "target" / profile / "tablestore"
-        if candidate.is_file():
-            return str(candidate)
-    pytest.skip("TABLESTORE_BIN is not set and no target/*/tablestore was built")
-
-
-class Server:
-    """A tablestore process on a free port (port 0: it prints the one it got)."""
-
-    def __init__(self, args, env: Optional[Dict[str, str]], workdir: Path) -> None:
-        self.log_path = workdir / f"server-{time.monotonic_ns()}.log"
-        self._log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            [server_binary(), "--host", "127.0.0.1", "--port", "0", "--in-memory", "--silent", *args],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            env={"PATH": os.environ.get("PATH", ""), **(env or {})},
-        )
-        self.endpoint = self._wait_for_endpoint()
-
-    def _wait_for_endpoint(self) -> str:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            text = self.log_path.read_text(errors="replace")
-            if "Table service is successfully listening" in text:
-                for line in text.splitlines():
-                    if line.startswith("tablestore listening on "):
-                        return line.split()[-1]
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.05)
-        self.stop()
-        raise AssertionError(f"tablestore did not start:\n{self.log_path.read_text(errors='replace')}")
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._log.close()
 
 
 @pytest.fixture
 def start_server(tmp_path) -> Iterator:
-    started = []
+    """Factory: ``start_server(*options, env=...)`` starts a quiet server, stopped after the test."""
 
-    def _start(*args: str, env: Optional[Dict[str, str]] = None) -> Server:
-        server = Server(args, env, tmp_path)
-        started.append(server)
-        return server
+    def start(*args: str, env: Optional[Dict[str, str]] = None) -> ChildServer:
+        return ChildServer(["--silent", *args], tmp_path, env)
 
-    yield _start
-    for server in started:
-        server.stop()
+    yield from child_servers(start)
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +116,7 @@ def test_token_credential_over_https_with_a_self_signed_certificate(start_server
 def test_account_key_and_https_only_sas_over_https(start_server, certificate):
     cert, key = certificate
     server = start_server("--cert", str(cert), "--key", str(key))
-    printed = [l for l in server.output().splitlines() if l.startswith("Connection string: ")]
+    printed = [l for l in server.log().splitlines() if l.startswith("Connection string: ")]
     connection_string = printed[0].split(": ", 1)[1]
     assert connection_string.startswith("DefaultEndpointsProtocol=https;")
     with TableServiceClient.from_connection_string(
@@ -232,7 +170,7 @@ def test_second_account_from_azurite_accounts(start_server):
 
     # With only acct2 listed, the development account is not served (Azurite behaviour).
     only = start_server(env={"AZURITE_ACCOUNTS": f"acct2:{KEY2}"})
-    assert "AccountName=acct2;" in only.output()
+    assert "AccountName=acct2;" in only.log()
     base = only.endpoint
     with service(ACCOUNT_NAME, ACCOUNT_KEY) as dev:
         with pytest.raises(ClientAuthenticationError):
