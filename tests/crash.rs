@@ -549,6 +549,8 @@ struct Run {
     args: Vec<&'static str>,
     workers: Vec<Worker>,
     rng: Rng,
+    /// Tables scanned in turn while the workers write (see `churn_ram_tier`).
+    scanned: Vec<&'static str>,
 }
 
 impl Run {
@@ -571,6 +573,7 @@ impl Run {
             args: args.to_vec(),
             workers,
             rng,
+            scanned: Vec::new(),
         }
     }
 
@@ -613,6 +616,11 @@ impl Run {
             .into_iter()
             .map(|w| tokio::spawn(run_worker(w, client.clone(), Arc::clone(&stop), 100_000)))
             .collect();
+        let reader = tokio::spawn(scan_in_turn(
+            client.clone(),
+            self.scanned.clone(),
+            Arc::clone(&stop),
+        ));
         tokio::time::sleep(run_for).await;
         server.kill9();
         // Workers stop at their first failed request; the flag bounds the rest.
@@ -621,6 +629,7 @@ impl Run {
         for t in tasks {
             self.workers.push(t.await.expect("worker panicked"));
         }
+        reader.await.expect("reader panicked");
     }
 
     fn totals(&self) -> (usize, usize) {
@@ -631,11 +640,68 @@ impl Run {
     }
 }
 
+/// Scans `tables` one after another (first page each) until `stop`, ignoring failures (the
+/// server is killed under it).
+async fn scan_in_turn(client: Client, tables: Vec<&'static str>, stop: Arc<AtomicBool>) {
+    if tables.is_empty() {
+        return;
+    }
+    for table in tables.iter().cycle() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        if client
+            .send("GET", &format!("/{table}()"), &[], None)
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Two tables of 20 entities of 30 KB (about 0.6 MB each): with `--memory-budget 1` (MiB)
+/// they never fit together, so scanning them and the crash test's table in turn makes the RAM
+/// tier load and evict all the time, and the kills land during loads and evictions.
+const FILLERS: [&str; 2] = ["fillera", "fillerb"];
+
+async fn create_fillers(client: &Client) {
+    for table in FILLERS {
+        client.create_table(table).await;
+        for i in 0..20 {
+            let body = json!({"PartitionKey": "f", "RowKey": format!("{i:02}"), "big": "x".repeat(30_000)});
+            let r = client
+                .send(
+                    "POST",
+                    &format!("/{table}"),
+                    &[],
+                    Some(body.to_string().into_bytes()),
+                )
+                .await
+                .expect("insert");
+            assert_eq!(r.status.as_u16(), 201, "{}", r.text());
+        }
+    }
+}
+
 async fn crash_rounds(args: &[&'static str], expect: Expect, rounds: usize) {
+    crash_rounds_scanning(args, expect, rounds, false).await
+}
+
+async fn crash_rounds_scanning(
+    args: &[&'static str],
+    expect: Expect,
+    rounds: usize,
+    churn_ram_tier: bool,
+) {
     let started = Instant::now();
     let mut run = Run::new(args, 6);
     let (server, client) = run.start();
     client.create_table(TABLE).await;
+    if churn_ram_tier {
+        create_fillers(&client).await;
+        run.scanned = vec![TABLE, FILLERS[0], FILLERS[1]];
+    }
     let mut server = Some(server);
     let mut client = client;
     for round in 0..rounds {
@@ -674,6 +740,21 @@ async fn crash_rounds(args: &[&'static str], expect: Expect, rounds: usize) {
 async fn durable_mode_keeps_every_acknowledged_write_across_kill_9() {
     let rounds = if long_tests() { 40 } else { 5 };
     crash_rounds(&["--durability", "durable"], Expect::Durable, rounds).await;
+}
+
+/// The same with the RAM tier loading and evicting tables all the time (a 1 MiB budget and
+/// scans of tables that do not fit together): kills during loads, evictions and write-through
+/// lose no acknowledged write and tear no batch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_mode_with_the_ram_tier_churning_keeps_every_acknowledged_write() {
+    let rounds = if long_tests() { 40 } else { 5 };
+    crash_rounds_scanning(
+        &["--durability", "durable", "--memory-budget", "1"],
+        Expect::Durable,
+        rounds,
+        true,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -26,7 +26,9 @@ use crate::auth::Accounts;
 use crate::config::{connection_string, Config};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
+use crate::store::postgres::PgStore;
 use crate::store::sled_kv::{SledKv, SledOptions};
+use crate::store::tiered::{TierOptions, TieredKv};
 use crate::store::{KvStore, Store, StoreError};
 pub use connections::ServeLimits;
 
@@ -120,7 +122,10 @@ impl AppState {
 
 /// Opens the store the configuration asks for.
 pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
-    if config.in_memory {
+    if let Some((url, schema)) = config.postgres() {
+        return Ok(PgStore::open_in_schema(url, schema)?);
+    }
+    if config.is_in_memory() {
         return Ok(KvStore::open(MemoryKv::new(), config.durability())?);
     }
     let dir = config.store_dir();
@@ -130,7 +135,11 @@ pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
         ..SledOptions::default()
     };
     let kv = SledKv::open(&dir, &options)?;
-    Ok(KvStore::open(kv, config.durability())?)
+    if config.memory_budget == 0 {
+        return Ok(KvStore::open(kv, config.durability())?);
+    }
+    let tier = TieredKv::new(kv, TierOptions::with_budget_mib(config.memory_budget));
+    Ok(KvStore::open(tier, config.durability())?)
 }
 
 /// The whole HTTP application: the catch-all dispatch route behind the request-log layer.

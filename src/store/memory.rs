@@ -74,7 +74,7 @@ impl Iterator for MemoryIter<'_> {
 }
 
 /// BTreeMap::range panics on inverted or empty-excluded ranges; such ranges are simply empty.
-fn range_is_valid(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+pub(super) fn range_is_valid(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
     match (start, end) {
         (Bound::Included(s), Bound::Included(e)) => s <= e,
         (Bound::Included(s), Bound::Excluded(e)) | (Bound::Excluded(s), Bound::Included(e)) => {

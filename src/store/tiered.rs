@@ -1,0 +1,1139 @@
+//! The RAM tier of the on-disk store: a [`Kv`] backend that wraps another one (sled) and keeps
+//! whole tables that fit a memory budget as an in-memory ordered copy, so point reads and scans
+//! of those tables never walk the backend's pages. The backend stays the store of record.
+//!
+//! Exactly in step: a write goes to the backend first and, once the backend has applied it, to
+//! the copy, before [`Kv::apply`] returns (so inside [`super::KvStore`]'s commit, under its
+//! partition lock). A read is served from the copy only while the table is *resident*; the copy
+//! therefore never shows a state the backend does not hold. When the backend discards unflushed
+//! writes (it was reopened after a failed write: its generation changed), every copy is dropped.
+//!
+//! Residency is per table (docs/decisions.md says why not per range): the first read of a table
+//! that is not resident asks for it to be loaded (in a background thread; reads go to the
+//! backend meanwhile). Writes that land while a table is being loaded are recorded and replayed
+//! onto the loaded copy, so the copy is complete when it becomes resident. When the budget is
+//! exceeded (a load, or writes growing a table), the least recently read tables are evicted; a
+//! table larger than the whole budget is not kept. An evicted table is not reloaded for a while
+//! (at least [`TierOptions::reload_pause`], and four times as long as its last load took; a
+//! table found too large, twenty pauses or ten times its attempt), so tables that do not fit
+//! together keep the loader busy a fifth of the time at most.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::key::table_prefix;
+use super::memory::range_is_valid;
+use super::{Kv, Space, StoreError};
+
+/// A resident row: key and value, shared with the readers that copied them out.
+type Row = (Arc<[u8]>, Arc<[u8]>);
+type Rows = BTreeMap<Arc<[u8]>, Arc<[u8]>>;
+type Batch = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// What one resident row costs besides its key and value bytes: the map's node slot, two
+/// reference-counted allocations and allocator rounding (measured on the 100,000-row benchmark
+/// table: within a few percent).
+const ROW_OVERHEAD: u64 = 96;
+/// Rows visited (or copied) under one read lock; writers to the table wait at most this long.
+const CHUNK: usize = 1024;
+
+fn row_cost(key: &[u8], value: &[u8]) -> u64 {
+    (key.len() + value.len()) as u64 + ROW_OVERHEAD
+}
+
+/// How the RAM tier is sized and behaves.
+#[derive(Debug, Clone)]
+pub struct TierOptions {
+    /// Bytes of rows kept in RAM at most (keys, values and per-row overhead).
+    pub budget_bytes: u64,
+    /// Least time a table evicted stays on disk before a read may load it again.
+    pub reload_pause: Duration,
+    /// Load tables in a background thread (the server); `false` loads them in the reading
+    /// thread before serving it (tests, so that residency is deterministic).
+    pub background: bool,
+}
+
+impl TierOptions {
+    pub fn with_budget_mib(mib: u64) -> TierOptions {
+        TierOptions {
+            budget_bytes: mib * 1024 * 1024,
+            reload_pause: Duration::from_millis(250),
+            background: true,
+        }
+    }
+}
+
+/// A table's copy while it is resident.
+struct Resident {
+    rows: RwLock<Rows>,
+}
+
+enum Slot {
+    Resident {
+        table: Arc<Resident>,
+        /// Bytes counted against the budget for it.
+        bytes: u64,
+        last_read: u64,
+        /// How long loading it took.
+        load_time: Duration,
+    },
+    /// Being loaded: writes that land meanwhile are recorded to be replayed onto the copy.
+    Loading {
+        token: u64,
+        overlay: Batch,
+        /// Bytes reserved so far by the loader.
+        bytes: u64,
+        started: Instant,
+    },
+    /// Evicted, or too large for the budget: not loaded again before this moment.
+    Evicted(Instant),
+    /// The table was deleted: never loaded again.
+    Deleted,
+}
+
+struct State {
+    tables: HashMap<u64, Slot>,
+    /// Bytes counted against the budget (resident tables and loads in progress).
+    used: u64,
+    /// Read clock for least-recently-read eviction.
+    clock: u64,
+    next_token: u64,
+    /// The backend generation the copies were built in.
+    generation: u64,
+    reload_pause: Duration,
+}
+
+struct Shared<B: Kv> {
+    inner: B,
+    options: TierOptions,
+    state: Mutex<State>,
+    stop: AtomicBool,
+    /// Loads started / finished (for [`TieredKv::wait_for_loads`]).
+    loads_requested: AtomicU64,
+    loads_done: AtomicU64,
+}
+
+/// The backend `inner` with the RAM tier in front of it.
+pub struct TieredKv<B: Kv> {
+    shared: Arc<Shared<B>>,
+    requests: Option<mpsc::Sender<(u64, u64)>>,
+    loader: Option<JoinHandle<()>>,
+}
+
+/// Resident bytes and tables, for metrics and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TierUsage {
+    pub budget_bytes: u64,
+    pub used_bytes: u64,
+    pub resident_tables: usize,
+}
+
+/// The table a key belongs to (its first 8 bytes).
+fn table_of(key: &[u8]) -> Option<u64> {
+    key.get(..8)
+        .and_then(|p| p.try_into().ok())
+        .map(u64::from_be_bytes)
+}
+
+/// The table a range lies in, if it lies in one.
+fn table_of_range(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> Option<u64> {
+    let table = match start {
+        Bound::Included(k) | Bound::Excluded(k) => table_of(k)?,
+        Bound::Unbounded => return None,
+    };
+    let within = match end {
+        Bound::Included(e) => table_of(e) == Some(table),
+        Bound::Excluded(e) => {
+            table_of(e) == Some(table)
+                || table
+                    .checked_add(1)
+                    .is_some_and(|next| e.as_slice() == table_prefix(next))
+        }
+        Bound::Unbounded => table == u64::MAX,
+    };
+    within.then_some(table)
+}
+
+fn table_bounds(table: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let start = Bound::Included(table_prefix(table).to_vec());
+    let end = match table.checked_add(1) {
+        Some(next) => Bound::Excluded(table_prefix(next).to_vec()),
+        None => Bound::Unbounded,
+    };
+    (start, end)
+}
+
+impl State {
+    /// Drops every copy if the backend's generation moved (it discarded unflushed writes).
+    fn check_generation(&mut self, generation: u64) {
+        if self.generation != generation {
+            self.tables.clear();
+            self.used = 0;
+            self.generation = generation;
+        }
+    }
+
+    /// Evicts least recently read tables until `used` fits the budget; `spare` is never
+    /// evicted. Returns whether it fits.
+    fn make_room(&mut self, budget: u64, spare: Option<u64>) -> bool {
+        while self.used > budget {
+            let victim = self
+                .tables
+                .iter()
+                .filter(|(id, _)| Some(**id) != spare)
+                .filter_map(|(id, slot)| match slot {
+                    Slot::Resident { last_read, .. } => Some((*last_read, *id)),
+                    _ => None,
+                })
+                .min();
+            let Some((_, id)) = victim else {
+                return false;
+            };
+            self.evict(id);
+        }
+        true
+    }
+
+    /// Moves table `id` out of RAM until its reload pause has passed.
+    fn evict(&mut self, id: u64) {
+        let pause = match self.tables.get(&id) {
+            Some(Slot::Resident { load_time, .. }) => self.reload_pause.max(*load_time * 4),
+            _ => self.reload_pause,
+        };
+        self.evict_for(id, pause);
+    }
+
+    /// Keeps table `id`, found too large for the budget, out of RAM for a long while.
+    fn refuse(&mut self, id: u64) {
+        let pause = match self.tables.get(&id) {
+            Some(Slot::Loading { started, .. }) => {
+                (self.reload_pause * 20).max(started.elapsed() * 10)
+            }
+            _ => self.reload_pause * 20,
+        };
+        self.evict_for(id, pause);
+    }
+
+    fn evict_for(&mut self, id: u64, pause: Duration) {
+        let until = Instant::now() + pause;
+        if let Some(Slot::Resident { bytes, .. } | Slot::Loading { bytes, .. }) =
+            self.tables.insert(id, Slot::Evicted(until))
+        {
+            self.used -= bytes;
+            tracing::debug!(table_id = id, bytes, ?pause, "RAM tier: table evicted");
+        }
+    }
+}
+
+impl<B: Kv> Shared<B> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.check_generation(self.inner.generation());
+        state
+    }
+
+    /// Loads table `id` (its slot is `Loading { token }`) from the backend and makes it
+    /// resident, unless it does not fit the budget or the slot changed meanwhile.
+    fn load(&self, id: u64, token: u64) {
+        let generation = self.inner.generation();
+        let (start, end) = table_bounds(id);
+        let mut rows = Rows::new();
+        let mut pending = 0u64;
+        let mut complete = true;
+        for (n, entry) in self.inner.range(Space::Entities, start, end).enumerate() {
+            let Ok((k, v)) = entry else {
+                complete = false;
+                break;
+            };
+            let (k, v) = (k.as_ref(), v.as_ref());
+            pending += row_cost(k, v);
+            rows.insert(Arc::from(k), Arc::from(v));
+            if n % CHUNK == CHUNK - 1
+                && (self.stop.load(Ordering::Relaxed)
+                    || !self.reserve(id, token, std::mem::take(&mut pending)))
+            {
+                complete = false;
+                break;
+            }
+        }
+        let mut state = self.lock();
+        let current =
+            matches!(state.tables.get(&id), Some(Slot::Loading { token: t, .. }) if *t == token);
+        if !current || state.generation != generation {
+            return;
+        }
+        if !complete {
+            // Too large for the budget (or the read failed): stays on disk for a while.
+            state.refuse(id);
+            return;
+        }
+        let Some(Slot::Loading {
+            overlay,
+            bytes: reserved,
+            started,
+            ..
+        }) = state.tables.remove(&id)
+        else {
+            unreachable!("checked above")
+        };
+        let mut bytes = reserved + pending;
+        apply_rows(&mut rows, &mut bytes, overlay);
+        state.used = state.used - reserved + bytes;
+        state.clock += 1;
+        let last_read = state.clock;
+        state.tables.insert(
+            id,
+            Slot::Resident {
+                table: Arc::new(Resident {
+                    rows: RwLock::new(rows),
+                }),
+                bytes,
+                last_read,
+                load_time: started.elapsed(),
+            },
+        );
+        tracing::debug!(table_id = id, bytes, load_time = ?started.elapsed(), "RAM tier: table loaded");
+        if !state.make_room(self.options.budget_bytes, Some(id)) {
+            state.refuse(id);
+        }
+    }
+
+    /// Counts `more` bytes of a load in progress against the budget, evicting other tables
+    /// to make room. False if the slot is gone (evicted, generation changed) or the table does
+    /// not fit.
+    fn reserve(&self, id: u64, token: u64, more: u64) -> bool {
+        let mut state = self.lock();
+        match state.tables.get_mut(&id) {
+            Some(Slot::Loading {
+                token: t, bytes, ..
+            }) if *t == token => *bytes += more,
+            _ => return false,
+        }
+        state.used += more;
+        state.make_room(self.options.budget_bytes, Some(id))
+    }
+}
+
+/// Applies a batch to a copy, keeping its byte count.
+fn apply_rows(rows: &mut Rows, bytes: &mut u64, batch: Batch) {
+    for (k, v) in batch {
+        let key_len = k.len();
+        let old = match v {
+            Some(v) => {
+                *bytes += row_cost(&k, &v);
+                rows.insert(Arc::from(k), Arc::from(v))
+            }
+            None => rows.remove(k.as_slice()),
+        };
+        if let Some(old) = old {
+            *bytes = bytes.saturating_sub((key_len + old.len()) as u64 + ROW_OVERHEAD);
+        }
+    }
+}
+
+impl<B: Kv> TieredKv<B> {
+    pub fn new(inner: B, options: TierOptions) -> TieredKv<B> {
+        let generation = inner.generation();
+        let background = options.background;
+        let reload_pause = options.reload_pause;
+        let shared = Arc::new(Shared {
+            inner,
+            options,
+            state: Mutex::new(State {
+                tables: HashMap::new(),
+                used: 0,
+                clock: 0,
+                next_token: 0,
+                generation,
+                reload_pause,
+            }),
+            stop: AtomicBool::new(false),
+            loads_requested: AtomicU64::new(0),
+            loads_done: AtomicU64::new(0),
+        });
+        let (requests, loader) = if background {
+            let (tx, rx) = mpsc::channel::<(u64, u64)>();
+            let worker = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name("ram-tier-loader".into())
+                .spawn(move || {
+                    for (id, token) in rx {
+                        if worker.stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        worker.load(id, token);
+                        worker.loads_done.fetch_add(1, Ordering::AcqRel);
+                    }
+                });
+            match handle {
+                Ok(h) => (Some(tx), Some(h)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not start the RAM tier's loader; reads go to disk");
+                    (None, None)
+                }
+            }
+        } else {
+            (None, None)
+        };
+        TieredKv {
+            shared,
+            requests,
+            loader,
+        }
+    }
+
+    /// Bytes and tables resident now.
+    pub fn usage(&self) -> TierUsage {
+        let state = self.shared.lock();
+        TierUsage {
+            budget_bytes: self.shared.options.budget_bytes,
+            used_bytes: state.used,
+            resident_tables: state
+                .tables
+                .values()
+                .filter(|s| matches!(s, Slot::Resident { .. }))
+                .count(),
+        }
+    }
+
+    /// Whether table `id` is served from RAM now.
+    pub fn is_resident(&self, id: u64) -> bool {
+        matches!(
+            self.shared.lock().tables.get(&id),
+            Some(Slot::Resident { .. })
+        )
+    }
+
+    /// Waits (up to `timeout`) until every load asked for so far has finished.
+    pub fn wait_for_loads(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while self.shared.loads_done.load(Ordering::Acquire)
+            < self.shared.loads_requested.load(Ordering::Acquire)
+        {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        true
+    }
+
+    /// Evicts table `id` now (tests: eviction at a chosen moment).
+    pub fn evict(&self, id: u64) {
+        self.shared.lock().evict(id);
+    }
+
+    /// The copy of table `id` if it is resident (marking it read); else asks for it to be
+    /// loaded unless it was evicted recently, and returns `None` (read the backend).
+    fn resident(&self, id: u64) -> Option<Arc<Resident>> {
+        let mut state = self.shared.lock();
+        state.clock += 1;
+        let now = state.clock;
+        match state.tables.get_mut(&id) {
+            Some(Slot::Resident {
+                table, last_read, ..
+            }) => {
+                *last_read = now;
+                return Some(Arc::clone(table));
+            }
+            Some(Slot::Loading { .. } | Slot::Deleted) => return None,
+            Some(Slot::Evicted(until)) if Instant::now() < *until => return None,
+            _ => {}
+        }
+        if self.shared.options.budget_bytes == 0 {
+            return None;
+        }
+        let token = state.next_token;
+        state.next_token += 1;
+        state.tables.insert(
+            id,
+            Slot::Loading {
+                token,
+                overlay: Vec::new(),
+                bytes: 0,
+                started: Instant::now(),
+            },
+        );
+        drop(state);
+        match &self.requests {
+            Some(tx) => {
+                self.shared.loads_requested.fetch_add(1, Ordering::AcqRel);
+                if tx.send((id, token)).is_err() {
+                    self.shared.loads_done.fetch_add(1, Ordering::AcqRel);
+                    self.shared.lock().evict(id);
+                }
+                None
+            }
+            None if self.shared.options.background => {
+                self.shared.lock().evict(id);
+                None
+            }
+            None => {
+                self.shared.load(id, token);
+                match self.shared.lock().tables.get(&id) {
+                    Some(Slot::Resident { table, .. }) => Some(Arc::clone(table)),
+                    _ => None,
+                }
+            }
+        }
+    }
+}
+
+impl<B: Kv> Drop for TieredKv<B> {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        self.requests = None;
+        if let Some(loader) = self.loader.take() {
+            let _ = loader.join();
+        }
+    }
+}
+
+/// Bytes from the copy or from the backend.
+pub enum TierBytes<T> {
+    Ram(Arc<[u8]>),
+    Disk(T),
+}
+
+impl<T: AsRef<[u8]>> AsRef<[u8]> for TierBytes<T> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            TierBytes::Ram(b) => b,
+            TierBytes::Disk(b) => b.as_ref(),
+        }
+    }
+}
+
+/// A range read from the copy (a chunk of rows at a time, never holding its lock between
+/// calls) or from the backend.
+pub struct TierIter<'a, B: Kv + 'a>(Source<'a, B>);
+
+enum Source<'a, B: Kv + 'a> {
+    Ram {
+        table: Arc<Resident>,
+        next_start: Option<Bound<Vec<u8>>>,
+        end: Bound<Vec<u8>>,
+        buffer: std::vec::IntoIter<Row>,
+    },
+    Disk(B::Iter<'a>),
+}
+
+type Item<T> = Result<(TierBytes<T>, TierBytes<T>), StoreError>;
+
+impl<'a, B: Kv + 'a> Iterator for TierIter<'a, B> {
+    type Item = Item<B::Bytes>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            Source::Disk(inner) => inner
+                .next()
+                .map(|r| r.map(|(k, v)| (TierBytes::Disk(k), TierBytes::Disk(v)))),
+            Source::Ram {
+                table,
+                next_start,
+                end,
+                buffer,
+            } => {
+                if let Some((k, v)) = buffer.next() {
+                    return Some(Ok((TierBytes::Ram(k), TierBytes::Ram(v))));
+                }
+                let start = next_start.take()?;
+                if !range_is_valid(&start, end) {
+                    return None;
+                }
+                let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
+                let chunk: Vec<Row> = rows
+                    .range::<[u8], _>((as_slice(&start), as_slice(end)))
+                    .take(CHUNK)
+                    .map(|(k, v)| (Arc::clone(k), Arc::clone(v)))
+                    .collect();
+                drop(rows);
+                if chunk.len() == CHUNK {
+                    *next_start = Some(Bound::Excluded(chunk[CHUNK - 1].0.to_vec()));
+                }
+                *buffer = chunk.into_iter();
+                buffer
+                    .next()
+                    .map(|(k, v)| Ok((TierBytes::Ram(k), TierBytes::Ram(v))))
+            }
+        }
+    }
+}
+
+fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl<B: Kv> Kv for TieredKv<B> {
+    type Bytes = TierBytes<B::Bytes>;
+    type Iter<'a> = TierIter<'a, B>;
+
+    fn get(&self, space: Space, key: &[u8]) -> Result<Option<Self::Bytes>, StoreError> {
+        if space == Space::Entities {
+            if let Some(table) = table_of(key).and_then(|id| self.resident(id)) {
+                let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
+                return Ok(rows.get(key).map(|v| TierBytes::Ram(Arc::clone(v))));
+            }
+        }
+        Ok(self.shared.inner.get(space, key)?.map(TierBytes::Disk))
+    }
+
+    fn range(&self, space: Space, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self::Iter<'_> {
+        if space == Space::Entities {
+            if let Some(table) = table_of_range(&start, &end).and_then(|id| self.resident(id)) {
+                return TierIter(Source::Ram {
+                    table,
+                    next_start: Some(start),
+                    end,
+                    buffer: Vec::new().into_iter(),
+                });
+            }
+        }
+        TierIter(Source::Disk(self.shared.inner.range(space, start, end)))
+    }
+
+    fn visit(
+        &self,
+        space: Space,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        let resident = (space == Space::Entities)
+            .then(|| table_of_range(&start, &end))
+            .flatten()
+            .and_then(|id| self.resident(id));
+        let Some(table) = resident else {
+            return self.shared.inner.visit(space, start, end, visit);
+        };
+        // In place, a chunk of rows per read lock, resuming after the last row visited.
+        let mut start = start;
+        loop {
+            if !range_is_valid(&start, &end) {
+                return Ok(());
+            }
+            let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
+            let mut last = None;
+            for (n, (k, v)) in rows
+                .range::<[u8], _>((as_slice(&start), as_slice(&end)))
+                .enumerate()
+            {
+                if !visit(k, v) {
+                    return Ok(());
+                }
+                if n == CHUNK - 1 {
+                    last = Some(Arc::clone(k));
+                    break;
+                }
+            }
+            drop(rows);
+            match last {
+                Some(k) => start = Bound::Excluded(k.to_vec()),
+                None => return Ok(()),
+            }
+        }
+    }
+
+    fn apply(&self, space: Space, batch: Batch) -> Result<(), StoreError> {
+        if space == Space::Tables {
+            return self.shared.inner.apply(space, batch);
+        }
+        let Some(id) = batch.first().and_then(|(k, _)| table_of(k)) else {
+            return self.shared.inner.apply(space, batch);
+        };
+        if batch.iter().any(|(k, _)| table_of(k) != Some(id)) {
+            // Not one table's batch (never made by the store): no copy can hold it all; drop
+            // the copies it touches.
+            let mut state = self.shared.lock();
+            for (k, _) in &batch {
+                if let Some(t) = table_of(k) {
+                    state.evict(t);
+                }
+            }
+            drop(state);
+            return self.shared.inner.apply(space, batch);
+        }
+        // Whether the copy needs this batch is only known after the backend applied it (a
+        // load may start in between), so keep a copy of it when the table is in RAM at all.
+        let wanted = !matches!(
+            self.shared.lock().tables.get(&id),
+            None | Some(Slot::Evicted(_) | Slot::Deleted)
+        );
+        let copy = wanted.then(|| batch.clone());
+        self.shared.inner.apply(space, batch)?;
+        let mut state = self.shared.lock();
+        let budget = self.shared.options.budget_bytes;
+        match state.tables.get_mut(&id) {
+            Some(Slot::Resident { table, bytes, .. }) => {
+                let Some(copy) = copy else {
+                    // Became resident between the check and the write (loaded from the
+                    // backend before it held the write): the copy cannot be trusted.
+                    state.evict(id);
+                    return Ok(());
+                };
+                let table = Arc::clone(table);
+                let before = *bytes;
+                let mut after = before;
+                apply_rows(
+                    &mut table.rows.write().unwrap_or_else(|e| e.into_inner()),
+                    &mut after,
+                    copy,
+                );
+                if let Some(Slot::Resident { bytes, .. }) = state.tables.get_mut(&id) {
+                    *bytes = after;
+                }
+                state.used = state.used + after - before;
+                if !state.make_room(budget, Some(id)) {
+                    state.refuse(id);
+                }
+            }
+            Some(Slot::Loading { overlay, .. }) => match copy {
+                Some(copy) => overlay.extend(copy),
+                None => state.evict(id),
+            },
+            None | Some(Slot::Evicted(_) | Slot::Deleted) => {}
+        }
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.shared.inner.flush()
+    }
+
+    fn is_persistent(&self) -> bool {
+        self.shared.inner.is_persistent()
+    }
+
+    fn begin_write(&self) -> Result<u64, StoreError> {
+        self.shared.inner.begin_write()
+    }
+
+    fn generation(&self) -> u64 {
+        self.shared.inner.generation()
+    }
+
+    /// The backend's count: every write reaches it, resident or not.
+    fn footprint(&self) -> Option<super::Footprint> {
+        self.shared.inner.footprint()
+    }
+
+    fn forget_table(&self, table_id: u64) {
+        let mut state = self.shared.lock();
+        state.evict(table_id);
+        state.tables.insert(table_id, Slot::Deleted);
+    }
+}
+
+/// Opens the tiered store over sled in `dir` with `options`, waiting briefly while a store
+/// closed just before lets go of the folder.
+#[cfg(test)]
+fn open_sled_for_tests(
+    dir: &std::path::Path,
+    options: TierOptions,
+) -> Arc<super::KvStore<TieredKv<super::sled_kv::SledKv>>> {
+    use super::sled_kv::{SledKv, SledOptions};
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match SledKv::open(dir, &SledOptions::default()) {
+            Ok(kv) => {
+                return super::KvStore::open(TieredKv::new(kv, options), super::Durability::Durable)
+                    .expect("open the store")
+            }
+            Err(e) if Instant::now() > deadline => panic!("opening sled in {dir:?}: {e:?}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Every table fits and is loaded at its first read.
+#[cfg(test)]
+mod roomy {
+    crate::store_conformance!(
+        durable: true,
+        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+            super::super::open_sled_for_tests(dir, super::super::TierOptions {
+                budget_bytes: 64 << 20,
+                reload_pause: std::time::Duration::ZERO,
+                background: false,
+            })
+        },
+    );
+}
+
+/// A budget of a dozen small rows: tables are loaded, outgrow it and are evicted mid-check,
+/// and take turns being resident.
+#[cfg(test)]
+mod tight {
+    crate::store_conformance!(
+        durable: true,
+        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+            super::super::open_sled_for_tests(dir, super::super::TierOptions {
+                budget_bytes: 2000,
+                reload_pause: std::time::Duration::ZERO,
+                background: false,
+            })
+        },
+    );
+}
+
+/// As the server runs it: loads in the background while reads go to disk.
+#[cfg(test)]
+mod background {
+    crate::store_conformance!(
+        durable: true,
+        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+            super::super::open_sled_for_tests(dir, super::super::TierOptions {
+                budget_bytes: 64 << 20,
+                reload_pause: std::time::Duration::ZERO,
+                background: true,
+            })
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::key::entity_key;
+    use crate::store::memory::MemoryKv;
+
+    fn inline(budget_bytes: u64) -> TieredKv<MemoryKv> {
+        TieredKv::new(
+            MemoryKv::new(),
+            TierOptions {
+                budget_bytes,
+                reload_pause: Duration::from_secs(3600),
+                background: false,
+            },
+        )
+    }
+
+    fn put(kv: &impl Kv, table: u64, rk: &str, value: &[u8]) {
+        kv.apply(
+            Space::Entities,
+            vec![(entity_key(table, "p", rk), Some(value.to_vec()))],
+        )
+        .expect("apply");
+    }
+
+    fn read(kv: &impl Kv, table: u64, rk: &str) -> Option<Vec<u8>> {
+        kv.get(Space::Entities, &entity_key(table, "p", rk))
+            .expect("get")
+            .map(|b| b.as_ref().to_vec())
+    }
+
+    fn all(kv: &impl Kv, table: u64) -> Vec<Vec<u8>> {
+        let (start, end) = table_bounds(table);
+        let mut out = Vec::new();
+        kv.visit(Space::Entities, start, end, &mut |_, v| {
+            out.push(v.to_vec());
+            true
+        })
+        .expect("visit");
+        out
+    }
+
+    #[test]
+    fn a_read_loads_the_table_and_writes_go_through_to_both_tiers() {
+        let kv = inline(1 << 20);
+        put(&kv, 1, "a", b"1");
+        assert!(!kv.is_resident(1));
+        assert_eq!(read(&kv, 1, "a"), Some(b"1".to_vec()));
+        assert!(kv.is_resident(1));
+        put(&kv, 1, "b", b"2");
+        kv.apply(Space::Entities, vec![(entity_key(1, "p", "a"), None)])
+            .expect("remove");
+        assert_eq!(all(&kv, 1), vec![b"2".to_vec()]);
+        // The backend holds the same.
+        assert_eq!(all(&kv.shared.inner, 1), vec![b"2".to_vec()]);
+        let usage = kv.usage();
+        assert_eq!(usage.resident_tables, 1);
+        assert_eq!(
+            usage.used_bytes,
+            row_cost(&entity_key(1, "p", "b"), b"2"),
+            "the count follows inserts and removes"
+        );
+    }
+
+    #[test]
+    fn the_least_recently_read_table_is_evicted_and_a_table_over_budget_is_not_kept() {
+        let row = row_cost(&entity_key(1, "p", "a"), &[0; 100]);
+        let kv = inline(row * 3);
+        for t in 1..=3 {
+            put(&kv, t, "a", &[0; 100]);
+        }
+        read(&kv, 1, "a");
+        read(&kv, 2, "a");
+        read(&kv, 3, "a");
+        assert!(kv.is_resident(1) && kv.is_resident(2) && kv.is_resident(3));
+        read(&kv, 1, "a"); // 2 is now the least recently read
+        put(&kv, 3, "b", &[0; 100]);
+        assert!(kv.is_resident(1) && !kv.is_resident(2) && kv.is_resident(3));
+        assert!(kv.usage().used_bytes <= row * 3);
+        // Table 4 alone is larger than the budget: it stays on disk, reads still see it.
+        for rk in ["a", "b", "c", "d"] {
+            put(&kv, 4, rk, &[0; 100]);
+        }
+        assert_eq!(all(&kv, 4).len(), 4);
+        assert!(!kv.is_resident(4));
+        assert!(kv.usage().used_bytes <= row * 3);
+        // Evicted tables are read from disk, and stay there during the reload pause.
+        assert_eq!(read(&kv, 2, "a"), Some(vec![0; 100]));
+        assert!(!kv.is_resident(2));
+    }
+
+    #[test]
+    fn writes_during_a_load_reach_the_copy() {
+        let kv = inline(1 << 20);
+        put(&kv, 1, "a", b"old");
+        // A load asked for, then a write before the loader reads the backend.
+        let token = {
+            let mut state = kv.shared.lock();
+            state.tables.insert(
+                1,
+                Slot::Loading {
+                    token: 7,
+                    overlay: Vec::new(),
+                    bytes: 0,
+                    started: Instant::now(),
+                },
+            );
+            7
+        };
+        put(&kv, 1, "a", b"new");
+        put(&kv, 1, "b", b"b");
+        kv.shared.load(1, token);
+        assert!(kv.is_resident(1));
+        assert_eq!(all(&kv, 1), vec![b"new".to_vec(), b"b".to_vec()]);
+        // A load whose slot was taken away (evicted meanwhile) leaves nothing behind.
+        kv.evict(1);
+        kv.shared.load(1, token);
+        assert!(!kv.is_resident(1));
+        assert_eq!(kv.usage().used_bytes, 0);
+    }
+
+    #[test]
+    fn ranges_are_served_from_ram_in_chunks_and_deleted_tables_are_forgotten() {
+        let kv = inline(64 << 20);
+        let n = CHUNK * 2 + 5;
+        let batch = (0..n)
+            .map(|i| (entity_key(9, "p", &format!("{i:05}")), Some(vec![1u8; 8])))
+            .collect();
+        kv.apply(Space::Entities, batch).expect("apply");
+        let (start, end) = table_bounds(9);
+        let from_disk = kv
+            .range(Space::Entities, start.clone(), end.clone())
+            .count();
+        assert!(kv.is_resident(9));
+        let keys: Vec<Vec<u8>> = kv
+            .range(Space::Entities, start.clone(), end.clone())
+            .map(|r| r.expect("row").0.as_ref().to_vec())
+            .collect();
+        assert_eq!((from_disk, keys.len()), (n, n));
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        let mut visited = 0;
+        kv.visit(Space::Entities, start.clone(), end.clone(), &mut |_, _| {
+            visited += 1;
+            visited < CHUNK + 3
+        })
+        .expect("visit");
+        assert_eq!(visited, CHUNK + 3, "stops when asked, across a chunk");
+        // An inverted range is empty, not a panic.
+        let backwards = kv
+            .range(Space::Entities, end.clone(), start.clone())
+            .count();
+        assert_eq!(backwards, 0);
+        kv.forget_table(9);
+        assert!(!kv.is_resident(9));
+        assert_eq!(kv.range(Space::Entities, start, end).count(), n);
+        assert!(!kv.is_resident(9), "a deleted table is never loaded again");
+    }
+
+    #[test]
+    fn ranges_across_tables_go_to_the_backend() {
+        assert_eq!(
+            table_of_range(
+                &Bound::Included(table_prefix(3).to_vec()),
+                &Bound::Excluded(table_prefix(4).to_vec())
+            ),
+            Some(3)
+        );
+        assert_eq!(
+            table_of_range(
+                &Bound::Included(table_prefix(3).to_vec()),
+                &Bound::Excluded(table_prefix(5).to_vec())
+            ),
+            None
+        );
+        assert_eq!(table_of_range(&Bound::Unbounded, &Bound::Unbounded), None);
+        assert_eq!(
+            table_of_range(
+                &Bound::Included(table_prefix(3).to_vec()),
+                &Bound::Unbounded
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn background_loads_finish_and_the_loader_stops_with_the_store() {
+        let kv = TieredKv::new(MemoryKv::new(), TierOptions::with_budget_mib(1));
+        put(&kv, 1, "a", b"1");
+        assert_eq!(read(&kv, 1, "a"), Some(b"1".to_vec()), "served from disk");
+        assert!(kv.wait_for_loads(Duration::from_secs(10)));
+        assert!(kv.is_resident(1));
+        put(&kv, 1, "a", b"2");
+        assert_eq!(read(&kv, 1, "a"), Some(b"2".to_vec()));
+        drop(kv); // joins the loader
+    }
+}
+
+/// The tiered store against the memory store on random operation sequences, with evictions
+/// and restarts (close and reopen over the same folder) in between: same answers, same data.
+#[cfg(test)]
+mod model {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
+    use crate::store::memory::MemoryKv;
+    use crate::store::{Durability, KeyRange, KvStore, Store, TableId};
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Commit(usize, Vec<(u8, u8, i32)>),
+        Get(usize, u8),
+        Scan(usize),
+        Evict(usize),
+        Reopen,
+    }
+
+    const KINDS: [WriteKind; 6] = [
+        WriteKind::Insert,
+        WriteKind::InsertOrReplace,
+        WriteKind::InsertOrMerge,
+        WriteKind::Update,
+        WriteKind::Merge,
+        WriteKind::Delete,
+    ];
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            6 => (0..2usize, prop::collection::vec((0..7u8, 0..6u8, 0..100i32), 1..4))
+                .prop_map(|(t, ops)| Step::Commit(t, ops)),
+            3 => (0..2usize, 0..6u8).prop_map(|(t, r)| Step::Get(t, r)),
+            2 => (0..2usize).prop_map(Step::Scan),
+            1 => (0..2usize).prop_map(Step::Evict),
+            1 => Just(Step::Reopen),
+        ]
+    }
+
+    fn write_op(kind: u8, rk: u8, n: i32) -> WriteOp {
+        // Kind 6: an Update with an ETag that matches nothing.
+        let (kind, if_match) = match KINDS.get(kind as usize) {
+            Some(k) => (*k, IfMatch::Any),
+            None => (WriteKind::Update, IfMatch::Unmatchable),
+        };
+        WriteOp {
+            kind,
+            key: EntityKey {
+                partition_key: "p".into(),
+                row_key: format!("r{rk}"),
+            },
+            properties: if kind == WriteKind::Delete {
+                Vec::new()
+            } else {
+                vec![Property {
+                    name: format!("c{}", n % 3),
+                    value: EdmValue::String("x".repeat(n as usize)),
+                }]
+            },
+            if_match,
+        }
+    }
+
+    type Tiered = Arc<KvStore<TieredKv<crate::store::sled_kv::SledKv>>>;
+
+    fn open(dir: &std::path::Path) -> (Tiered, Vec<TableId>) {
+        let store = open_sled_for_tests(
+            dir,
+            TierOptions {
+                budget_bytes: 1500,
+                reload_pause: Duration::ZERO,
+                background: false,
+            },
+        );
+        let ids = ["one", "two"]
+            .iter()
+            .map(|name| {
+                let t = TableRef::new("acct", *name);
+                match store.get_table(&t).expect("get") {
+                    Some(info) => info.id,
+                    None => store.create_table(&t).expect("create").id,
+                }
+            })
+            .collect();
+        (store, ids)
+    }
+
+    fn contents(store: &dyn Store, t: TableId) -> Vec<(String, Vec<Property>)> {
+        store
+            .scan(t, &KeyRange::all())
+            .map(|e| {
+                let e = e.expect("scan");
+                (e.row_key, e.properties)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+        #[test]
+        fn tiered_store_answers_like_the_memory_store(steps in prop::collection::vec(step(), 1..40)) {
+            let dir = tempfile::tempdir().expect("a temporary folder");
+            let memory = KvStore::open(MemoryKv::new(), Durability::Durable).expect("memory");
+            let mem_ids: Vec<TableId> = ["one", "two"]
+                .iter()
+                .map(|n| memory.create_table(&TableRef::new("acct", *n)).expect("create").id)
+                .collect();
+            let (mut tiered, mut ids) = open(dir.path());
+            for step in steps {
+                match step {
+                    Step::Commit(t, ops) => {
+                        let ops: Vec<WriteOp> =
+                            ops.iter().map(|&(k, r, n)| write_op(k, r, n)).collect();
+                        let a = tiered.commit(ids[t], &ops).map(|s| s.len()).map_err(|e| (e.index, e.error));
+                        let b = memory.commit(mem_ids[t], &ops).map(|s| s.len()).map_err(|e| (e.index, e.error));
+                        prop_assert_eq!(a, b);
+                    }
+                    Step::Get(t, r) => {
+                        let row = format!("r{r}");
+                        let a = tiered.get_entity(ids[t], "p", &row).expect("get").map(|e| e.properties);
+                        let b = memory.get_entity(mem_ids[t], "p", &row).expect("get").map(|e| e.properties);
+                        prop_assert_eq!(a, b);
+                    }
+                    Step::Scan(t) => {
+                        prop_assert_eq!(contents(&*tiered, ids[t]), contents(&*memory, mem_ids[t]));
+                    }
+                    Step::Evict(t) => tiered.kv.evict(ids[t].0),
+                    Step::Reopen => {
+                        drop(tiered);
+                        (tiered, ids) = open(dir.path());
+                    }
+                }
+                prop_assert!(tiered.kv.usage().used_bytes <= 1500);
+            }
+            for t in 0..2 {
+                prop_assert_eq!(contents(&*tiered, ids[t]), contents(&*memory, mem_ids[t]));
+            }
+        }
+    }
+}
