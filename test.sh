@@ -10,7 +10,9 @@
 #      scenario (scripts/ci/azure-cli.sh) against it, stop it
 #   4. the SDK documentation examples; scripts/ci/packages.sh (wheel and npm package of the
 #      binary just built, installed fresh and exercised) and scripts/ci/docker.sh (image build
-#      where a container engine runs, else said to be skipped; the image's runtime layout)
+#      where a container engine runs, else said to be skipped; the image's runtime layout);
+#      scripts/ci/postgres.sh (the PostgreSQL store: Rust subset and SDK suites on a
+#      PostgreSQL it starts; `postgres.sh install` runs before cargo test)
 #   5. print a summary; exit non-zero if anything failed
 #
 # Why the dev (debug) profile: on the 2-core machine a clean debug build of the
@@ -38,8 +40,8 @@
 #                               JS groups to skip (the Python equivalent is -m).
 #   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_LINT=1, TABLESTORE_SKIP_PYTHON=1,
 #   TABLESTORE_SKIP_JS=1, TABLESTORE_SKIP_EXAMPLES=1, TABLESTORE_SKIP_AZURE_CLI=1,
-#   TABLESTORE_SKIP_PACKAGES=1, TABLESTORE_SKIP_DOCKER=1, TABLESTORE_SKIP_CONSOLE=1
-#                               leave out a stage.
+#   TABLESTORE_SKIP_PACKAGES=1, TABLESTORE_SKIP_DOCKER=1, TABLESTORE_SKIP_CONSOLE=1,
+#   TABLESTORE_SKIP_POSTGRES=1  leave out a stage.
 #   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
 
@@ -142,6 +144,11 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; the
   # with the dev-dependency feature set; a separate `cargo build` before it
   # would compile the crates whose features differ a second time. The explicit
   # build below only runs when the test build did not produce the binary.
+  # PostgreSQL for the store's tests: cargo test's PostgreSQL tests start their own server.
+  if [ "${TABLESTORE_SKIP_POSTGRES:-0}" != "1" ]; then
+    log "PostgreSQL install check (scripts/ci/postgres.sh install)"
+    scripts/ci/postgres.sh install || echo "test.sh: PostgreSQL is missing; its tests will say so"
+  fi
   touch "$WORK/cargo-start"
   log "cargo test ${CARGO_FLAGS[*]}"
   set +e
@@ -427,6 +434,10 @@ if [ "$TARGET" = "tablestore" ] && [ -x "$SERVER_BIN" ]; then
   fi
   if [ "${TABLESTORE_SKIP_DOCKER:-0}" != "1" ]; then
     ci_stage docker scripts/ci/docker.sh --binary "$SERVER_BIN"
+  fi
+  # The PostgreSQL store: a Rust subset and the SDK suites on one PostgreSQL (scripts/ci/postgres.sh).
+  if [ "${TABLESTORE_SKIP_POSTGRES:-0}" != "1" ]; then
+    ci_stage postgres scripts/ci/postgres.sh run "$SERVER_BIN"
   fi
 fi
 

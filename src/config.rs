@@ -35,6 +35,50 @@ pub enum DurabilityArg {
     Relaxed,
 }
 
+/// The store `--store` names.
+#[derive(Clone, PartialEq, Eq)]
+pub enum StoreArg {
+    /// sled in `<location>/__tablestore__` (or memory with `--inMemoryPersistence`).
+    Sled,
+    Memory,
+    /// A PostgreSQL database; `schema` (tests only) puts the store's tables in a schema of
+    /// their own, created if missing.
+    Postgres {
+        url: String,
+        schema: Option<String>,
+    },
+}
+
+impl std::fmt::Debug for StoreArg {
+    /// Never shows the database password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreArg::Sled => f.write_str("Sled"),
+            StoreArg::Memory => f.write_str("Memory"),
+            StoreArg::Postgres { .. } => f.write_str("Postgres(<url>)"),
+        }
+    }
+}
+
+fn parse_store(text: &str) -> Result<StoreArg, String> {
+    match text.trim() {
+        t if t.eq_ignore_ascii_case("sled") => Ok(StoreArg::Sled),
+        t if t.eq_ignore_ascii_case("memory") => Ok(StoreArg::Memory),
+        t if crate::store::postgres::is_postgres_url(t) => Ok(StoreArg::Postgres {
+            url: t.to_string(),
+            schema: None,
+        }),
+        _ => Err(
+            "expected sled, memory or a PostgreSQL URL (postgres://user[:password]@host[:port]/database)"
+                .into(),
+        ),
+    }
+}
+
+/// Set to a PostgreSQL URL, `Config::for_tests` servers use that database, each in a fresh
+/// schema of its own (scripts/ci/postgres.sh runs integration tests so).
+pub const TEST_STORE_ENV: &str = "TABLESTORE_TEST_STORE";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OAuthLevel {
     /// Accept bearer tokens over HTTPS: their form, audience and lifetime are checked, not
@@ -98,6 +142,20 @@ pub struct Config {
         value_parser = BoolishValueParser::new()
     )]
     pub in_memory: bool,
+
+    /// Where the data lives: `sled` (the default: a folder under --location), `memory` (as
+    /// --inMemoryPersistence) or a PostgreSQL database,
+    /// `postgres://user[:password]@host[:port]/database`, which any number of tablestore
+    /// nodes may share (docs/scale-out.md).
+    #[arg(
+        long,
+        env = "TABLESTORE_STORE",
+        value_name = "STORE",
+        default_value = "sled",
+        value_parser = parse_store,
+        hide_default_value = false
+    )]
+    pub store: StoreArg,
 
     /// When acknowledged writes reach the disk.
     #[arg(long, env = "TABLESTORE_DURABILITY", value_enum, default_value_t = DurabilityArg::Durable)]
@@ -407,6 +465,7 @@ impl Config {
             port: 0,
             location: PathBuf::from("unused"),
             in_memory: true,
+            store: StoreArg::Sled,
             durability: DurabilityArg::Durable,
             log_level: "warn".into(),
             cache_mb: 16,
@@ -432,6 +491,38 @@ impl Config {
             location_on_command_line: false,
             endpoint_on_command_line: false,
         }
+        .with_test_store(std::env::var(TEST_STORE_ENV).ok())
+    }
+
+    /// With `url` (the value of [`TEST_STORE_ENV`]) a PostgreSQL URL: the store is that
+    /// database, in a new schema named after a random UUID, so test servers never share data.
+    fn with_test_store(mut self, url: Option<String>) -> Config {
+        if let Some(url) = url.filter(|u| crate::store::postgres::is_postgres_url(u)) {
+            self.in_memory = false;
+            self.store = StoreArg::Postgres {
+                url,
+                schema: Some(format!("test_{}", uuid::Uuid::new_v4().simple())),
+            };
+        }
+        self
+    }
+
+    /// The PostgreSQL store's URL and schema, when `--store` names one.
+    pub fn postgres(&self) -> Option<(&str, Option<&str>)> {
+        match &self.store {
+            StoreArg::Postgres { url, schema } => Some((url, schema.as_deref())),
+            _ => None,
+        }
+    }
+
+    /// Whether the store keeps nothing after exit (`--inMemoryPersistence`, `--store memory`).
+    pub fn is_in_memory(&self) -> bool {
+        self.in_memory || self.store == StoreArg::Memory
+    }
+
+    /// Whether data lives in a folder under `--location` (sled).
+    pub fn is_on_disk(&self) -> bool {
+        !self.is_in_memory() && self.postgres().is_none()
     }
 
     /// Parses the process's command line and environment; prints help, the version or the
@@ -459,6 +550,12 @@ impl Config {
         let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         config.location_on_command_line = on_command_line("location");
         config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
+        if config.in_memory && config.postgres().is_some() {
+            return Err(Config::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--inMemoryPersistence and --store postgres://… name two different stores: pass only one of them",
+            ));
+        }
         if env(AZURITE_SKIP_API_VERSION_CHECK).as_deref() == Some("true") {
             config.skip_api_version_check = true;
         }
@@ -598,9 +695,14 @@ impl Config {
                     .to_string(),
             );
         }
-        if self.in_memory && self.location_on_command_line {
+        if !self.is_on_disk() && self.location_on_command_line {
+            let why = if self.postgres().is_some() {
+                "the data lives in the PostgreSQL database --store names"
+            } else {
+                "--inMemoryPersistence keeps nothing on disk"
+            };
             out.push(format!(
-                "ignoring --location {}: --inMemoryPersistence keeps nothing on disk",
+                "ignoring --location {}: {why}",
                 self.location.display()
             ));
         }
@@ -655,6 +757,38 @@ mod tests {
         let mut all = vec!["tablestore"];
         all.extend_from_slice(args);
         Config::try_parse_args(all, |_| None)
+    }
+
+    #[test]
+    fn store_choice() {
+        let c = parse(&[]).unwrap();
+        assert_eq!(c.store, StoreArg::Sled);
+        assert!(c.is_on_disk() && c.postgres().is_none());
+        let c = parse(&["--store", "memory"]).unwrap();
+        assert!(c.is_in_memory() && !c.is_on_disk());
+        let c = parse(&["--store", "postgres://u:secret@db:5433/t"]).unwrap();
+        assert_eq!(c.postgres(), Some(("postgres://u:secret@db:5433/t", None)));
+        assert!(!c.is_on_disk() && !c.is_in_memory());
+        assert!(
+            !format!("{c:?}").contains("secret"),
+            "the password must not be logged"
+        );
+        let e = parse(&["--store", "mysql://x"]).unwrap_err().to_string();
+        assert!(
+            e.contains("expected sled, memory or a PostgreSQL URL"),
+            "{e}"
+        );
+        let e = parse(&["--inMemoryPersistence", "--store", "postgres://u@h/d"])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("name two different stores"), "{e}");
+        // Test servers: each in a fresh schema of the database TABLESTORE_TEST_STORE names.
+        let a = Config::for_tests().with_test_store(Some("postgres://u@h/d".into()));
+        let b = Config::for_tests().with_test_store(Some("postgres://u@h/d".into()));
+        let (url, schema_a) = a.postgres().unwrap();
+        assert_eq!(url, "postgres://u@h/d");
+        assert_ne!(schema_a, b.postgres().unwrap().1);
+        assert!(Config::for_tests().with_test_store(None).is_in_memory());
     }
 
     #[test]

@@ -138,7 +138,12 @@ async fn main() -> ExitCode {
     if tls_config.is_some() && config.oauth.is_some() {
         println!("OAuth: bearer tokens accepted (--oauth basic; signatures are not verified)");
     }
-    if config.in_memory {
+    if let Some((url, _)) = config.postgres() {
+        println!(
+            "Storage: PostgreSQL {}",
+            tablestore::store::postgres::display_url(url)
+        );
+    } else if config.is_in_memory() {
         println!("Storage: in memory (nothing is kept after exit)");
     } else {
         println!("Storage: {}", config.store_dir().display());
@@ -189,7 +194,9 @@ async fn seed(
         _ => return Ok(()),
     };
     // An on-disk store records the seed it loaded beside its folder.
-    let record = (!config.in_memory).then(|| config.location.join(SEED_RECORD));
+    let record = config
+        .is_on_disk()
+        .then(|| config.location.join(SEED_RECORD));
     let store = std::sync::Arc::clone(store);
     let account = account.to_string();
     let shown = path.display().to_string();
@@ -235,6 +242,16 @@ fn listen_error(config: &Config, e: &std::io::Error) -> String {
 /// One sentence for a data folder that cannot be opened: what is wrong and what to do, never
 /// the error's debug text.
 fn store_error(config: &Config, e: &tablestore::store::StoreError) -> String {
+    if config.postgres().is_some() {
+        // The PostgreSQL store's errors are already one sentence naming the database.
+        return match e {
+            tablestore::store::StoreError::Io(text)
+            | tablestore::store::StoreError::Unavailable(text)
+            | tablestore::store::StoreError::Corrupt(text) => text.clone(),
+            _ => "the PostgreSQL store could not be opened: check the database --store names"
+                .to_string(),
+        };
+    }
     let dir = config.store_dir();
     let shown = dir.display();
     let text = match e {

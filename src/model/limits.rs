@@ -24,6 +24,10 @@ pub const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
 pub enum EntityLimitError {
     TooManyProperties,
     EntityTooLarge,
+    /// The keys are within Azure's limits but longer together than the store can index
+    /// (PostgreSQL's B-tree takes about 2.7 KB per key: only non-ASCII keys near the 1024
+    /// UTF-16 unit limit reach it).
+    KeysTooLongForStore,
 }
 
 /// Size of an entity as the service accounts it:

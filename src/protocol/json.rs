@@ -276,6 +276,7 @@ pub fn entity_limit_error(e: EntityLimitError) -> ApiError {
     ApiError::new(match e {
         EntityLimitError::TooManyProperties => ErrorCode::TooManyProperties,
         EntityLimitError::EntityTooLarge => ErrorCode::EntityTooLarge,
+        EntityLimitError::KeysTooLongForStore => ErrorCode::KeyValueTooLarge,
     })
 }
 

@@ -26,6 +26,7 @@ use crate::auth::Accounts;
 use crate::config::{connection_string, Config};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
+use crate::store::postgres::PgStore;
 use crate::store::sled_kv::{SledKv, SledOptions};
 use crate::store::tiered::{TierOptions, TieredKv};
 use crate::store::{KvStore, Store, StoreError};
@@ -121,7 +122,10 @@ impl AppState {
 
 /// Opens the store the configuration asks for.
 pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
-    if config.in_memory {
+    if let Some((url, schema)) = config.postgres() {
+        return Ok(PgStore::open_in_schema(url, schema)?);
+    }
+    if config.is_in_memory() {
         return Ok(KvStore::open(MemoryKv::new(), config.durability())?);
     }
     let dir = config.store_dir();

@@ -12,6 +12,7 @@ pub mod codec;
 pub mod conformance;
 pub mod key;
 pub mod memory;
+pub mod postgres;
 pub mod row;
 pub mod sled_kv;
 pub mod tiered;
@@ -39,6 +40,9 @@ pub enum StoreError {
     EntityLimit(EntityLimitError),
     /// The backend failed (disk full, I/O error); the message is for logs only.
     Io(String),
+    /// The database behind the store cannot be reached (down, restarting, connection lost);
+    /// the request may succeed when retried. The message says what happened, in one sentence.
+    Unavailable(String),
     /// Stored bytes could not be decoded.
     Corrupt(String),
 }
@@ -201,6 +205,32 @@ fn service_properties_key(account: &str) -> Vec<u8> {
     key
 }
 
+/// Hands out Timestamps in ticks: now, but later than every one handed out before by this
+/// clock and than a given previous one, so no two writes share a Timestamp (and an ETag).
+#[derive(Default)]
+pub struct Clock {
+    last: AtomicI64,
+}
+
+impl Clock {
+    /// A Timestamp later than `previous` (when given) and than every one this clock handed
+    /// out, and not before now.
+    pub fn stamp_after(&self, previous: Option<EdmDateTime>) -> EdmDateTime {
+        let floor = EdmDateTime::now().0.max(previous.map_or(0, |p| p.0 + 1));
+        let mut last = self.last.load(Ordering::Relaxed);
+        loop {
+            let next = floor.max(last + 1);
+            match self
+                .last
+                .compare_exchange_weak(last, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => return EdmDateTime(next),
+                Err(current) => last = current,
+            }
+        }
+    }
+}
+
 /// The single [`Store`] implementation, generic over the backend.
 pub struct KvStore<B: Kv> {
     kv: Arc<B>,
@@ -210,7 +240,7 @@ pub struct KvStore<B: Kv> {
     next_table_id: AtomicU64,
     /// Per-partition locks (striped) held while a commit checks preconditions and applies.
     partition_locks: Vec<Mutex<()>>,
-    last_timestamp: AtomicI64,
+    clock: Clock,
     group_commit: GroupCommit,
 }
 
@@ -231,7 +261,7 @@ impl<B: Kv> KvStore<B> {
             table_lock: Mutex::new(()),
             next_table_id: AtomicU64::new(next),
             partition_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
-            last_timestamp: AtomicI64::new(0),
+            clock: Clock::default(),
             group_commit: GroupCommit::default(),
         });
         // Finish purging tables whose deletion was interrupted.
@@ -258,20 +288,7 @@ impl<B: Kv> KvStore<B> {
 
     /// A Timestamp later than every one handed out before (by this process).
     fn next_timestamp(&self) -> EdmDateTime {
-        let now = EdmDateTime::now().0;
-        let mut last = self.last_timestamp.load(Ordering::Relaxed);
-        loop {
-            let next = now.max(last + 1);
-            match self.last_timestamp.compare_exchange_weak(
-                last,
-                next,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return EdmDateTime(next),
-                Err(current) => last = current,
-            }
-        }
+        self.clock.stamp_after(None)
     }
 
     fn partition_lock(&self, table_id: u64, partition_key: &str) -> &Mutex<()> {
@@ -349,73 +366,72 @@ impl<B: Kv> KvStore<B> {
             tracing::warn!(error = %e, "could not start table purge thread");
         }
     }
+}
 
-    /// Computes the new stored bytes for one operation given the current ones.
-    fn apply_op(
-        &self,
-        op: &WriteOp,
-        current: Option<&[u8]>,
-    ) -> Result<(Option<Vec<u8>>, EdmDateTime), StoreError> {
-        let current_ts = match current {
-            Some(b) => Some(
-                codec::decode_entity_timestamp(b)
-                    .ok_or_else(|| StoreError::Corrupt("entity timestamp".into()))?,
-            ),
-            None => None,
+/// The new stored bytes of one operation (`None`: the entity is removed), given the entity's
+/// current stored bytes and the Timestamp the write gets: checks the operation's precondition
+/// (insert-must-not-exist, If-Match) and, for merges, the whole-entity limits. Shared by every
+/// store so that all of them apply writes alike.
+pub fn apply_write(
+    op: &WriteOp,
+    current: Option<&[u8]>,
+    ts: EdmDateTime,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let current_ts = match current {
+        Some(b) => Some(
+            codec::decode_entity_timestamp(b)
+                .ok_or_else(|| StoreError::Corrupt("entity timestamp".into()))?,
+        ),
+        None => None,
+    };
+    let check_if_match = || match (current_ts, op.if_match) {
+        (None, _) => Err(StoreError::EntityNotFound),
+        (Some(_), IfMatch::Any) => Ok(()),
+        (Some(ts), IfMatch::ETag(want)) if ts == want => Ok(()),
+        (Some(_), IfMatch::ETag(_) | IfMatch::Unmatchable) => Err(StoreError::PreconditionFailed),
+    };
+    let replace = || Some(codec::encode_entity(ts, &op.properties));
+    let merge = || -> Result<Option<Vec<u8>>, StoreError> {
+        let mut props: Vec<Property> = match current {
+            Some(b) => {
+                codec::decode_entity(b)
+                    .ok_or_else(|| StoreError::Corrupt("entity".into()))?
+                    .1
+            }
+            None => Vec::new(),
         };
-        let check_if_match = || match (current_ts, op.if_match) {
-            (None, _) => Err(StoreError::EntityNotFound),
-            (Some(_), IfMatch::Any) => Ok(()),
-            (Some(ts), IfMatch::ETag(want)) if ts == want => Ok(()),
-            (Some(_), IfMatch::ETag(_) | IfMatch::Unmatchable) => {
-                Err(StoreError::PreconditionFailed)
+        for p in &op.properties {
+            match props.iter_mut().find(|q| q.name == p.name) {
+                Some(q) => q.value = p.value.clone(),
+                None => props.push(p.clone()),
             }
-        };
-        let replace = |ts: EdmDateTime| Some(codec::encode_entity(ts, &op.properties));
-        let merge = |ts: EdmDateTime| -> Result<Option<Vec<u8>>, StoreError> {
-            let mut props: Vec<Property> = match current {
-                Some(b) => {
-                    codec::decode_entity(b)
-                        .ok_or_else(|| StoreError::Corrupt("entity".into()))?
-                        .1
-                }
-                None => Vec::new(),
-            };
-            for p in &op.properties {
-                match props.iter_mut().find(|q| q.name == p.name) {
-                    Some(q) => q.value = p.value.clone(),
-                    None => props.push(p.clone()),
-                }
+        }
+        check_entity(&op.key.partition_key, &op.key.row_key, &props)
+            .map_err(StoreError::EntityLimit)?;
+        Ok(Some(codec::encode_entity(ts, &props)))
+    };
+    Ok(match op.kind {
+        WriteKind::Insert => {
+            if current.is_some() {
+                return Err(StoreError::EntityAlreadyExists);
             }
-            check_entity(&op.key.partition_key, &op.key.row_key, &props)
-                .map_err(StoreError::EntityLimit)?;
-            Ok(Some(codec::encode_entity(ts, &props)))
-        };
-        let ts = self.next_timestamp();
-        let value = match op.kind {
-            WriteKind::Insert => {
-                if current.is_some() {
-                    return Err(StoreError::EntityAlreadyExists);
-                }
-                replace(ts)
-            }
-            WriteKind::InsertOrReplace => replace(ts),
-            WriteKind::InsertOrMerge => merge(ts)?,
-            WriteKind::Update => {
-                check_if_match()?;
-                replace(ts)
-            }
-            WriteKind::Merge => {
-                check_if_match()?;
-                merge(ts)?
-            }
-            WriteKind::Delete => {
-                check_if_match()?;
-                None
-            }
-        };
-        Ok((value, ts))
-    }
+            replace()
+        }
+        WriteKind::InsertOrReplace => replace(),
+        WriteKind::InsertOrMerge => merge()?,
+        WriteKind::Update => {
+            check_if_match()?;
+            replace()
+        }
+        WriteKind::Merge => {
+            check_if_match()?;
+            merge()?
+        }
+        WriteKind::Delete => {
+            check_if_match()?;
+            None
+        }
+    })
 }
 
 impl<B: Kv> Store for KvStore<B> {
@@ -619,8 +635,8 @@ impl<B: Kv> Store for KvStore<B> {
                     .get(Space::Entities, &key)
                     .map_err(|error| CommitError { index, error })?
             };
-            let (value, ts) = self
-                .apply_op(op, current.as_ref().map(AsRef::as_ref))
+            let ts = self.next_timestamp();
+            let value = apply_write(op, current.as_ref().map(AsRef::as_ref), ts)
                 .map_err(|error| CommitError { index, error })?;
             batch.push((key, value));
             stamps.push(ts);

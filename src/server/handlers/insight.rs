@@ -76,7 +76,7 @@ async fn answer(
     let mut r = ctx.plain_response(StatusCode::OK);
     if metrics {
         let flushes = state.group_commit.flushes();
-        let dir = (!state.config.in_memory).then(|| state.config.store_dir());
+        let dir = state.config.is_on_disk().then(|| state.config.store_dir());
         let bytes = tokio::task::spawn_blocking(move || dir.map_or(0, |d| dir_size(&d)))
             .await
             .unwrap_or(0);

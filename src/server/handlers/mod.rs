@@ -24,6 +24,10 @@ pub fn store_error(e: StoreError) -> ApiError {
             tracing::error!(error = %msg, "store I/O failure");
             ApiError::new(ErrorCode::ServerBusy)
         }
+        StoreError::Unavailable(msg) => {
+            tracing::warn!(error = %msg, "the store's database is unavailable");
+            ApiError::new(ErrorCode::ServerBusy)
+        }
         StoreError::Corrupt(msg) => {
             tracing::error!(error = %msg, "stored data could not be decoded");
             ApiError::new(ErrorCode::InternalError)
@@ -93,4 +97,25 @@ pub fn reject_unsupported_options(query: &QueryParams) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database that is down or lost (the PostgreSQL store) is Azure's 503 ServerBusy with
+    /// Azure's message ("Common REST API error codes"); the reason goes to the log only.
+    #[test]
+    fn an_unavailable_database_is_server_busy() {
+        let e = store_error(StoreError::Unavailable(
+            "cannot reach the PostgreSQL database t at 127.0.0.1:5432 (refused)".into(),
+        ));
+        assert_eq!(e.code, ErrorCode::ServerBusy);
+        assert_eq!(e.status().as_u16(), 503);
+        assert_eq!(
+            e.message,
+            "The server is currently unable to receive requests. Please retry your request."
+        );
+        assert!(!e.message.contains("PostgreSQL"));
+    }
 }

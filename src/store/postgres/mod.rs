@@ -1,0 +1,1092 @@
+//! The store contract on PostgreSQL (and, untested here, the distributed SQL engines that
+//! speak its protocol: CockroachDB, YugabyteDB), so that several tablestore nodes can serve the
+//! same accounts from one database.
+//!
+//! Rows keep the sled store's byte layout: entity keys are `table id ‖ enc(PartitionKey) ‖
+//! enc(RowKey)` in a `bytea` primary key (`store/key.rs`), so the database's order is Azure's
+//! (UTF-16 ordinal) whatever its collation, and every key range is one index range scan;
+//! values are the `store/codec.rs` encoding. Scans read in pages by key (keyset pagination),
+//! never a whole table at once.
+//!
+//! Every guarantee is the database's, not the process's, so it holds across nodes: a commit
+//! (one write or a whole change set) is one transaction that reads each entity `FOR UPDATE`,
+//! checks the preconditions, and writes with a statement that only succeeds if the row is
+//! still what was read (`UPDATE … WHERE key = $1 AND ts = $prev`, `INSERT` against the
+//! primary key). New Timestamps are later than the entity's previous one read in that
+//! transaction (and than this process's last), so they increase per entity across nodes.
+//! Serialization failures and deadlocks rerun the transaction with backoff; a lost or
+//! unreachable database is [`StoreError::Unavailable`] (503 ServerBusy), and the pool
+//! reconnects by itself once the database is back.
+
+mod bridge;
+mod errors;
+pub mod schema;
+
+use std::ops::Bound;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::NoTls;
+
+use super::{
+    apply_write, key, Clock, CommitError, Committed, EntityIter, KeyRange, Store, StoreError,
+    StoredRow, TableId, TableInfo, TableIter, TableRef,
+};
+use crate::model::limits::EntityLimitError;
+use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
+use bridge::Bridge;
+pub use errors::Target;
+use errors::{classify, from_db_error, from_pool_error, DbFailure};
+
+/// How long to wait for a connection to the database before answering 503.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Rows per scan page: the first page is small (most scans are point-ish or stop early), later
+/// ones larger, so a long scan costs few round trips and memory stays bounded.
+const FIRST_PAGE: i64 = 64;
+const MAX_PAGE: i64 = 512;
+/// Attempts of a transaction that keeps hitting serialization failures or deadlocks.
+const MAX_ATTEMPTS: u32 = 12;
+/// Entities removed per statement when purging a deleted table.
+const PURGE_CHUNK: i64 = 1000;
+
+/// One stored entity: its key and encoded value.
+type Row = (Vec<u8>, Vec<u8>);
+
+/// Whether `location` names a PostgreSQL database (`postgres://` or `postgresql://`).
+pub fn is_postgres_url(location: &str) -> bool {
+    let lower = location.trim_start().to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
+/// `url` as start-up output shows it: `postgres://user@host:port/database`, never the
+/// password (or `url` unchanged when it does not parse; opening it then fails anyway).
+pub fn display_url(url: &str) -> String {
+    match tokio_postgres::Config::from_str(url.trim()) {
+        Ok(config) => Target::from_config(&config).url(),
+        Err(_) => "(an invalid URL)".to_string(),
+    }
+}
+
+/// The [`Store`] over a PostgreSQL database.
+pub struct PgStore {
+    shared: Arc<Shared>,
+    /// Declared last: dropped after `shared`, and shuts its runtime down in the background.
+    bridge: Bridge,
+}
+
+struct Shared {
+    pool: Pool,
+    target: Target,
+    clock: Clock,
+}
+
+impl PgStore {
+    /// Connects to the database `url` names, applies missing schema migrations and resumes
+    /// interrupted table purges. Errors are one sentence each (bad URL, unreachable, login
+    /// refused, no rights, schema newer than this binary).
+    pub fn open(url: &str) -> Result<Arc<PgStore>, StoreError> {
+        PgStore::open_in_schema(url, None)
+    }
+
+    /// [`PgStore::open`] with the store's tables in `schema` (created if missing) instead of
+    /// the user's default search path: tests give each server a schema of its own.
+    pub fn open_in_schema(url: &str, schema: Option<&str>) -> Result<Arc<PgStore>, StoreError> {
+        let mut config = tokio_postgres::Config::from_str(url.trim()).map_err(|e| {
+            StoreError::Io(format!(
+                "the store URL is not a valid PostgreSQL URL ({e}): use postgres://user[:password]@host[:port]/database"
+            ))
+        })?;
+        if config.get_user().is_none() {
+            return Err(StoreError::Io(
+                "the store URL names no database user: use postgres://user[:password]@host[:port]/database".into(),
+            ));
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("tablestore");
+        }
+        if let Some(schema) = schema {
+            if !schema
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(StoreError::Io(format!(
+                    "the schema name {schema} may hold only letters, digits and _"
+                )));
+            }
+            let options = match config.get_options() {
+                Some(o) => format!("{o} -c search_path={schema}"),
+                None => format!("-c search_path={schema}"),
+            };
+            config.options(&options);
+        }
+        let target = Target::from_config(&config);
+        let bridge = Bridge::new().map_err(|e| {
+            StoreError::Io(format!("cannot start the PostgreSQL store's threads: {e}"))
+        })?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(CONNECT_TIMEOUT * 2))
+            .create_timeout(Some(CONNECT_TIMEOUT))
+            .recycle_timeout(Some(CONNECT_TIMEOUT))
+            .build()
+            .map_err(|e| StoreError::Io(format!("cannot set up the connection pool: {e}")))?;
+        let shared = Arc::new(Shared {
+            pool,
+            target,
+            clock: Clock::default(),
+        });
+        let s = Arc::clone(&shared);
+        let schema = schema.map(str::to_string);
+        let pending = bridge.run(async move { s.migrate(schema.as_deref()).await })?;
+        let store = Arc::new(PgStore { shared, bridge });
+        for id in pending {
+            store.spawn_purge(id);
+        }
+        Ok(store)
+    }
+
+    /// Where the store connects, without the password.
+    pub fn target(&self) -> &Target {
+        &self.shared.target
+    }
+
+    /// The plan PostgreSQL chooses for the statement a scan of `range` runs (its first
+    /// page), as `EXPLAIN` prints it: for tests that check scans are index range scans.
+    pub fn explain_scan(&self, table: TableId, range: &KeyRange) -> Result<String, StoreError> {
+        let (start, end) = range.to_bytes(table.0);
+        let s = Arc::clone(&self.shared);
+        self.bridge.run(async move {
+            let (sql, params) = page_sql(&start, &end);
+            let client = s.client().await?;
+            let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                params.iter().map(|p| p as _).collect();
+            args.push(&MAX_PAGE);
+            let rows = client
+                .query(&format!("EXPLAIN {sql}"), &args)
+                .await
+                .map_err(|e| from_db_error(&s.target, &e))?;
+            Ok(rows
+                .iter()
+                .map(|r| r.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n"))
+        })
+    }
+
+    fn run<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> T {
+        self.bridge.run(work)
+    }
+
+    fn spawn_purge(&self, table_id: i64) {
+        let s = Arc::clone(&self.shared);
+        self.bridge.spawn(async move {
+            if let Err(e) = s.purge(table_id).await {
+                tracing::warn!(table_id, error = %message(&e), "purging a deleted table failed; a later start resumes it");
+            }
+        });
+    }
+
+    /// One page of a scan: up to `limit` rows from `start` to `end`.
+    fn page(
+        &self,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        limit: i64,
+    ) -> Result<Vec<Row>, StoreError> {
+        let s = Arc::clone(&self.shared);
+        self.run(async move { s.page(&start, &end, limit).await })
+    }
+
+    /// Scans `range` page by page, handing each row to `visit` until it returns false.
+    fn scan_pages(
+        &self,
+        table: TableId,
+        range: &KeyRange,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        let (mut start, end) = range.to_bytes(table.0);
+        let mut limit = FIRST_PAGE;
+        loop {
+            let rows = self.page(start, end.clone(), limit)?;
+            let full = rows.len() as i64 == limit;
+            let mut last = None;
+            for (k, v) in rows {
+                if !visit(&k, &v) {
+                    return Ok(());
+                }
+                last = Some(k);
+            }
+            match (full, last) {
+                (true, Some(k)) => start = Bound::Excluded(k),
+                _ => return Ok(()),
+            }
+            limit = (limit * 4).min(MAX_PAGE);
+        }
+    }
+}
+
+/// Tables of an account, read page by page.
+struct TablePages<'a> {
+    store: &'a PgStore,
+    account: String,
+    start: Bound<Vec<u8>>,
+    end: Vec<u8>,
+    buffered: std::vec::IntoIter<TableInfo>,
+    done: bool,
+}
+
+impl Iterator for TablePages<'_> {
+    type Item = Result<TableInfo, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(t) = self.buffered.next() {
+                return Some(Ok(t));
+            }
+            if self.done {
+                return None;
+            }
+            let s = Arc::clone(&self.store.shared);
+            let (start, end, account) =
+                (self.start.clone(), self.end.clone(), self.account.clone());
+            match self
+                .store
+                .run(async move { s.table_page(&account, &start, &end).await })
+            {
+                Ok((tables, last)) => {
+                    self.done = tables.len() < MAX_PAGE as usize;
+                    match last {
+                        Some(k) => self.start = Bound::Excluded(k),
+                        None => self.done = true,
+                    }
+                    self.buffered = tables.into_iter();
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// Entities of a range, read page by page.
+struct EntityPages<'a> {
+    store: &'a PgStore,
+    start: Bound<Vec<u8>>,
+    end: Bound<Vec<u8>>,
+    limit: i64,
+    buffered: std::vec::IntoIter<Row>,
+    done: bool,
+}
+
+impl Iterator for EntityPages<'_> {
+    type Item = Result<Entity, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some((k, v)) = self.buffered.next() {
+                return Some(decode_entity(&k, &v));
+            }
+            if self.done {
+                return None;
+            }
+            match self
+                .store
+                .page(self.start.clone(), self.end.clone(), self.limit)
+            {
+                Ok(rows) => {
+                    self.done = (rows.len() as i64) < self.limit;
+                    if let Some((k, _)) = rows.last() {
+                        self.start = Bound::Excluded(k.clone());
+                    }
+                    self.limit = (self.limit * 4).min(MAX_PAGE);
+                    self.buffered = rows.into_iter();
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}
+
+fn decode_entity(k: &[u8], v: &[u8]) -> Result<Entity, StoreError> {
+    let row = StoredRow::new(k, v);
+    let (partition_key, row_key) = row.keys()?;
+    let (timestamp, properties) =
+        super::codec::decode_entity(v).ok_or_else(|| StoreError::Corrupt("entity".into()))?;
+    Ok(Entity {
+        partition_key,
+        row_key,
+        timestamp,
+        properties,
+    })
+}
+
+/// The statement of one scan page from `start` to `end` and its key parameters; the row
+/// limit is the last parameter.
+fn page_sql(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> (String, Vec<Vec<u8>>) {
+    let mut conditions = Vec::new();
+    let mut params = Vec::new();
+    for (bound, inclusive, exclusive) in [(start, ">=", ">"), (end, "<=", "<")] {
+        let (op, k) = match bound {
+            Bound::Included(k) => (inclusive, k),
+            Bound::Excluded(k) => (exclusive, k),
+            Bound::Unbounded => continue,
+        };
+        params.push(k.clone());
+        conditions.push(format!("key {op} ${}", params.len()));
+    }
+    let filter = if conditions.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {} ", conditions.join(" AND "))
+    };
+    let sql = format!(
+        "SELECT key, value FROM entities {filter}ORDER BY key LIMIT ${}",
+        params.len() + 1
+    );
+    (sql, params)
+}
+
+/// One-line text of a store error for logs.
+fn message(e: &StoreError) -> String {
+    match e {
+        StoreError::Io(m) | StoreError::Unavailable(m) | StoreError::Corrupt(m) => m.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Why one attempt of a transaction ended without committing.
+enum Abort<E> {
+    /// Serialization failure, deadlock, or a row that changed under us: run it again.
+    Retry,
+    Fail(E),
+}
+
+impl<E> Abort<E> {
+    fn db(target: &Target, e: &tokio_postgres::Error, wrap: impl FnOnce(StoreError) -> E) -> Self {
+        match classify(target, e) {
+            DbFailure::Retry => Abort::Retry,
+            DbFailure::Fail(err) => Abort::Fail(wrap(err)),
+        }
+    }
+}
+
+/// Waits before attempt `attempt` (1-based) of a transaction: exponential, with jitter so
+/// that transactions that collided do not collide again.
+async fn backoff(attempt: u32) {
+    let base = 2u64 << attempt.min(8);
+    let jitter = u64::from(std::process::id() ^ attempt).wrapping_mul(2654435761) % base;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    tokio::time::sleep(Duration::from_millis(base + (jitter ^ nanos) % base)).await;
+}
+
+/// Runs a transaction, `$attempt` (a future using a pooled connection `$client`), until it
+/// commits, fails for good, or has been retried [`MAX_ATTEMPTS`] times; `$busy` turns a store
+/// error into the caller's. A macro, not a function taking an async closure: the spawned
+/// future must be `Send` for every borrow of the connection, which such a closure cannot
+/// promise yet.
+macro_rules! retried {
+    ($shared:expr, $busy:expr, |$client:ident| $attempt:expr) => {{
+        let busy = $busy;
+        let mut n = 0;
+        loop {
+            n += 1;
+            let mut $client = $shared.client().await.map_err(&busy)?;
+            match $attempt.await {
+                Ok(v) => break Ok(v),
+                Err(Abort::Fail(e)) => break Err(e),
+                Err(Abort::Retry) => $shared.before_retry(n).await.map_err(&busy)?,
+            }
+        }
+    }};
+}
+
+impl Shared {
+    async fn client(&self) -> Result<Object, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| from_pool_error(&self.target, e))
+    }
+
+    /// Applies the schema migrations; returns the ids of tables whose purge is pending.
+    async fn migrate(&self, schema: Option<&str>) -> Result<Vec<i64>, StoreError> {
+        if let Some(schema) = schema {
+            let client = self.client().await?;
+            client
+                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                .await
+                .map_err(|e| from_db_error(&self.target, &e))?;
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut client = self.client().await?;
+            match schema::migrate(&mut client).await {
+                Ok(schema::Migrated::Newer(found)) => {
+                    return Err(StoreError::Io(format!(
+                        "the database {} at {} holds a tablestore schema of version {found}, newer than this tablestore's ({}): run a newer tablestore, or point --store at another database",
+                        self.target.database, self.target.host, schema::CURRENT
+                    )));
+                }
+                Ok(schema::Migrated::Current { applied }) => {
+                    if applied > 0 {
+                        tracing::info!(
+                            applied,
+                            version = schema::CURRENT,
+                            "PostgreSQL schema migrated"
+                        );
+                    }
+                    break;
+                }
+                // Nodes starting together may race on CREATE TABLE IF NOT EXISTS (a
+                // unique violation in the catalog) or serialize: try again.
+                Err(e)
+                    if attempt < 5
+                        && (e.code() == Some(&SqlState::UNIQUE_VIOLATION)
+                            || matches!(classify(&self.target, &e), DbFailure::Retry)) =>
+                {
+                    backoff(attempt).await
+                }
+                Err(e) => return Err(from_db_error(&self.target, &e)),
+            }
+        }
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT id FROM deleted_tables", &[])
+            .await
+            .map_err(|e| from_db_error(&self.target, &e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    /// Runs a read, once more on a fresh connection if the pooled one turned out to be dead
+    /// (the database restarted since it was last used).
+    async fn read<T, F, Fut>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: Fn(Object) -> Fut,
+        Fut: std::future::Future<Output = Result<T, tokio_postgres::Error>>,
+    {
+        let mut retried = false;
+        loop {
+            let client = self.client().await?;
+            match f(client).await {
+                Ok(v) => return Ok(v),
+                Err(e) => {
+                    let err = from_db_error(&self.target, &e);
+                    if matches!(err, StoreError::Unavailable(_)) && !retried {
+                        retried = true;
+                        continue;
+                    }
+                    if matches!(classify(&self.target, &e), DbFailure::Retry) && !retried {
+                        retried = true;
+                        continue;
+                    }
+                    return Err(err);
+                }
+            }
+        }
+    }
+
+    async fn page(
+        &self,
+        start: &Bound<Vec<u8>>,
+        end: &Bound<Vec<u8>>,
+        limit: i64,
+    ) -> Result<Vec<Row>, StoreError> {
+        let (sql, params) = page_sql(start, end);
+        self.read(|client| {
+            let (sql, params) = (&sql, &params);
+            async move {
+                let stmt = client.prepare_cached(sql).await?;
+                let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+                    params.iter().map(|p| p as _).collect();
+                args.push(&limit);
+                let rows = client.query(&stmt, &args).await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
+                    .collect())
+            }
+        })
+        .await
+    }
+
+    /// Up to [`MAX_PAGE`] tables of `account` from `start` to `end`, and the last one's key.
+    async fn table_page(
+        &self,
+        account: &str,
+        start: &Bound<Vec<u8>>,
+        end: &[u8],
+    ) -> Result<(Vec<TableInfo>, Option<Vec<u8>>), StoreError> {
+        let (op, from) = match start {
+            Bound::Included(k) => (">=", k.clone()),
+            Bound::Excluded(k) => (">", k.clone()),
+            Bound::Unbounded => (">=", key::account_prefix(account)),
+        };
+        let sql = format!(
+            "SELECT meta_key, id, name, acl FROM tables WHERE meta_key {op} $1 AND meta_key < $2 ORDER BY meta_key LIMIT $3"
+        );
+        let rows = self
+            .read(|client| {
+                let (sql, from) = (&sql, &from);
+                async move {
+                    let stmt = client.prepare_cached(sql).await?;
+                    client.query(&stmt, &[from, &end, &MAX_PAGE]).await
+                }
+            })
+            .await?;
+        let last = rows.last().map(|r| r.get::<_, Vec<u8>>(0));
+        let tables = rows.iter().map(table_info).collect();
+        Ok((tables, last))
+    }
+
+    async fn get_table(
+        &self,
+        account: &str,
+        folded: &str,
+    ) -> Result<Option<TableInfo>, StoreError> {
+        let meta_key = key::table_meta_key(account, folded);
+        let row = self
+            .read(|client| {
+                let meta_key = &meta_key;
+                async move {
+                    let stmt = client
+                        .prepare_cached(
+                            "SELECT meta_key, id, name, acl FROM tables WHERE meta_key = $1",
+                        )
+                        .await?;
+                    client.query_opt(&stmt, &[meta_key]).await
+                }
+            })
+            .await?;
+        Ok(row.as_ref().map(table_info))
+    }
+
+    /// Before attempt `n + 1` of a transaction that asked to be retried: waits, or gives up
+    /// after [`MAX_ATTEMPTS`].
+    async fn before_retry(&self, n: u32) -> Result<(), StoreError> {
+        if n >= MAX_ATTEMPTS {
+            return Err(StoreError::Unavailable(format!(
+                "a transaction on PostgreSQL at {} kept conflicting with concurrent ones ({MAX_ATTEMPTS} attempts)",
+                self.target.host
+            )));
+        }
+        backoff(n).await;
+        Ok(())
+    }
+
+    async fn commit(
+        &self,
+        table: TableId,
+        ops: &[WriteOp],
+    ) -> Result<Vec<EdmDateTime>, CommitError> {
+        let busy = |error| CommitError {
+            index: ops.len().saturating_sub(1),
+            error,
+        };
+        retried!(self, busy, |client| self.commit_once(
+            &mut client,
+            table,
+            ops
+        ))
+    }
+
+    async fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError> {
+        retried!(self, |e| e, |client| self
+            .create_table_once(&mut client, table))
+    }
+
+    async fn delete_table(&self, table: &TableRef) -> Result<i64, StoreError> {
+        retried!(self, |e| e, |client| self
+            .delete_table_once(&mut client, table))
+    }
+
+    /// One attempt at committing `ops` as one transaction.
+    async fn commit_once(
+        &self,
+        client: &mut Object,
+        table: TableId,
+        ops: &[WriteOp],
+    ) -> Result<Vec<EdmDateTime>, Abort<CommitError>> {
+        let target = &self.target;
+        let last = ops.len().saturating_sub(1);
+        let fail_at = |index: usize| {
+            move |e: tokio_postgres::Error| {
+                Abort::db(target, &e, |error| CommitError { index, error })
+            }
+        };
+        let tx = client.transaction().await.map_err(fail_at(0))?;
+        let mut stamps = Vec::with_capacity(ops.len());
+        for (index, op) in ops.iter().enumerate() {
+            let fail = fail_at(index);
+            let key = key::entity_key(table.0, &op.key.partition_key, &op.key.row_key);
+            // Replace and Delete need only the current Timestamp; merges need the value.
+            let needs_value = matches!(op.kind, WriteKind::Merge | WriteKind::InsertOrMerge);
+            let select = if needs_value {
+                "SELECT ts, value FROM entities WHERE key = $1 FOR UPDATE"
+            } else {
+                "SELECT ts FROM entities WHERE key = $1 FOR UPDATE"
+            };
+            let stmt = tx.prepare_cached(select).await.map_err(&fail)?;
+            let current = tx.query_opt(&stmt, &[&key]).await.map_err(&fail)?;
+            let previous: Option<i64> = current.as_ref().map(|r| r.get(0));
+            // The stored value as `apply_write` reads it: only the Timestamp matters unless
+            // the operation merges.
+            let current_value: Option<Vec<u8>> = match (&current, needs_value) {
+                (Some(r), true) => Some(r.get(1)),
+                (Some(_), false) => Some(super::codec::encode_entity(
+                    EdmDateTime(previous.unwrap_or_default()),
+                    &[],
+                )),
+                (None, _) => None,
+            };
+            // Later than the entity's Timestamp read under the row lock: increasing per
+            // entity across nodes, whatever their clocks.
+            let ts = self.clock.stamp_after(previous.map(EdmDateTime));
+            let value = apply_write(op, current_value.as_deref(), ts)
+                .map_err(|error| Abort::Fail(CommitError { index, error }))?;
+            let changed = match (previous, value) {
+                (None, None) => 1,
+                (None, Some(value)) => {
+                    let stmt = tx
+                        .prepare_cached("INSERT INTO entities (key, ts, value) VALUES ($1, $2, $3)")
+                        .await
+                        .map_err(&fail)?;
+                    match tx.execute(&stmt, &[&key, &ts.0, &value]).await {
+                        Ok(n) => n,
+                        // Another transaction inserted the entity after our read: Insert's
+                        // uniqueness, enforced by the primary key; other kinds read again.
+                        Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                            if op.kind == WriteKind::Insert {
+                                return Err(Abort::Fail(CommitError {
+                                    index,
+                                    error: StoreError::EntityAlreadyExists,
+                                }));
+                            }
+                            return Err(Abort::Retry);
+                        }
+                        // An index entry over PostgreSQL's B-tree limit (long non-ASCII keys).
+                        Err(e) if e.code() == Some(&SqlState::PROGRAM_LIMIT_EXCEEDED) => {
+                            return Err(Abort::Fail(CommitError {
+                                index,
+                                error: StoreError::EntityLimit(
+                                    EntityLimitError::KeysTooLongForStore,
+                                ),
+                            }));
+                        }
+                        Err(e) => return Err(fail(e)),
+                    }
+                }
+                (Some(prev), Some(value)) => {
+                    let stmt = tx
+                        .prepare_cached(
+                            "UPDATE entities SET ts = $2, value = $3 WHERE key = $1 AND ts = $4",
+                        )
+                        .await
+                        .map_err(&fail)?;
+                    tx.execute(&stmt, &[&key, &ts.0, &value, &prev])
+                        .await
+                        .map_err(&fail)?
+                }
+                (Some(prev), None) => {
+                    let stmt = tx
+                        .prepare_cached("DELETE FROM entities WHERE key = $1 AND ts = $2")
+                        .await
+                        .map_err(&fail)?;
+                    tx.execute(&stmt, &[&key, &prev]).await.map_err(&fail)?
+                }
+            };
+            if changed != 1 {
+                // The row is no longer the version read (possible where FOR UPDATE does not
+                // lock, e.g. under snapshot isolation): check everything again.
+                return Err(Abort::Retry);
+            }
+            stamps.push(ts);
+        }
+        tx.commit().await.map_err(fail_at(last))?;
+        Ok(stamps)
+    }
+
+    async fn create_table_once(
+        &self,
+        client: &mut Object,
+        table: &TableRef,
+    ) -> Result<TableInfo, Abort<StoreError>> {
+        let meta_key = key::table_meta_key(&table.account, &table.folded());
+        let fail = |e: tokio_postgres::Error| Abort::db(&self.target, &e, |e| e);
+        let tx = client.transaction().await.map_err(fail)?;
+        if tx
+            .query_opt("SELECT 1 FROM tables WHERE meta_key = $1", &[&meta_key])
+            .await
+            .map_err(fail)?
+            .is_some()
+        {
+            return Err(Abort::Fail(StoreError::TableAlreadyExists));
+        }
+        let id: i64 = tx
+            .query_one(
+                "UPDATE counters SET value = value + 1 WHERE name = 'table_id' RETURNING value",
+                &[],
+            )
+            .await
+            .map_err(fail)?
+            .get(0);
+        let inserted = tx
+            .execute(
+                "INSERT INTO tables (meta_key, account, name, id, acl) VALUES ($1, $2, $3, $4, $5)",
+                &[
+                    &meta_key,
+                    &table.account,
+                    &table.name,
+                    &id,
+                    &Vec::<u8>::new(),
+                ],
+            )
+            .await;
+        match inserted {
+            Ok(_) => {}
+            // Another node created the name after our read: uniqueness by the primary key.
+            Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                return Err(Abort::Fail(StoreError::TableAlreadyExists))
+            }
+            Err(e) => return Err(fail(e)),
+        }
+        tx.commit().await.map_err(fail)?;
+        Ok(TableInfo {
+            id: TableId(id as u64),
+            name: table.name.clone(),
+            acl: Vec::new(),
+        })
+    }
+
+    async fn delete_table_once(
+        &self,
+        client: &mut Object,
+        table: &TableRef,
+    ) -> Result<i64, Abort<StoreError>> {
+        let meta_key = key::table_meta_key(&table.account, &table.folded());
+        let fail = |e: tokio_postgres::Error| Abort::db(&self.target, &e, |e| e);
+        let tx = client.transaction().await.map_err(fail)?;
+        let Some(row) = tx
+            .query_opt(
+                "DELETE FROM tables WHERE meta_key = $1 RETURNING id",
+                &[&meta_key],
+            )
+            .await
+            .map_err(fail)?
+        else {
+            return Err(Abort::Fail(StoreError::TableNotFound));
+        };
+        let id: i64 = row.get(0);
+        tx.execute(
+            "INSERT INTO deleted_tables (id) VALUES ($1) ON CONFLICT (id) DO NOTHING",
+            &[&id],
+        )
+        .await
+        .map_err(fail)?;
+        tx.commit().await.map_err(fail)?;
+        Ok(id)
+    }
+
+    /// Removes a deleted table's entities in chunks, then forgets the table id. Any node may
+    /// run it (again): every statement is idempotent.
+    async fn purge(&self, table_id: i64) -> Result<(), StoreError> {
+        let (start, end) = KeyRange::all().to_bytes(table_id as u64);
+        let start = match start {
+            Bound::Included(k) | Bound::Excluded(k) => k,
+            Bound::Unbounded => Vec::new(),
+        };
+        let end = match end {
+            Bound::Included(k) | Bound::Excluded(k) => k,
+            Bound::Unbounded => vec![0xFF; 9],
+        };
+        loop {
+            let removed = self
+                .read(|client| {
+                    let (start, end) = (&start, &end);
+                    async move {
+                        client
+                            .execute(
+                                "DELETE FROM entities WHERE key IN (SELECT key FROM entities WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3)",
+                                &[start, end, &PURGE_CHUNK],
+                            )
+                            .await
+                    }
+                })
+                .await?;
+            if removed == 0 {
+                break;
+            }
+        }
+        self.read(|client| async move {
+            client
+                .execute("DELETE FROM deleted_tables WHERE id = $1", &[&table_id])
+                .await
+        })
+        .await?;
+        Ok(())
+    }
+}
+
+fn table_info(row: &tokio_postgres::Row) -> TableInfo {
+    TableInfo {
+        id: TableId(row.get::<_, i64>(1) as u64),
+        name: row.get(2),
+        acl: row.get(3),
+    }
+}
+
+impl Store for PgStore {
+    fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError> {
+        let s = Arc::clone(&self.shared);
+        let table = table.clone();
+        self.run(async move { s.create_table(&table).await })
+    }
+
+    fn delete_table(&self, table: &TableRef) -> Result<(), StoreError> {
+        let s = Arc::clone(&self.shared);
+        let table = table.clone();
+        let id = self.run(async move { s.delete_table(&table).await })?;
+        self.spawn_purge(id);
+        Ok(())
+    }
+
+    fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
+        let s = Arc::clone(&self.shared);
+        let (account, folded) = (table.account.clone(), table.folded());
+        self.run(async move { s.get_table(&account, &folded).await })
+    }
+
+    fn list_tables(
+        &self,
+        account: &str,
+        start_folded: Option<&str>,
+    ) -> Result<TableIter<'_>, StoreError> {
+        // The account's records end before `enc(account)` with its terminator 00 01 raised
+        // to 00 02.
+        let mut end = key::account_prefix(account);
+        let n = end.len();
+        end[n - 1] = 0x02;
+        Ok(Box::new(TablePages {
+            store: self,
+            account: account.to_string(),
+            start: Bound::Included(key::table_meta_key(account, start_folded.unwrap_or(""))),
+            end,
+            buffered: Vec::new().into_iter(),
+            done: false,
+        }))
+    }
+
+    fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError> {
+        let s = Arc::clone(&self.shared);
+        let meta_key = key::table_meta_key(&table.account, &table.folded());
+        let updated = self.run(async move {
+            s.read(|client| {
+                let (meta_key, acl) = (&meta_key, &acl);
+                async move {
+                    client
+                        .execute(
+                            "UPDATE tables SET acl = $2 WHERE meta_key = $1",
+                            &[meta_key, acl],
+                        )
+                        .await
+                }
+            })
+            .await
+        })?;
+        if updated == 0 {
+            return Err(StoreError::TableNotFound);
+        }
+        Ok(())
+    }
+
+    fn get_entity(
+        &self,
+        table: TableId,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<Entity>, StoreError> {
+        let s = Arc::clone(&self.shared);
+        let key = key::entity_key(table.0, partition_key, row_key);
+        let stored_key = key.clone();
+        let found = self.run(async move {
+            s.read(|client| {
+                let key = &key;
+                async move {
+                    let stmt = client
+                        .prepare_cached("SELECT value FROM entities WHERE key = $1")
+                        .await?;
+                    let row = client.query_opt(&stmt, &[key]).await?;
+                    Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+                }
+            })
+            .await
+        })?;
+        found
+            .map(|value| decode_entity(&stored_key, &value))
+            .transpose()
+    }
+
+    fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_> {
+        let (start, end) = range.to_bytes(table.0);
+        Box::new(EntityPages {
+            store: self,
+            start,
+            end,
+            limit: FIRST_PAGE,
+            buffered: Vec::new().into_iter(),
+            done: false,
+        })
+    }
+
+    fn scan_raw(
+        &self,
+        table: TableId,
+        range: &KeyRange,
+        visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
+    ) -> Result<(), StoreError> {
+        self.scan_pages(table, range, &mut |k, v| visit(StoredRow::new(k, v)))
+    }
+
+    fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let s = Arc::clone(&self.shared);
+        let ops = ops.to_vec();
+        self.run(async move { s.commit(table, &ops).await })
+    }
+
+    fn commit_unsynced(&self, table: TableId, ops: &[WriteOp]) -> Result<Committed, CommitError> {
+        // A committed transaction is durable already (the database's own guarantee).
+        Ok(Committed {
+            stamps: self.commit(table, ops)?,
+            generation: 0,
+        })
+    }
+
+    fn needs_sync(&self) -> bool {
+        false
+    }
+
+    fn generation(&self) -> u64 {
+        0
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let s = Arc::clone(&self.shared);
+        let account = account.to_string();
+        self.run(async move {
+            s.read(|client| {
+                let account = &account;
+                async move {
+                    let row = client
+                        .query_opt(
+                            "SELECT properties FROM service_properties WHERE account = $1",
+                            &[account],
+                        )
+                        .await?;
+                    Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
+                }
+            })
+            .await
+        })
+    }
+
+    fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError> {
+        let s = Arc::clone(&self.shared);
+        let account = account.to_string();
+        self.run(async move {
+            s.read(|client| {
+                let (account, properties) = (&account, &properties);
+                async move {
+                    client
+                        .execute(
+                            "INSERT INTO service_properties (account, properties) VALUES ($1, $2) \
+                             ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
+                            &[account, properties],
+                        )
+                        .await
+                }
+            })
+            .await
+        })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_statements_follow_the_bounds() {
+        let (sql, params) = page_sql(&Bound::Included(vec![1]), &Bound::Excluded(vec![2]));
+        assert_eq!(
+            sql,
+            "SELECT key, value FROM entities WHERE key >= $1 AND key < $2 ORDER BY key LIMIT $3"
+        );
+        assert_eq!(params, vec![vec![1], vec![2]]);
+        let (sql, params) = page_sql(&Bound::Excluded(vec![1]), &Bound::Unbounded);
+        assert_eq!(
+            sql,
+            "SELECT key, value FROM entities WHERE key > $1 ORDER BY key LIMIT $2"
+        );
+        assert_eq!(params.len(), 1);
+        let (sql, _) = page_sql(&Bound::Unbounded, &Bound::Included(vec![3]));
+        assert_eq!(
+            sql,
+            "SELECT key, value FROM entities WHERE key <= $1 ORDER BY key LIMIT $2"
+        );
+    }
+
+    #[test]
+    fn postgres_urls_are_recognised() {
+        assert!(is_postgres_url("postgres://u@h/db"));
+        assert!(is_postgres_url("PostgreSQL://u@h/db"));
+        assert!(!is_postgres_url("/var/lib/tablestore"));
+        assert!(!is_postgres_url("sled"));
+    }
+
+    #[test]
+    fn bad_urls_are_one_sentence() {
+        let Err(StoreError::Io(m)) = PgStore::open("postgres://u@h:notaport/db") else {
+            panic!("a bad port must be refused")
+        };
+        assert!(
+            m.starts_with("the store URL is not a valid PostgreSQL URL"),
+            "{m}"
+        );
+        assert!(!m.contains("Error {"), "{m}");
+        let Err(StoreError::Io(m)) = PgStore::open("postgres://h/db") else {
+            panic!("a URL without a user must be refused")
+        };
+        assert!(m.contains("names no database user"), "{m}");
+    }
+}
