@@ -74,7 +74,7 @@ pub struct TierOptions {
 impl TierOptions {
     pub fn with_budget_mib(mib: u64) -> TierOptions {
         TierOptions {
-            budget_bytes: mib * 1024 * 1024,
+            budget_bytes: mib.saturating_mul(1024 * 1024),
             reload_pause: Duration::from_millis(250),
             background: true,
         }
