@@ -513,3 +513,185 @@ fn a_million_entities_stream_in_bounded_memory() {
     );
     assert!(peak(&summary) < 300, "{summary}");
 }
+
+/// What an interrupted import of `fixture` left in `held` (both without timestamps): the
+/// first `committed` entities of the file (what the import recorded as committed) are all
+/// there and intact; whatever else is there is an entity of the file, whole; and each batch
+/// the import sends is there entirely or not at all. The fixture's partitions of 150 entities
+/// go out as batches of 100 and 50 (docs/data.md: up to 100 consecutive entities of one
+/// partition). Returns how many entities are there.
+fn assert_nothing_torn(held: &[String], fixture: &[String], committed: usize) -> usize {
+    let index: std::collections::HashMap<&str, usize> = fixture
+        .iter()
+        .enumerate()
+        .map(|(i, line)| (line.as_str(), i))
+        .collect();
+    let mut present = vec![false; fixture.len()];
+    for line in held {
+        let i = *index
+            .get(line.as_str())
+            .unwrap_or_else(|| panic!("not an entity of the fixture, or changed: {line}"));
+        assert!(!present[i], "entity {i} is there twice");
+        present[i] = true;
+    }
+    if let Some(missing) = (0..committed).find(|&i| !present[i]) {
+        panic!("entity {missing} was recorded as committed ({committed}) but is not there");
+    }
+    let batch_of = |i: usize| (i / 150, i % 150 / 100);
+    let mut i = 0;
+    while i < fixture.len() {
+        let first = i;
+        while i < fixture.len() && batch_of(i) == batch_of(first) {
+            i += 1;
+        }
+        let there = present[first..i].iter().filter(|p| **p).count();
+        assert!(
+            there == 0 || there == i - first,
+            "a torn batch: {there} of entities {first}..{i} are there"
+        );
+    }
+    held.len()
+}
+
+/// An import of a fixture of `n` entities into table `Big`, to be interrupted with `kill -9`.
+struct KilledImport {
+    work: tempfile::TempDir,
+    fixture: std::path::PathBuf,
+    progress: std::path::PathBuf,
+}
+
+impl KilledImport {
+    const KEY: &str = "devstoreaccount1/Big";
+
+    fn new(n: usize) -> KilledImport {
+        let work = tempfile::tempdir().unwrap();
+        let fixture = write_fixture(work.path(), "Big", n);
+        let progress = work.path().join("Big.jsonl.import-progress.json");
+        KilledImport {
+            work,
+            fixture,
+            progress,
+        }
+    }
+
+    fn data(&self) -> std::path::PathBuf {
+        self.work.path().join("data")
+    }
+
+    /// Starts `tablestore import` with `endpoint` (its endpoint options) and returns once it
+    /// is past its first checkpoint and has written on for a moment: batches committed after
+    /// the checkpoint, some of them on disk.
+    fn start(&self, endpoint: &[&str]) -> std::process::Child {
+        let mut importer = Command::new(binary())
+            .arg("import")
+            .args(endpoint)
+            .arg("-q")
+            .arg(&self.fixture)
+            .env_remove("AZURITE_ACCOUNTS")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while self.committed().is_none_or(|n| n == 0) {
+            assert!(
+                Instant::now() < deadline,
+                "no import checkpoint within 120 s"
+            );
+            assert!(
+                importer.try_wait().unwrap().is_none(),
+                "the import ended before its first checkpoint"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // More than sled's flush interval (500 ms), so writes after the checkpoint reach the disk.
+        std::thread::sleep(Duration::from_millis(700));
+        assert!(
+            importer.try_wait().unwrap().is_none(),
+            "the import ended before the kill: use a larger fixture"
+        );
+        importer
+    }
+
+    /// The entities the import recorded as committed, once it has written a checkpoint.
+    fn committed(&self) -> Option<usize> {
+        let text = std::fs::read_to_string(&self.progress).ok()?;
+        let state: serde_json::Value = serde_json::from_str(&text).ok()?;
+        state["committed"][Self::KEY].as_u64().map(|n| n as usize)
+    }
+
+    /// Table `Big` as `export` with `endpoint` reads it, without timestamps.
+    fn export(&self, endpoint: &[&str], name: &str) -> Vec<String> {
+        let out = self.work.path().join(name);
+        let out = out.to_str().unwrap();
+        ok(&[&["export"], endpoint, &["-q", "--out", out]].concat());
+        without_timestamps(Path::new(out))
+    }
+
+    /// After the kill, with `endpoint` serving the data: nothing is torn (see
+    /// [`assert_nothing_torn`]); running the import again as it was is refused with what to
+    /// do; `--resume` finishes it, every entity of the file there once.
+    fn check_and_resume(&self, endpoint: &[&str]) {
+        let committed = self.committed().unwrap();
+        let expected = without_timestamps(&self.fixture);
+        let held =
+            assert_nothing_torn(&self.export(endpoint, "killed.jsonl"), &expected, committed);
+        assert!(held < expected.len(), "{held} entities after the kill");
+
+        let fixture = self.fixture.to_str().unwrap();
+        let e = fails(&[&["import"], endpoint, &["-q", fixture]].concat());
+        assert!(e.contains("--resume"), "{e}");
+        let summary = ok(&[&["import"], endpoint, &["-q", "--resume", fixture]].concat());
+        assert!(summary.starts_with("imported "), "{summary}");
+        assert!(
+            !self.progress.exists(),
+            "the progress file is removed when done"
+        );
+        assert!(
+            self.export(endpoint, "resumed.jsonl") == expected,
+            "after --resume the table holds the file's entities, each once"
+        );
+    }
+}
+
+/// The import commits itself, into a data folder: kill -9 of the importer.
+#[test]
+fn import_into_a_data_folder_resumes_after_kill_9_of_the_importer() {
+    // Enough that the import outlives its first checkpoint (2 s) by far in either profile.
+    let run = KilledImport::new(if cfg!(debug_assertions) {
+        150_000
+    } else {
+        600_000
+    });
+    let data = run.data();
+    let endpoint = ["--location", data.to_str().unwrap()];
+    let mut importer = run.start(&endpoint);
+    importer.kill().unwrap();
+    importer.wait().unwrap();
+    run.check_and_resume(&endpoint);
+}
+
+/// The server commits, for an import over HTTP: kill -9 of the server. The importer stops
+/// with one sentence; the restarted server holds every acknowledged batch, whole.
+#[test]
+fn import_into_a_server_resumes_after_kill_9_of_the_server() {
+    let run = KilledImport::new(if cfg!(debug_assertions) {
+        60_000
+    } else {
+        300_000
+    });
+    let server = ChildServer::start(&run.data(), &[]);
+    let importer = run.start(&["--connection-string", &connection_string(&server)]);
+    server.kill9();
+    let out = importer.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("tablestore import: ") && stderr.trim_end().lines().count() == 1,
+        "one sentence: {stderr}"
+    );
+
+    let server = ChildServer::start(&run.data(), &[]);
+    run.check_and_resume(&["--connection-string", &connection_string(&server)]);
+}

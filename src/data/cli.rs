@@ -381,7 +381,7 @@ fn import_azurite(
                 &table.name,
                 table.entities.into_iter().map(Ok),
                 options.mode,
-                0,
+                false,
                 progress,
                 &mut |_| Ok(()),
             )?;

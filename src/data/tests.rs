@@ -140,7 +140,7 @@ fn round_trip(entities: &[Entity], format: Format) {
         "Fixture",
         entities.iter().cloned().map(Ok),
         Mode::Replace,
-        0,
+        false,
         &mut progress,
         &mut |_| Ok(()),
     )
@@ -229,7 +229,7 @@ fn import_modes_decide_what_happens_to_existing_entities() {
             "Tab",
             std::iter::once(Ok(e)),
             mode,
-            0,
+            false,
             &mut progress,
             &mut |_| Ok(()),
         )
@@ -256,4 +256,44 @@ fn import_modes_decide_what_happens_to_existing_entities() {
     assert_eq!(names(&store), ["V1", "V4"]);
     load(Mode::Replace, one(5)).unwrap();
     assert_eq!(names(&store), ["V5"]);
+}
+
+#[test]
+fn a_resumed_insert_tolerates_what_the_interrupted_run_wrote_then_stops_tolerating() {
+    let store = open_memory();
+    let ep = LocalEndpoint::new(Arc::clone(&store), ACCOUNT, "test");
+    ep.ensure_table("Tab").unwrap();
+    let mut progress = Progress::new("loaded", true);
+    // Partitions of 100: one batch each.
+    let entity = |i: usize| Entity {
+        partition_key: format!("p{:05}", i / 100),
+        row_key: format!("r{i:07}"),
+        timestamp: EdmDateTime(0),
+        properties: Vec::new(),
+    };
+    let mut load = |range: std::ops::Range<usize>, replay: bool| {
+        transfer::load(
+            &ep,
+            "Tab",
+            range.map(|i| Ok(entity(i))),
+            Mode::Insert,
+            replay,
+            &mut progress,
+            &mut |_| Ok(()),
+        )
+    };
+    // What an interrupted run wrote after its checkpoint (0): more than any fixed window, and
+    // one entity further on that was there before.
+    load(0..25_000, false).unwrap();
+    load(25_150..25_151, false).unwrap();
+    let e = load(0..25_200, true).unwrap_err();
+    assert!(e.0.contains("r0025150") && e.0.contains("--mode"), "{e}");
+    // The first 25,000 were tolerated and the next batch went in before the conflict.
+    let mut count = 0;
+    ep.scan("Tab", None, None, &mut |_| {
+        count += 1;
+        Ok(true)
+    })
+    .unwrap();
+    assert_eq!(count, 25_101);
 }

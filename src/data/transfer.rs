@@ -556,11 +556,7 @@ pub fn import(
             Ok(())
         };
         // Entities just after a checkpoint may have been written by the interrupted run.
-        let replay = if options.resume && done > 0 {
-            20_000
-        } else {
-            0
-        };
+        let replay = options.resume && done > 0;
         let loaded = load(
             target,
             &source.table,
@@ -581,14 +577,17 @@ pub fn import(
 }
 
 /// Writes a stream of entities to `table` in batches of up to 100 consecutive entities of one
-/// partition. `replay`: the first so many entities tolerate already existing (resume).
+/// partition. `replay` (resuming after a checkpoint): the interrupted run may have written
+/// batches after its checkpoint, and what survived of them is a prefix (each batch is atomic
+/// and commits in order), so existing entities are tolerated until a batch commits with
+/// none existing, however many that is.
 /// `on_checkpoint` gets the number of entities committed and durable so far.
 pub fn load(
     target: &dyn Endpoint,
     table: &str,
     entities: impl Iterator<Item = Result<Entity, DataError>>,
     mode: Mode,
-    replay: u64,
+    replay: bool,
     progress: &mut Progress,
     on_checkpoint: &mut dyn FnMut(u64) -> Result<(), DataError>,
 ) -> Result<Summary, DataError> {
@@ -601,12 +600,15 @@ pub fn load(
     let mut row_keys: HashSet<String> = HashSet::with_capacity(MAX_BATCH);
     let mut summary = Summary::default();
     let mut last_checkpoint = Instant::now();
+    let mut replaying = replay;
     let flush = |batch: &mut Vec<WriteOp>,
                  summary: &mut Summary,
-                 progress: &mut Progress|
+                 progress: &mut Progress,
+                 replaying: &mut bool|
      -> Result<(), DataError> {
-        let tolerate = mode == Mode::Skip || summary.entities < replay;
+        let tolerate = mode == Mode::Skip || *replaying;
         let n = batch.len() as u64;
+        let mut existed = false;
         loop {
             if batch.is_empty() {
                 break;
@@ -616,6 +618,7 @@ pub fn load(
                 Err(WriteError::Exists { index }) if tolerate && index < batch.len() => {
                     batch.remove(index);
                     summary.skipped += 1;
+                    existed = true;
                 }
                 Err(WriteError::Exists { index }) => {
                     let key = batch.get(index).map(|op| &op.key);
@@ -633,6 +636,7 @@ pub fn load(
                 Err(WriteError::Other(message)) => return Err(DataError::new(message)),
             }
         }
+        *replaying &= existed;
         batch.clear();
         summary.entities += n;
         progress.add(n);
@@ -645,7 +649,7 @@ pub fn load(
             .is_some_and(|op| op.key.partition_key == entity.partition_key)
             && !row_keys.contains(&entity.row_key);
         if batch.len() == MAX_BATCH || (!batch.is_empty() && !same_group) {
-            flush(&mut batch, &mut summary, progress)?;
+            flush(&mut batch, &mut summary, progress, &mut replaying)?;
             row_keys.clear();
             if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
                 target.sync()?;
@@ -664,7 +668,7 @@ pub fn load(
             if_match: IfMatch::Any,
         });
     }
-    flush(&mut batch, &mut summary, progress)?;
+    flush(&mut batch, &mut summary, progress, &mut replaying)?;
     target.sync()?;
     on_checkpoint(summary.entities)?;
     summary.tables = 1;

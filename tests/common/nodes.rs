@@ -33,6 +33,45 @@ impl Nodes {
         nodes
     }
 
+    /// Starts `n` nodes over `store_url` at the same moment (one thread each), as an
+    /// orchestrator starting replicas on a fresh database would: the schema is created by
+    /// whichever comes first. Fails with every node's start-up failure.
+    pub fn start_together(n: usize, store_url: &str) -> Result<Nodes, String> {
+        let dirs: Vec<tempfile::TempDir> = (0..n)
+            .map(|_| tempfile::tempdir().expect("temp dir"))
+            .collect();
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+        let handles: Vec<_> = dirs
+            .iter()
+            .map(|dir| {
+                let dir = dir.path().to_path_buf();
+                let url = store_url.to_string();
+                let barrier = barrier.clone();
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    ChildServer::try_start(&dir, &["--store", &url])
+                })
+            })
+            .collect();
+        let mut nodes = Vec::new();
+        let mut failures = Vec::new();
+        for (i, h) in handles.into_iter().enumerate() {
+            match h.join().expect("start-up thread") {
+                Ok(node) => nodes.push(Some(node)),
+                Err(f) => failures.push(format!("node {i}: {f:?}")),
+            }
+        }
+        if !failures.is_empty() {
+            return Err(failures.join("\n"));
+        }
+        Ok(Nodes {
+            store_url: store_url.to_string(),
+            extra_args: Vec::new(),
+            nodes,
+            dirs,
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
