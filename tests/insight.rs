@@ -300,3 +300,108 @@ async fn the_console_is_served_with_its_safety_headers_and_turns_off() {
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert!(r.text().contains("--no-console"), "{}", r.text());
 }
+
+/// `/metrics` and the insight document's `store` member: what the store holds.
+async fn store_figures(endpoint: &str) -> (u64, u64, u64, Value) {
+    let http = reqwest::Client::new();
+    let text = http
+        .get(format!("{endpoint}/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("body");
+    let metric = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing from\n{text}"))
+    };
+    let insight = http
+        .get(format!("{endpoint}/_tablestore/insight"))
+        .send()
+        .await
+        .expect("insight")
+        .bytes()
+        .await
+        .expect("body");
+    let insight: Value = serde_json::from_slice(&insight).expect("json");
+    (
+        metric("tablestore_store_entities"),
+        metric("tablestore_store_logical_bytes"),
+        metric("tablestore_store_size_bytes"),
+        insight["store"].clone(),
+    )
+}
+
+#[tokio::test]
+async fn the_store_size_is_reported_and_survives_restarts_and_crashes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = ChildServer::start(dir.path(), &["--disable-auth"]);
+    let client = Client::new(&server.endpoint(), Signer::dev());
+    client.create_table("sized").await;
+    let entity = |r: u32, text: &str| {
+        format!(r#"{{"PartitionKey":"p","RowKey":"{r:03}","Text":"{text}"}}"#).into_bytes()
+    };
+    for r in 0..20 {
+        let reply = client
+            .send("POST", "/sized", &[], Some(entity(r, "short")))
+            .await
+            .expect("insert");
+        assert_eq!(reply.status, StatusCode::CREATED);
+    }
+    let (_, small, _, _) = store_figures(&server.endpoint()).await;
+    for r in 0..5 {
+        let path = format!("/sized(PartitionKey='p',RowKey='{r:03}')");
+        let reply = client
+            .send("PUT", &path, &[], Some(entity(r, &"long ".repeat(100))))
+            .await
+            .expect("replace");
+        assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    }
+    for r in 17..20 {
+        let path = format!("/sized(PartitionKey='p',RowKey='{r:03}')");
+        let reply = client
+            .send("DELETE", &path, &[("If-Match", "*")], None)
+            .await
+            .expect("delete");
+        assert_eq!(reply.status, StatusCode::NO_CONTENT);
+    }
+    let (entities, logical, disk, store) = store_figures(&server.endpoint()).await;
+    assert_eq!(entities, 17);
+    // Five entities grew by ~490 bytes each and three went away.
+    assert!(logical > small + 5 * 450 - 3 * (small / 20) && logical < small + 5 * 600);
+    assert!(disk > 0);
+    assert_eq!(store["entities"], 17);
+    assert_eq!(store["logicalBytes"], logical);
+    assert!(
+        store["diskBytes"].as_u64().is_some_and(|d| d > 0),
+        "{store}"
+    );
+    assert!(
+        store["diskToLogical"].as_f64().is_some_and(|r| r > 0.0),
+        "{store}"
+    );
+
+    // A clean stop records the totals; the next start reads them back.
+    assert!(server.terminate().success());
+    let server = ChildServer::start(dir.path(), &["--disable-auth"]);
+    let (e, l, _, _) = store_figures(&server.endpoint()).await;
+    assert_eq!((e, l), (entities, logical));
+
+    // After kill -9 the totals are counted again from the data.
+    let client = Client::new(&server.endpoint(), Signer::dev());
+    for r in 100..105 {
+        let reply = client
+            .send("POST", "/sized", &[], Some(entity(r, "short")))
+            .await
+            .expect("insert");
+        assert_eq!(reply.status, StatusCode::CREATED);
+    }
+    let (entities, logical, _, _) = store_figures(&server.endpoint()).await;
+    assert_eq!(entities, 22);
+    server.kill9();
+    let server = ChildServer::start(dir.path(), &["--disable-auth"]);
+    let (e, l, _, _) = store_figures(&server.endpoint()).await;
+    assert_eq!((e, l), (entities, logical));
+}

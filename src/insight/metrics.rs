@@ -12,6 +12,7 @@ use prometheus_client::registry::Registry;
 
 use super::class::QueryClass;
 use super::{Event, Report};
+use crate::store::Footprint;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -51,6 +52,8 @@ pub struct Metrics {
     dropped: Counter,
     flushes: Counter,
     store_size: Gauge,
+    store_logical: Gauge,
+    store_entities: Gauge,
 }
 
 impl Default for Metrics {
@@ -68,6 +71,8 @@ impl Default for Metrics {
         let dropped = Counter::default();
         let flushes = Counter::default();
         let store_size = Gauge::default();
+        let store_logical = Gauge::default();
+        let store_entities = Gauge::default();
         registry.register(
             "tablestore_requests",
             "Requests by operation and status class",
@@ -123,6 +128,16 @@ impl Default for Metrics {
             "Bytes of the store's files on disk (0 in memory)",
             store_size.clone(),
         );
+        registry.register(
+            "tablestore_store_logical_bytes",
+            "Bytes of the stored entities' keys and encoded values (the data itself)",
+            store_logical.clone(),
+        );
+        registry.register(
+            "tablestore_store_entities",
+            "Entities stored, in all tables",
+            store_entities.clone(),
+        );
         for class in QueryClass::ALL {
             let _ = queries.get_or_create(&ClassLabel {
                 class: class.label(),
@@ -141,6 +156,8 @@ impl Default for Metrics {
             dropped,
             flushes,
             store_size,
+            store_logical,
+            store_entities,
         }
     }
 }
@@ -204,13 +221,16 @@ impl Metrics {
     }
 
     /// Values read at scrape time, then the text exposition.
-    pub fn encode(&self, advice: usize, flushes: u64, store_bytes: u64) -> String {
+    pub fn encode(&self, advice: usize, flushes: u64, store: Option<Footprint>) -> String {
         self.advice.set(advice as i64);
         let seen = self.flushes.get();
         if flushes > seen {
             self.flushes.inc_by(flushes - seen);
         }
-        self.store_size.set(store_bytes as i64);
+        let store = store.unwrap_or_default();
+        self.store_size.set(store.disk_bytes.unwrap_or(0) as i64);
+        self.store_logical.set(store.logical_bytes as i64);
+        self.store_entities.set(store.entities as i64);
         let mut out = String::new();
         prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");

@@ -10,7 +10,8 @@
 //! Handlers describe what a request did as an [`Observation`]; the server hands each
 //! finished request to [`Insight::report`], which only tries to queue it: one thread does
 //! all the counting, so insight never blocks a request (a full queue drops the report and
-//! counts the drop). Depends on `model`, `query` (plan types) and the filter AST only.
+//! counts the drop). Depends on `model`, `query` (plan types), the filter AST and
+//! `store::Footprint` (the store size `/metrics` reports).
 
 pub mod advice;
 pub mod class;
@@ -198,12 +199,12 @@ impl Insight {
 
     /// The Prometheus text exposition, with the group commit's flush count and the store's
     /// size read by the caller at scrape time.
-    pub fn metrics(&self, flushes: u64, store_bytes: u64) -> String {
+    pub fn metrics(&self, flushes: u64, store: Option<crate::store::Footprint>) -> String {
         let advice = {
             let stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
             stats.active_advice().len()
         };
-        self.shared.metrics.encode(advice, flushes, store_bytes)
+        self.shared.metrics.encode(advice, flushes, store)
     }
 
     /// Waits until every report queued so far has been counted (tests and the endpoint's

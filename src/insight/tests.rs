@@ -348,7 +348,12 @@ fn the_handle_counts_reports_off_the_request_path() {
         snap["accounts"]["acct"]["tables"][0]["queries"]["table scan"],
         3
     );
-    let text = insight.metrics(4, 1234);
+    let store = crate::store::Footprint {
+        entities: 7,
+        logical_bytes: 5000,
+        disk_bytes: Some(1234),
+    };
+    let text = insight.metrics(4, Some(store));
     assert!(
         text.contains("tablestore_queries_total{class=\"table_scan\"} 3"),
         "{text}"
@@ -358,6 +363,15 @@ fn the_handle_counts_reports_off_the_request_path() {
         "{text}"
     );
     assert!(text.contains("tablestore_store_size_bytes 1234"), "{text}");
+    assert!(
+        text.contains("tablestore_store_logical_bytes 5000"),
+        "{text}"
+    );
+    assert!(text.contains("tablestore_store_entities 7"), "{text}");
+    // A store that keeps no count: zeros, not stale values.
+    let text = insight.metrics(4, None);
+    assert!(text.contains("tablestore_store_size_bytes 0"), "{text}");
+    assert!(text.contains("tablestore_store_logical_bytes 0"), "{text}");
     assert!(text
         .contains("tablestore_requests_total{operation=\"QueryEntities\",status_class=\"2xx\"} 3"));
 }

@@ -22,7 +22,7 @@ use crate::model::{
     EdmDateTime, EdmValue, Entity, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp,
 };
 
-use super::{KeyBound, KeyRange, Store, StoreError, TableId};
+use super::{Footprint, KeyBound, KeyRange, Store, StoreError, TableId};
 
 /// How the suite reaches one store.
 pub struct Harness<'a> {
@@ -68,6 +68,7 @@ macro_rules! store_conformance {
                 accounts_are_separate,
                 acl_and_service_properties,
                 reopen_after_close,
+                footprint_counts_the_stored_entities,
             );
         }
     };
@@ -824,4 +825,101 @@ pub fn reopen_after_close(h: &Harness<'_>) {
         .commit(later.id, &[op(WriteKind::Insert, "p", "r", 0)])
         .expect("commit")[0];
     assert!(after > stamp, "Timestamps keep increasing across a reopen");
+}
+
+/// What [`Store::footprint`] must report: the entities of every table and the bytes of their
+/// stored keys and values, read back here with a scan.
+fn recount(store: &dyn Store, tables: &[TableId]) -> (u64, u64) {
+    let (mut n, mut bytes) = (0, 0);
+    for &t in tables {
+        for e in store.scan(t, &KeyRange::all()) {
+            let e = e.expect("scan");
+            n += 1;
+            bytes += (super::key::entity_key(t.0, &e.partition_key, &e.row_key).len()
+                + super::codec::encode_entity(e.timestamp, &e.properties).len())
+                as u64;
+        }
+    }
+    (n, bytes)
+}
+
+fn counted(f: Option<Footprint>) -> (u64, u64) {
+    let f = f.expect("a footprint");
+    (f.entities, f.logical_bytes)
+}
+
+/// The entity count and logical size follow inserts, replaces that grow or shrink an entity,
+/// merges, batches, deletes and the purge of a deleted table, and survive a reopen. A store
+/// that keeps no count (`footprint()` is `None`) skips the check.
+pub fn footprint_counts_the_stored_entities(h: &Harness<'_>) {
+    let store = (h.open)();
+    let Some(empty) = store.footprint() else {
+        return;
+    };
+    assert_eq!((empty.entities, empty.logical_bytes), (0, 0));
+    let a = table(&*store, "sizes");
+    let b = table(&*store, "scratch");
+    let big = |kind: WriteKind, rk: &str, len: usize| WriteOp {
+        properties: vec![Property {
+            name: "s".into(),
+            value: EdmValue::String("x".repeat(len)),
+        }],
+        ..op(kind, "p", rk, 0)
+    };
+    store
+        .commit(a, &[big(WriteKind::Insert, "1", 500)])
+        .expect("insert");
+    store
+        .commit(a, &[op(WriteKind::Insert, "p", "2", 2)])
+        .expect("insert");
+    store
+        .commit(a, &[big(WriteKind::InsertOrReplace, "1", 20)])
+        .expect("shrink");
+    store
+        .commit(a, &[big(WriteKind::InsertOrReplace, "2", 900)])
+        .expect("grow");
+    store
+        .commit(a, &[op(WriteKind::Merge, "p", "1", 7)])
+        .expect("merge");
+    let batch: Vec<WriteOp> = (0..5)
+        .map(|r| op(WriteKind::InsertOrReplace, "q", &r.to_string(), r))
+        .chain(
+            [big(WriteKind::InsertOrMerge, "x", 10)]
+                .into_iter()
+                .map(|o| WriteOp {
+                    key: key("q", "0"),
+                    ..o
+                }),
+        )
+        .collect();
+    store
+        .commit(a, &batch)
+        .expect("batch with two writes of one key");
+    store
+        .commit(a, &[op(WriteKind::Delete, "p", "2", 0)])
+        .expect("delete");
+    let scratch: Vec<WriteOp> = (0..40)
+        .map(|r| op(WriteKind::Insert, "s", &format!("{r:03}"), r))
+        .collect();
+    store.commit(b, &scratch).expect("batch");
+    let expected = recount(&*store, &[a, b]);
+    assert_eq!(expected.0, 46);
+    assert_eq!(counted(store.footprint()), expected);
+
+    store
+        .delete_table(&TableRef::new("acct", "scratch"))
+        .expect("delete table");
+    let expected = recount(&*store, &[a]);
+    // The deleted table's rows go in the background.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while counted(store.footprint()) != expected && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(counted(store.footprint()), expected);
+    store.flush().expect("flush");
+    drop(store);
+    if h.durable {
+        let store = (h.open)();
+        assert_eq!(counted(store.footprint()), expected);
+    }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
 
+use super::footprint::{Footprint, Totals};
 use super::{Kv, Space, StoreError};
 
 type Map = BTreeMap<Vec<u8>, Arc<[u8]>>;
@@ -14,6 +15,8 @@ type Entry = (Arc<[u8]>, Arc<[u8]>);
 pub struct MemoryKv {
     tables: RwLock<Map>,
     entities: RwLock<Map>,
+    /// The entity map's count and bytes.
+    totals: Totals,
 }
 
 impl MemoryKv {
@@ -108,13 +111,14 @@ impl Kv for MemoryKv {
     ) -> Result<(), StoreError> {
         let mut map = self.map(space).write().unwrap_or_else(|e| e.into_inner());
         for (k, v) in batch {
-            match v {
-                Some(v) => {
-                    map.insert(k, Arc::from(v));
-                }
-                None => {
-                    map.remove(&k);
-                }
+            let key_len = k.len();
+            let new = v.as_ref().map(Vec::len);
+            let old = match v {
+                Some(v) => map.insert(k, Arc::from(v)),
+                None => map.remove(&k),
+            };
+            if space == Space::Entities {
+                self.totals.change(key_len, old.map(|o| o.len()), new);
             }
         }
         Ok(())
@@ -126,6 +130,15 @@ impl Kv for MemoryKv {
 
     fn is_persistent(&self) -> bool {
         false
+    }
+
+    fn footprint(&self) -> Option<Footprint> {
+        let (entities, logical_bytes) = self.totals.get();
+        Some(Footprint {
+            entities,
+            logical_bytes,
+            disk_bytes: None,
+        })
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod codec;
 pub mod conformance;
+pub mod footprint;
 pub mod key;
 pub mod memory;
 pub mod postgres;
@@ -25,6 +26,7 @@ use crate::model::limits::{check_entity, EntityLimitError};
 use crate::model::{EdmDateTime, Entity, IfMatch, Property, WriteKind, WriteOp};
 pub use crate::model::{TableId, TableRef};
 use codec::TableRecord;
+pub use footprint::Footprint;
 pub use key::{KeyBound, KeyRange};
 pub use row::{StoredRow, StoredRows};
 
@@ -128,6 +130,11 @@ pub trait Store: Send + Sync + 'static {
     /// The account's service properties document (opaque to the store), if ever set.
     fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError>;
     fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError>;
+    /// The stored entities' count and logical size, and the data folder's size (walks the
+    /// folder: call it off the async workers). `None` if the store does not keep count.
+    fn footprint(&self) -> Option<Footprint> {
+        None
+    }
 }
 
 /// The ordered key-value backend under [`KvStore`]. Two keyspaces: table metadata and entities.
@@ -171,6 +178,10 @@ pub trait Kv: Send + Sync + 'static {
     /// applied in.
     fn generation(&self) -> u64 {
         0
+    }
+    /// The entity keyspace's totals and the bytes on disk ([`Store::footprint`]).
+    fn footprint(&self) -> Option<Footprint> {
+        None
     }
     /// Table `table_id` was deleted: its entities are about to be purged and never read again.
     fn forget_table(&self, _table_id: u64) {}
@@ -660,6 +671,10 @@ impl<B: Kv> Store for KvStore<B> {
 
     fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError> {
         self.write_tables(vec![(service_properties_key(account), Some(properties))])
+    }
+
+    fn footprint(&self) -> Option<Footprint> {
+        self.kv.footprint()
     }
 }
 

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use super::footprint::{folder_bytes, Footprint, Totals};
 use super::{Kv, Space, StoreError};
 
 /// Least time between two attempts to reopen a failed store.
@@ -37,6 +38,8 @@ pub struct SledKv {
     /// Bumped at every reopen (unflushed writes of the old database are gone).
     generation: AtomicU64,
     last_attempt: Mutex<Option<Instant>>,
+    /// The entity tree's count and bytes (docs/performance.md, "Disk use").
+    totals: Totals,
 }
 
 struct Handles {
@@ -67,6 +70,58 @@ pub struct SledOptions {
     /// reorganise pages fail with it. 8 MiB covers the largest request (a 4 MiB batch) and
     /// sled's segment and blob overhead.
     pub min_free_bytes: u64,
+    /// How a *new* data folder stores its log ([`Layout`]). sled fixes the layout when it
+    /// creates a folder and refuses to open it with another, so an existing folder keeps
+    /// the one it was created with (read from sled's `conf` file).
+    pub layout: Layout,
+}
+
+/// The on-disk layout of sled's log, fixed when a data folder is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Size of sled's log segments in bytes (a power of two, 256 B … 16 MiB).
+    pub segment_size: usize,
+    /// zstd level of sled's log compression, or `None` for an uncompressed log.
+    pub compression: Option<i32>,
+}
+
+impl Layout {
+    /// What folders created before compression was introduced use: sled's defaults.
+    pub const UNCOMPRESSED: Layout = Layout {
+        segment_size: 512 * 1024,
+        compression: None,
+    };
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            segment_size: 512 * 1024,
+            compression: Some(DEFAULT_ZSTD_LEVEL),
+        }
+    }
+}
+
+/// zstd level of new folders: level 1 is zstd's fastest; higher levels gain little on the
+/// store's small log messages and cost write throughput (docs/performance.md, "Disk use").
+const DEFAULT_ZSTD_LEVEL: i32 = 1;
+
+/// sled's own record of a folder's layout (its `conf` file: `segment_size: N`,
+/// `use_compression: bool`, `version: 0.34`, then a CRC); `None` for a new folder.
+fn existing_layout(path: &Path) -> Option<Layout> {
+    let bytes = std::fs::read(path.join("conf")).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+    };
+    let segment_size = field("segment_size:")?.parse().ok()?;
+    let compressed: bool = field("use_compression:")?.parse().ok()?;
+    Some(Layout {
+        segment_size,
+        // The level is not recorded; any level reads a compressed log.
+        compression: compressed.then_some(DEFAULT_ZSTD_LEVEL),
+    })
 }
 
 impl Default for SledOptions {
@@ -75,6 +130,7 @@ impl Default for SledOptions {
             cache_capacity: 64 * 1024 * 1024,
             flush_every_ms: Some(500),
             min_free_bytes: 8 * 1024 * 1024,
+            layout: Layout::default(),
         }
     }
 }
@@ -91,11 +147,16 @@ fn unavailable() -> StoreError {
 }
 
 fn open_handles(path: &Path, options: &SledOptions) -> Result<Handles, StoreError> {
+    let layout = existing_layout(path).unwrap_or(options.layout);
+    // `mode` is not read anywhere in sled 0.34; it is set for a later sled that might.
     let config = sled::Config::new()
         .path(path)
         .cache_capacity(options.cache_capacity)
         .flush_every_ms(options.flush_every_ms)
-        .mode(sled::Mode::HighThroughput);
+        .mode(sled::Mode::HighThroughput)
+        .segment_size(layout.segment_size)
+        .use_compression(layout.compression.is_some())
+        .compression_factor(layout.compression.unwrap_or(DEFAULT_ZSTD_LEVEL));
     // sled's file lock outlives a closed database by a moment (its flusher thread exits
     // asynchronously), so a restart in the same process retries briefly; another live
     // instance still gets the error after the wait.
@@ -139,6 +200,35 @@ const FORMAT: &[u8] = b"1";
 /// file: if the next start does not find the same value, the log lost its end (truncated or
 /// damaged; sled would silently recover the readable prefix).
 const CLEAN_SHUTDOWN_KEY: &[u8] = b"\xFF\xFCclean-shutdown";
+/// The entity totals ([`Totals::encode`]) as of the last clean shutdown, written just before
+/// its token; trusted only when the token matches.
+const TOTALS_KEY: &[u8] = b"\xFF\xFCentity-totals";
+
+/// The entity totals: those recorded at a clean shutdown, else a count of the entity tree
+/// (a scan, about a second per million entities).
+fn load_totals(handles: &Handles, clean: bool) -> Result<Totals, StoreError> {
+    if clean {
+        if let Some(t) = handles
+            .tables
+            .get(TOTALS_KEY)
+            .map_err(io)?
+            .and_then(|b| Totals::decode(&b))
+        {
+            return Ok(t);
+        }
+    }
+    let started = Instant::now();
+    let totals = Totals::count(handles.entities.iter().map(|r| r.map_err(io)))?;
+    let elapsed = started.elapsed();
+    if elapsed > Duration::from_secs(1) {
+        tracing::info!(
+            entities = totals.get().0,
+            seconds = elapsed.as_secs_f64(),
+            "counted the stored entities (the last shutdown was not clean)"
+        );
+    }
+    Ok(totals)
+}
 
 /// The marker file's content: the format line, and after a clean shutdown its token.
 fn marker_text(clean_token: Option<&str>) -> String {
@@ -168,8 +258,9 @@ fn write_marker(path: &Path, clean_token: Option<&str>) -> std::io::Result<()> {
 
 /// Checks that an existing store was found where one was initialised, and marks a new one.
 /// sled recovers a damaged log as far as it is readable, which can be nothing at all; the
-/// marker file turns "my data vanished" into a start-up error.
-fn check_format(path: &Path, handles: &Handles) -> Result<(), StoreError> {
+/// marker file turns "my data vanished" into a start-up error. Returns whether the last
+/// shutdown was clean (so what it recorded last is current).
+fn check_format(path: &Path, handles: &Handles) -> Result<bool, StoreError> {
     let marker = read_marker(path);
     let stored = handles.tables.get(FORMAT_KEY).map_err(io)?;
     let marker_error = |e: std::io::Error| StoreError::Io(format!("writing {MARKER_FILE}: {e}"));
@@ -194,15 +285,17 @@ fn check_format(path: &Path, handles: &Handles) -> Result<(), StoreError> {
                 ));
             }
             // The token is only good for the next start.
-            write_marker(path, None).map_err(marker_error)
+            write_marker(path, None).map_err(marker_error)?;
+            Ok(true)
         }
-        (Some(None), Some(_)) => Ok(()),
+        (Some(None), Some(_)) => Ok(false),
         (None, stored) => {
             if stored.is_none() {
                 handles.tables.insert(FORMAT_KEY, FORMAT).map_err(io)?;
                 handles.db.flush().map_err(io)?;
             }
-            write_marker(path, None).map_err(marker_error)
+            write_marker(path, None).map_err(marker_error)?;
+            Ok(false)
         }
     }
 }
@@ -210,7 +303,8 @@ fn check_format(path: &Path, handles: &Handles) -> Result<(), StoreError> {
 impl SledKv {
     pub fn open(path: &Path, options: &SledOptions) -> Result<SledKv, StoreError> {
         let handles = open_handles(path, options)?;
-        check_format(path, &handles)?;
+        let clean = check_format(path, &handles)?;
+        let totals = load_totals(&handles, clean)?;
         Ok(SledKv {
             path: path.to_path_buf(),
             options: options.clone(),
@@ -218,6 +312,7 @@ impl SledKv {
             failed: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             last_attempt: Mutex::new(None),
+            totals,
         })
     }
 
@@ -291,6 +386,11 @@ impl SledKv {
         loop {
             match open_handles(&self.path, &self.options) {
                 Ok(handles) => {
+                    // Writes that were not flushed are gone: count again.
+                    match load_totals(&handles, false) {
+                        Ok(t) => self.totals.set(&t),
+                        Err(e) => tracing::warn!(error = ?e, "recounting the stored entities"),
+                    }
                     *current = Some(Arc::new(handles));
                     self.generation.fetch_add(1, Ordering::AcqRel);
                     self.failed.store(false, Ordering::Release);
@@ -327,7 +427,8 @@ impl Drop for SledKv {
         let token = uuid::Uuid::new_v4().to_string();
         let written = handles
             .tables
-            .insert(CLEAN_SHUTDOWN_KEY, token.as_bytes())
+            .insert(TOTALS_KEY, self.totals.encode())
+            .and_then(|_| handles.tables.insert(CLEAN_SHUTDOWN_KEY, token.as_bytes()))
             .and_then(|_| handles.db.flush());
         drop(handles);
         if written.is_ok() {
@@ -394,13 +495,36 @@ impl Kv for SledKv {
         space: Space,
         batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     ) -> Result<(), StoreError> {
+        let counted = space == Space::Entities;
         self.write(|h| {
             let tree = h.tree(space);
             if let [(k, v)] = batch.as_slice() {
-                return match v {
-                    Some(v) => tree.insert(k.as_slice(), v.as_slice()).map(drop),
-                    None => tree.remove(k.as_slice()).map(drop),
+                let old = match v {
+                    Some(v) => tree.insert(k.as_slice(), v.as_slice())?,
+                    None => tree.remove(k.as_slice())?,
                 };
+                if counted {
+                    let new = v.as_ref().map(Vec::len);
+                    self.totals.change(k.len(), old.map(|o| o.len()), new);
+                }
+                return Ok(());
+            }
+            // sled's batch does not return the entries it replaces: read their sizes first
+            // (commits hold their partition's lock, so nothing changes them in between). A
+            // key written twice in one batch replaces its own earlier value.
+            let mut changes = Vec::new();
+            if counted {
+                changes.reserve(batch.len());
+                let mut pending: std::collections::HashMap<&[u8], Option<usize>> =
+                    std::collections::HashMap::new();
+                for (k, v) in &batch {
+                    let new = v.as_ref().map(Vec::len);
+                    let old = match pending.insert(k.as_slice(), new) {
+                        Some(earlier) => earlier,
+                        None => tree.get(k)?.map(|o| o.len()),
+                    };
+                    changes.push((k.len(), old, new));
+                }
             }
             let mut b = sled::Batch::default();
             for (k, v) in batch {
@@ -409,7 +533,11 @@ impl Kv for SledKv {
                     None => b.remove(k),
                 }
             }
-            tree.apply_batch(b)
+            tree.apply_batch(b)?;
+            for (key_len, old, new) in changes {
+                self.totals.change(key_len, old, new);
+            }
+            Ok(())
         })
     }
 
@@ -431,6 +559,15 @@ impl Kv for SledKv {
 
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
+    }
+
+    fn footprint(&self) -> Option<Footprint> {
+        let (entities, logical_bytes) = self.totals.get();
+        Some(Footprint {
+            entities,
+            logical_bytes,
+            disk_bytes: Some(folder_bytes(&self.path)),
+        })
     }
 }
 
@@ -456,5 +593,138 @@ fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::store::Sto
             Err(e) if Instant::now() > deadline => panic!("opening sled in {dir:?}: {e:?}"),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
+    use crate::store::{Durability, KvStore, Store};
+
+    fn open(dir: &Path, layout: Layout) -> Arc<KvStore<SledKv>> {
+        let options = SledOptions {
+            layout,
+            ..SledOptions::default()
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            match SledKv::open(dir, &options) {
+                Ok(kv) => return KvStore::open(kv, Durability::Durable).expect("store"),
+                Err(e) if Instant::now() > deadline => panic!("open: {e:?}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+
+    fn insert(store: &dyn Store, table: &str, rows: std::ops::Range<u32>) {
+        let id = match store.get_table(&TableRef::new("a", table)).expect("get") {
+            Some(t) => t.id,
+            None => {
+                store
+                    .create_table(&TableRef::new("a", table))
+                    .expect("create")
+                    .id
+            }
+        };
+        let ops: Vec<WriteOp> = rows
+            .map(|r| WriteOp {
+                kind: WriteKind::Insert,
+                key: EntityKey {
+                    partition_key: "p".into(),
+                    row_key: format!("{r:05}"),
+                },
+                properties: vec![Property {
+                    name: "text".into(),
+                    value: EdmValue::String("words repeat and repeat ".repeat(20)),
+                }],
+                if_match: IfMatch::Any,
+            })
+            .collect();
+        store.commit(id, &ops).expect("commit");
+    }
+
+    fn conf(dir: &Path) -> String {
+        String::from_utf8_lossy(&std::fs::read(dir.join("conf")).expect("sled conf")).into_owned()
+    }
+
+    #[test]
+    fn new_folders_are_compressed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), Layout::default());
+        insert(&*store, "t", 0..10);
+        drop(store);
+        assert!(conf(dir.path()).contains("use_compression: true"));
+        assert_eq!(existing_layout(dir.path()), Some(Layout::default()));
+    }
+
+    /// A folder written before compression keeps its uncompressed log: sled refuses to open
+    /// a folder with another compression setting than it was created with.
+    #[test]
+    fn an_uncompressed_folder_from_before_still_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), Layout::UNCOMPRESSED);
+        insert(&*store, "old", 0..50);
+        drop(store);
+        assert!(conf(dir.path()).contains("use_compression: false"));
+
+        let store = open(dir.path(), Layout::default());
+        let t = store
+            .get_table(&TableRef::new("a", "old"))
+            .unwrap()
+            .expect("table");
+        assert!(store.get_entity(t.id, "p", "00049").unwrap().is_some());
+        insert(&*store, "old", 50..60);
+        assert_eq!(store.footprint().unwrap().entities, 60);
+        drop(store);
+        assert!(conf(dir.path()).contains("use_compression: false"));
+        let store = open(dir.path(), Layout::default());
+        assert_eq!(store.footprint().unwrap().entities, 60);
+    }
+
+    #[test]
+    fn compression_shrinks_the_folder() {
+        let sizes: Vec<u64> = [Layout::UNCOMPRESSED, Layout::default()]
+            .into_iter()
+            .map(|layout| {
+                let dir = tempfile::tempdir().unwrap();
+                let store = open(dir.path(), layout);
+                insert(&*store, "t", 0..2000);
+                drop(store);
+                folder_bytes(dir.path())
+            })
+            .collect();
+        assert!(sizes[1] * 2 < sizes[0], "{sizes:?}");
+    }
+
+    /// After a shutdown that was not clean, the totals recorded by the previous clean one
+    /// are stale: the store counts again.
+    #[test]
+    fn totals_are_counted_again_after_an_unclean_shutdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), Layout::default());
+        insert(&*store, "t", 0..30);
+        let expected = store.footprint().unwrap();
+        drop(store);
+        // What a crash after more writes looks like to the next start: totals that no longer
+        // match the data, and no clean-shutdown token.
+        {
+            let db = sled::Config::new()
+                .path(dir.path())
+                .use_compression(true)
+                .open()
+                .unwrap();
+            let tables = db.open_tree("tables").unwrap();
+            tables
+                .insert(TOTALS_KEY, Totals::default().encode())
+                .unwrap();
+            db.flush().unwrap();
+        }
+        write_marker(dir.path(), None).unwrap();
+        let store = open(dir.path(), Layout::default());
+        let f = store.footprint().unwrap();
+        assert_eq!((f.entities, f.logical_bytes), (30, expected.logical_bytes));
+        assert!(f.logical_bytes > 30 * 400);
+        assert!(f.disk_bytes.unwrap() > 0);
     }
 }

@@ -749,6 +749,11 @@ impl<B: Kv> Kv for TieredKv<B> {
         self.shared.inner.generation()
     }
 
+    /// The backend's count: every write reaches it, resident or not.
+    fn footprint(&self) -> Option<super::Footprint> {
+        self.shared.inner.footprint()
+    }
+
     fn forget_table(&self, table_id: u64) {
         let mut state = self.shared.lock();
         state.evict(table_id);

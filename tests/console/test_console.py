@@ -163,6 +163,11 @@ def test_filter_shows_its_query_class_and_partition_heat(browser):
     # Partition heat: one bar per partition the table served, drawn as SVG.
     wait(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#heat svg rect")) == 3)
     assert browser.find_elements(By.CSS_SELECTOR, "#advice li")
+    # The store's size from the insight endpoint: the 30 entities of the fixture, in memory.
+    size = browser.find_element(By.ID, "store-size")
+    wait(browser, lambda d: size.get_attribute("data-entities") == "30")
+    assert int(size.get_attribute("data-logical-bytes")) > 30 * 20
+    assert "30 entities" in size.text and "in memory" in size.text, size.text
     shot(browser, "03-query.png")
 
 

@@ -45,7 +45,8 @@ failed $batch sub-response, \"io\"/\"timeout\" are transport failures), and \"ba
 count of successful queries that returned a different number of rows than expected. With
 --server-pid (Linux): the server's CPU time per operation (utime+stime delta from
 /proc/PID/stat) and its peak resident memory (VmRSS sampled every 250 ms during the workload,
-and VmHWM, the lifetime peak). With --data-dir: the folder's size after each workload.
+and VmHWM, the lifetime peak). With --data-dir: the folder's size after each workload. From
+a server that publishes tablestore_store_logical_bytes in GET /metrics: the data it holds.
 
 Only loopback endpoints are accepted unless --allow-remote is given. Several endpoints,
 comma separated, spread the connections over them round-robin (several nodes over one

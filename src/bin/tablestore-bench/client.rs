@@ -160,6 +160,8 @@ pub struct Extra<'a> {
     pub content_type: Option<&'a str>,
     pub if_match: Option<&'a str>,
     pub prefer_no_content: bool,
+    /// The path is from the server's root (`/metrics`), not under the endpoint's path.
+    pub from_root: bool,
 }
 
 /// One keep-alive connection, reopened after an error.
@@ -244,7 +246,11 @@ impl Conn {
         extra: &Extra<'_>,
         body: Bytes,
     ) -> Result<Response, RequestError> {
-        let full_path = format!("{}{}", self.target.base_path, path);
+        let full_path = if extra.from_root {
+            path.to_string()
+        } else {
+            format!("{}{}", self.target.base_path, path)
+        };
         let date = self.dates.now().to_string();
         let auth = self.cfg.signer.authorization(&date, &full_path, None);
         let uri = match query {

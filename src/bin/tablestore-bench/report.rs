@@ -109,7 +109,12 @@ pub struct WorkloadReport {
     #[serde(default)]
     pub client_cpu_us_per_op: Option<f64>,
     pub server: Option<WorkloadServer>,
+    /// Size of `--data-dir` after the workload.
     pub data_dir_bytes: Option<u64>,
+    /// The data the server holds after the workload, by its own count (tablestore's
+    /// `tablestore_store_logical_bytes`); `None` for a server that does not publish it.
+    #[serde(default)]
+    pub logical_bytes: Option<u64>,
     pub timeline: Option<Vec<TimelinePoint>>,
 }
 
@@ -126,6 +131,11 @@ pub struct DataDirReport {
     pub path: String,
     pub bytes_after_preload: Option<u64>,
     pub bytes_at_end: Option<u64>,
+    /// The server's logical data size at the same moments (see `WorkloadReport`).
+    #[serde(default)]
+    pub logical_bytes_after_preload: Option<u64>,
+    #[serde(default)]
+    pub logical_bytes_at_end: Option<u64>,
 }
 
 fn mib(kib: u64) -> String {
@@ -209,7 +219,7 @@ pub fn human(r: &RunReport) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "{:<13} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5} {:>10} {:>9}  errors",
+        "{:<13} {:>9} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>5} {:>10} {:>9} {:>9} {:>9} {:>9}  errors",
         "workload",
         "ops",
         "ops/s",
@@ -220,7 +230,10 @@ pub fn human(r: &RunReport) -> String {
         "max ms",
         "bad",
         "cpu µs/op",
-        "rss MiB"
+        "rss MiB",
+        "hwm MiB",
+        "disk MiB",
+        "data MiB"
     );
     for w in &r.workloads {
         let ent = if w.entities_per_s > 0.0 && w.entities != w.ops {
@@ -228,16 +241,18 @@ pub fn human(r: &RunReport) -> String {
         } else {
             "-".into()
         };
-        let (cpu, rss) = match &w.server {
+        let (cpu, rss, hwm) = match &w.server {
             Some(sv) => (
                 opt(sv.cpu_us_per_op, 0),
                 sv.rss_peak_kib.map(mib).unwrap_or_else(|| "-".into()),
+                sv.vmhwm_kib.map(mib).unwrap_or_else(|| "-".into()),
             ),
-            None => ("-".into(), "-".into()),
+            None => ("-".into(), "-".into(), "-".into()),
         };
+        let bytes_mib = |b: Option<u64>| b.map_or_else(|| "-".into(), |b| mib(b / 1024));
         let _ = writeln!(
             s,
-            "{:<13} {:>9} {:>10.1} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>5} {:>10} {:>9}  {}",
+            "{:<13} {:>9} {:>10.1} {:>10} {:>8.2} {:>8.2} {:>8.2} {:>8.1} {:>5} {:>10} {:>9} {:>9} {:>9} {:>9}  {}",
             w.name,
             w.ops,
             w.ops_per_s,
@@ -249,6 +264,9 @@ pub fn human(r: &RunReport) -> String {
             w.bad_results,
             cpu,
             rss,
+            hwm,
+            bytes_mib(w.data_dir_bytes),
+            bytes_mib(w.logical_bytes),
             errors_h(&w.errors)
         );
     }
@@ -295,6 +313,14 @@ pub fn human(r: &RunReport) -> String {
                 .unwrap_or_else(|| "-".into()),
             d.bytes_at_end.map(bytes_h).unwrap_or_else(|| "-".into())
         );
+        if let (Some(disk), Some(data)) = (d.bytes_at_end, d.logical_bytes_at_end) {
+            let _ = writeln!(
+                s,
+                "data held by the server at the end: {} (folder/data {:.2}×)",
+                bytes_h(data),
+                disk as f64 / data.max(1) as f64
+            );
+        }
     }
     s
 }
@@ -435,6 +461,18 @@ pub fn compare_markdown(base: &RunReport, cand: &RunReport) -> String {
         num(disk(base), 1),
         ratio(disk(base), disk(cand))
     );
+    let data = |r: &RunReport| {
+        r.data_dir
+            .as_ref()
+            .and_then(|d| d.logical_bytes_at_end)
+            .map(|b| b as f64 / (1u64 << 20) as f64)
+    };
+    let _ = writeln!(
+        s,
+        "| data held at the end (server's own count), MiB | {} | {} | |",
+        num(data(cand), 1),
+        num(data(base), 1)
+    );
     s
 }
 
@@ -489,9 +527,11 @@ mod tests {
                 client_cpu_us_per_op: None,
                 server: Some(WorkloadServer {
                     cpu_us_per_op: Some(100.0),
+                    vmhwm_kib: Some(2048),
                     ..WorkloadServer::default()
                 }),
-                data_dir_bytes: None,
+                data_dir_bytes: Some(3 << 20),
+                logical_bytes: Some(2 << 20),
                 timeline: None,
             }],
             server: Some(ServerReport {
@@ -500,7 +540,13 @@ mod tests {
                 vmrss_kib: Some(1024),
                 cpu_seconds_total: Some(1.0),
             }),
-            data_dir: None,
+            data_dir: Some(DataDirReport {
+                path: "/tmp/d".into(),
+                bytes_after_preload: Some(1 << 20),
+                bytes_at_end: Some(3 << 20),
+                logical_bytes_after_preload: None,
+                logical_bytes_at_end: Some(2 << 20),
+            }),
         }
     }
 
@@ -511,6 +557,31 @@ mod tests {
         assert!(h.contains("1234.5"));
         assert!(h.contains("409×1"));
         assert!(h.contains("peak RSS (VmHWM) 2.0 MiB"));
+        // Memory and disk next to the speed: rss, hwm, folder and data (MiB) on the row.
+        let row = h.lines().find(|l| l.starts_with("insert")).unwrap();
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(&cols[10..14], ["-", "2.0", "3.0", "2.0"], "{row}");
+        assert!(
+            h.contains("data held by the server at the end: 2.0 MiB (folder/data 1.50×)"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn older_result_files_still_read() {
+        // Written before the logical sizes existed.
+        let mut v = serde_json::to_value(sample("old", 1.0, 1.0)).unwrap();
+        v["workloads"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("logical_bytes");
+        v["data_dir"]
+            .as_object_mut()
+            .unwrap()
+            .remove("logical_bytes_at_end");
+        let r: RunReport = serde_json::from_value(v).unwrap();
+        assert_eq!(r.workloads[0].logical_bytes, None);
+        assert_eq!(r.data_dir.unwrap().logical_bytes_at_end, None);
     }
 
     #[test]
@@ -520,8 +591,18 @@ mod tests {
         let md = compare_markdown(&base, &cand);
         assert!(md.contains("| insert | 2000 | 1000 | 2.00× | "), "{md}");
         assert!(md.contains("| 4.00× |"), "{md}");
+        assert!(
+            md.contains("| data folder at the end, MiB | 3.0 | 3.0 | 1.00× |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| data held at the end (server's own count), MiB | 2.0 | 2.0 | |"),
+            "{md}"
+        );
         let json = serde_json::to_string(&cand).unwrap();
         let back: RunReport = serde_json::from_str(&json).unwrap();
         assert_eq!(back.workloads[0].ops, 100);
+        assert_eq!(back.workloads[0].logical_bytes, Some(2 << 20));
+        assert_eq!(back.workloads[0].data_dir_bytes, Some(3 << 20));
     }
 }

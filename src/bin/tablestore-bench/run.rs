@@ -38,6 +38,17 @@ pub struct Ctx {
     created: Mutex<Vec<String>>,
     load_mode: Mutex<Option<LoadMode>>,
     merge: Method,
+    /// The server answered `/metrics` without a logical size: do not ask again.
+    no_metrics: std::sync::atomic::AtomicBool,
+}
+
+/// The value of an unlabelled sample `name` in a Prometheus text exposition.
+pub fn metric_value(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?.strip_prefix(' ')?;
+        let v: f64 = rest.split_whitespace().next()?.parse().ok()?;
+        (v >= 0.0).then_some(v as u64)
+    })
 }
 
 /// What one operation of a phase does.
@@ -213,6 +224,7 @@ impl Ctx {
             created: Mutex::new(Vec::new()),
             load_mode: Mutex::new(None),
             merge: Method::from_bytes(b"MERGE").unwrap_or(Method::PATCH),
+            no_metrics: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -252,6 +264,35 @@ impl Ctx {
         self.create_table(conn, &t).await?;
         self.remember(&t);
         Ok(t)
+    }
+
+    /// The server's logical data size, if it publishes one: tablestore's
+    /// `tablestore_store_logical_bytes` in `GET /metrics` (signed like any request). A
+    /// server without it (Azurite) is asked once.
+    pub async fn logical_bytes(&self) -> Option<u64> {
+        if self.no_metrics.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
+        let mut conn = Conn::new(self.client.clone());
+        let extra = Extra {
+            from_root: true,
+            ..Extra::default()
+        };
+        let found = match conn
+            .send(Method::GET, "/metrics", None, &extra, Bytes::new())
+            .await
+        {
+            Ok(r) if r.status == 200 => metric_value(
+                &String::from_utf8_lossy(&r.body),
+                "tablestore_store_logical_bytes",
+            ),
+            _ => None,
+        };
+        if found.is_none() {
+            self.no_metrics
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        found
     }
 
     /// Deletes the tables this run created (unless --keep-tables).
@@ -997,6 +1038,7 @@ impl Ctx {
             client_cpu_us_per_op,
             server,
             data_dir_bytes: a.data_dir.as_deref().and_then(procstat::dir_size),
+            logical_bytes: self.logical_bytes().await,
             timeline: bulk.then_some(sampled.timeline),
         };
         progress(
@@ -1118,6 +1160,7 @@ pub async fn run(ctx: Arc<Ctx>) -> Result<RunReport, String> {
         preload_report = Some(rep);
     }
     let bytes_after_preload = a.data_dir.as_deref().and_then(procstat::dir_size);
+    let logical_after_preload = ctx.logical_bytes().await;
     let mut workloads = Vec::new();
     for w in &selected {
         match ctx.workload(*w, preloaded.as_ref()).await {
@@ -1137,10 +1180,13 @@ pub async fn run(ctx: Arc<Ctx>) -> Result<RunReport, String> {
             cpu_seconds_total: procstat::cpu_ticks(pid).map(|t| procstat::ticks_to_ms(t) / 1000.0),
         }
     });
+    let logical_at_end = ctx.logical_bytes().await;
     let data_dir = a.data_dir.as_ref().map(|d| DataDirReport {
         path: d.display().to_string(),
         bytes_after_preload,
         bytes_at_end: procstat::dir_size(d),
+        logical_bytes_after_preload: logical_after_preload,
+        logical_bytes_at_end: logical_at_end,
     });
     ctx.cleanup().await;
     Ok(RunReport {
@@ -1182,6 +1228,20 @@ mod tests {
     use clap::Parser;
     use http::HeaderValue;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn reads_an_unlabelled_metric() {
+        let text = "# HELP tablestore_store_logical_bytes Bytes\n\
+                    # TYPE tablestore_store_logical_bytes gauge\n\
+                    tablestore_store_logical_bytes_other 5\n\
+                    tablestore_store_logical_bytes 123456\n";
+        assert_eq!(
+            metric_value(text, "tablestore_store_logical_bytes"),
+            Some(123456)
+        );
+        assert_eq!(metric_value(text, "tablestore_store_entities"), None);
+        assert_eq!(metric_value("<html>not metrics</html>", "x"), None);
+    }
 
     type Seen = Arc<Mutex<Vec<String>>>;
 
@@ -1343,6 +1403,38 @@ mod tests {
         let head = seen.lock().unwrap()[0].clone();
         assert!(head.starts_with("POST /devstoreaccount1/$batch HTTP/1.1\r\n"));
         assert!(header(&head, "content-type").starts_with("multipart/mixed; boundary=batch_"));
+    }
+
+    #[tokio::test]
+    async fn logical_size_comes_from_the_servers_metrics_once_supported() {
+        let (endpoint, seen) = fake_server(|head| {
+            if head.starts_with("GET /metrics ") {
+                response(
+                    "200 OK",
+                    "content-type: text/plain; version=0.0.4\r\n",
+                    "tablestore_store_size_bytes 900\ntablestore_store_logical_bytes 600\n",
+                )
+            } else {
+                response("404 Not Found", "", "")
+            }
+        })
+        .await;
+        let c = ctx(&endpoint);
+        assert_eq!(c.logical_bytes().await, Some(600));
+        let head = seen.lock().unwrap()[0].clone();
+        // From the server's root, signed for `/{account}/metrics` like the server expects.
+        let date = header(&head, "x-ms-date");
+        let expected = Signer::new(crate::cli::DEV_ACCOUNT, crate::cli::DEV_ACCOUNT_KEY)
+            .unwrap()
+            .authorization(date, "/metrics", None);
+        assert_eq!(header(&head, "authorization"), expected);
+
+        // A server without the metric (Azurite answers 400 or 404) is asked once only.
+        let (endpoint, seen) = fake_server(|_| response("404 Not Found", "", "")).await;
+        let c = ctx(&endpoint);
+        assert_eq!(c.logical_bytes().await, None);
+        assert_eq!(c.logical_bytes().await, None);
+        assert_eq!(seen.lock().unwrap().len(), 1);
     }
 
     /// `--endpoint a,b`: connections alternate between the nodes, and a `$batch` names the

@@ -265,6 +265,27 @@ async function loadInsight() {
   }
   if (!list.children.length) list.append(el('li', 'No advice for this table so far.'));
   drawHeat(table ? table.hot_partitions : []);
+  showStoreSize(json.store);
+}
+
+function bytesText(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : String(n)) + ' ' + units[i];
+}
+
+// The whole server's data (all accounts): entities, their size, and the folder's size on disk.
+function showStoreSize(store) {
+  const p = $('store-size');
+  if (!store) { p.textContent = 'This server does not count its data.'; return; }
+  p.dataset.entities = store.entities;
+  p.dataset.logicalBytes = store.logicalBytes;
+  let text = store.entities + ' entities, ' + bytesText(store.logicalBytes) + ' of data';
+  if (store.diskBytes == null) text += ', in memory';
+  else text += ', ' + bytesText(store.diskBytes) + ' on disk' +
+    (store.diskToLogical == null ? '' : ' (' + store.diskToLogical + '× the data)');
+  p.textContent = text + ' (all accounts).';
 }
 
 function drawHeat(partitions) {

@@ -19,6 +19,7 @@ use super::super::AppState;
 use crate::auth::{authenticate_with, AuthOptions, NoPolicies, Principal, RequestView};
 use crate::protocol::operation::Operation;
 use crate::protocol::{ApiError, ErrorCode};
+use crate::store::Footprint;
 
 pub const INSIGHT_PATH: &str = "/_tablestore/insight";
 pub const METRICS_PATH: &str = "/metrics";
@@ -76,11 +77,8 @@ async fn answer(
     let mut r = ctx.plain_response(StatusCode::OK);
     if metrics {
         let flushes = state.group_commit.flushes();
-        let dir = state.config.is_on_disk().then(|| state.config.store_dir());
-        let bytes = tokio::task::spawn_blocking(move || dir.map_or(0, |d| dir_size(&d)))
-            .await
-            .unwrap_or(0);
-        let text = state.insight.metrics(flushes, bytes);
+        let footprint = footprint(state).await;
+        let text = state.insight.metrics(flushes, footprint);
         r.body(
             "text/plain; version=0.0.4; charset=utf-8",
             text.into_bytes(),
@@ -98,7 +96,10 @@ async fn answer(
                 tokio::task::spawn_blocking(move || i.settle(std::time::Duration::from_secs(2)))
                     .await;
         }
-        let snapshot = insight.snapshot(account.as_deref());
+        let mut snapshot = insight.snapshot(account.as_deref());
+        if let Some(f) = footprint(state).await {
+            snapshot["store"] = store_json(&f);
+        }
         let body = serde_json::to_vec_pretty(&snapshot).unwrap_or_default();
         r.body("application/json", body);
     }
@@ -193,18 +194,25 @@ pub fn caller(
 }
 
 /// Bytes of the files under `dir` (the store's size on disk).
-fn dir_size(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
+/// The store's size (walks the data folder, so on the blocking pool).
+async fn footprint(state: &AppState) -> Option<Footprint> {
+    let store = std::sync::Arc::clone(&state.store);
+    tokio::task::spawn_blocking(move || store.footprint())
+        .await
+        .ok()
         .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_size(&e.path()),
-            Ok(_) => e.metadata().map_or(0, |m| m.len()),
-            Err(_) => 0,
-        })
-        .sum()
+}
+
+/// The insight document's `store` member: the whole server's data, all accounts together.
+fn store_json(f: &Footprint) -> serde_json::Value {
+    serde_json::json!({
+        "entities": f.entities,
+        "logicalBytes": f.logical_bytes,
+        "diskBytes": f.disk_bytes,
+        "diskToLogical": f.disk_bytes
+            .filter(|_| f.logical_bytes > 0)
+            .map(|d| (d as f64 / f.logical_bytes as f64 * 100.0).round() / 100.0),
+    })
 }
 
 /// The REST operation's name, a bounded label for metrics.

@@ -59,8 +59,14 @@ def test_metrics_parse_and_count_the_applications_queries(table):
         "tablestore_entities_returned",
         "tablestore_group_commit_flushes",
         "tablestore_store_size_bytes",
+        "tablestore_store_logical_bytes",
+        "tablestore_store_entities",
     ):
         assert name in families, f"{name} missing; got {sorted(families)}"
+    # The store's size: at least the two entities above (other tests share the server).
+    assert families["tablestore_store_entities"].type == "gauge"
+    assert families["tablestore_store_entities"].samples[0].value >= 2
+    assert families["tablestore_store_logical_bytes"].samples[0].value > 2 * 20
     assert families["tablestore_request_duration_seconds"].type == "histogram"
     assert families["tablestore_requests"].type == "counter"
 
@@ -96,3 +102,6 @@ def test_insight_lists_the_table_and_its_query_classes(table):
     assert mine["queries"]["partition scan"] == 1
     assert mine["inserts"] == 5
     assert mine["hot_partitions"][0]["partition_key"] == "p"
+    # The whole server's data: the entities of every account's tables, and their size.
+    store = json.loads(body)["store"]
+    assert store["entities"] >= 5 and store["logicalBytes"] > 5 * 20
