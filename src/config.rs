@@ -181,7 +181,7 @@ pub struct Config {
 
     /// RAM tier of the on-disk store, in MiB: tables that fit are read from an in-memory
     /// copy kept in step with the disk (the least recently read ones leave it first); 0 reads
-    /// everything from disk. Ignored with --inMemoryPersistence.
+    /// everything from disk. Ignored by the in-memory and PostgreSQL stores.
     #[arg(
         long,
         env = "TABLESTORE_MEMORY_BUDGET",

@@ -294,6 +294,30 @@ async fn environment_configures_the_server() {
     );
 }
 
+/// The on-disk store shows its RAM tier's budget at start-up: 256 MiB by default, off with 0
+/// (by flag or environment); the in-memory store has none to show.
+#[test]
+fn the_memory_budget_is_shown_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    let s = Server::start(&["--location", location, "--port", "0"], &[]);
+    let out = s.output();
+    assert!(
+        out.contains("Memory budget: 256 MiB for tables read from RAM"),
+        "{out}"
+    );
+    drop(s);
+    let s = Server::start(
+        &["--location", location, "--port", "0"],
+        &[("TABLESTORE_MEMORY_BUDGET", "0")],
+    );
+    let out = s.output();
+    assert!(out.contains("Memory budget: off"), "{out}");
+    drop(s);
+    let s = Server::start(&["--in-memory", "--port", "0"], &[]);
+    assert!(!s.output().contains("Memory budget"));
+}
+
 #[tokio::test]
 async fn silent_and_debug_log() {
     let dir = tempfile::tempdir().unwrap();
@@ -409,13 +433,14 @@ fn version_is_printed() {
 
 #[test]
 fn bad_command_lines_fail_with_a_message() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
         (
             &["--tableHots", "0.0.0.0"],
             "unexpected argument '--tableHots'",
         ),
         (&["--debug"], "a value is required for '--debug <FILE>'"),
         (&["--tablePort", "http"], "invalid value 'http'"),
+        (&["--memory-budget", "lots"], "invalid value 'lots'"),
         (&["azurite-blob"], "only the Table service"),
     ];
     for (args, message) in cases {
