@@ -331,20 +331,7 @@ for a in shlex.split(os.environ.get("TABLESTORE_PYTEST_ARGS", "")): print(a)')
   "$VENV/bin/python" -m pytest "$PY_DIR" -p no:cacheprovider --junitxml="$WORK/pytest.xml" "${extra[@]}"
   py_rc=$?
   set -e
-  read -r p_pass p_fail p_skip < <("$PYTHON" - "$WORK/pytest.xml" <<'EOF'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    print(0, 0, 0); sys.exit()
-suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-t = f = e = s = 0
-for su in suites:
-    t += int(su.get("tests", 0)); f += int(su.get("failures", 0))
-    e += int(su.get("errors", 0)); s += int(su.get("skipped", 0))
-print(t - f - e - s, f + e, s)
-EOF
-)
+  read -r p_pass p_fail p_skip < <("$PYTHON" scripts/ci/junit-counts.py "$WORK/pytest.xml" 0)
   add_counts "$p_pass" "$p_fail" "$p_skip"
   if [ "$py_rc" -eq 0 ]; then
     record "python sdk" ok "$p_pass passed, $p_fail failed, $p_skip skipped"

@@ -57,19 +57,6 @@ echo "console browser: screenshots in $ART"
 TABLESTORE_ENDPOINT="$ENDPOINT" TABLESTORE_CONSOLE_ARTIFACTS="$ART" \
   "$VENV/bin/python" -m pytest tests/console -p no:cacheprovider -q --junitxml="$WORK/console.xml"
 rc=$?
-read -r pass failed skipped < <("$PYTHON" - "$WORK/console.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    print(0, 1, 0); sys.exit()
-suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-t = f = e = s = 0
-for su in suites:
-    t += int(su.get("tests", 0)); f += int(su.get("failures", 0))
-    e += int(su.get("errors", 0)); s += int(su.get("skipped", 0))
-print(t - f - e - s, f + e, s)
-PY
-)
+read -r pass failed skipped < <("$PYTHON" scripts/ci/junit-counts.py "$WORK/console.xml")
 report "$pass" "$failed" "$skipped"
 exit "$rc"

@@ -171,20 +171,7 @@ sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 
     set +e
     "$VENV/bin/python" -m pytest tests/compat/python -q -p no:cacheprovider --junitxml="$WORK/pytest.xml"
     set -e
-    read -r p f s < <("$PYTHON" - "$WORK/pytest.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    print(0, 1, 0); sys.exit()
-suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-t = f = e = s = 0
-for su in suites:
-    t += int(su.get("tests", 0)); f += int(su.get("failures", 0))
-    e += int(su.get("errors", 0)); s += int(su.get("skipped", 0))
-print(t - f - e - s, f + e, s)
-PY
-)
+    read -r p f s < <("$PYTHON" scripts/ci/junit-counts.py "$WORK/pytest.xml")
     PASS=$((PASS + p)); FAIL=$((FAIL + f)); SKIP=$((SKIP + s))
     echo "postgres: python sdk: $p passed, $f failed, $s skipped"
   else
