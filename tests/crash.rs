@@ -907,3 +907,53 @@ async fn kill_9_during_log_replay_loses_no_acknowledged_write() {
     );
     assert!(server.terminate().success());
 }
+
+/// A log damaged before its end (a record failing its checksum, followed by valid ones) stops
+/// the start with one sentence naming the log, rather than dropping acknowledged writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_damaged_in_the_middle_stops_the_start_with_one_sentence() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let env = [("TABLESTORE_WRITE_APPLY_MS", "3600000")];
+    let server = ChildServer::try_start_with_env(dir.path(), &["--write-buffer", "64"], &env)
+        .unwrap_or_else(|f| panic!("tablestore did not start: {f:?}"));
+    let client = Client::new(&server.endpoint(), Signer::dev());
+    client.create_table(TABLE).await;
+    for i in 0..5 {
+        let body = json!({"PartitionKey": "p", "RowKey": format!("{i}"), "n": i});
+        let r = client
+            .send(
+                "POST",
+                &format!("/{TABLE}"),
+                &[],
+                Some(body.to_string().into_bytes()),
+            )
+            .await
+            .expect("insert");
+        assert_eq!(r.status.as_u16(), 201, "{}", r.text());
+    }
+    server.kill9();
+    let wal = dir
+        .path()
+        .join(tablestore::config::STORE_DIR_NAME)
+        .join("wal");
+    let log = std::fs::read_dir(&wal)
+        .expect("log folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a log file");
+    let mut bytes = std::fs::read(&log).expect("read the log");
+    // Inside the first record's payload (after the 8-byte file header and its length/CRC).
+    bytes[8 + 8 + 4] ^= 0xFF;
+    std::fs::write(&log, &bytes).expect("damage the log");
+    let failure = match ChildServer::try_start_with_env(dir.path(), &[], &env) {
+        Ok(_) => panic!("started over a damaged log"),
+        Err(f) => f,
+    };
+    assert!(failure.status.is_some_and(|s| !s.success()), "{failure:?}");
+    let said = failure.stderr.trim();
+    assert!(said.contains("write-ahead log"), "{said}");
+    assert!(said.contains("is damaged"), "{said}");
+    assert_eq!(said.lines().count(), 1, "one sentence: {said}");
+    assert!(!said.contains("Corrupt("), "no debug text: {said}");
+}

@@ -108,8 +108,9 @@ struct Mem {
     next_lsn: u64,
     /// Everything up to this LSN is in the backend (flushed).
     applied_lsn: u64,
-    /// Why the log cannot be written (writes are refused until a cycle recovers).
-    failed: Option<String>,
+    /// The file whose write failed, and why (writes are refused until a cycle that started
+    /// after the failure has moved everything into the backend).
+    failed: Option<(u64, String)>,
     /// Someone waits for a cycle (back-pressure, footprint).
     urgent: bool,
     stop: bool,
@@ -118,6 +119,30 @@ struct Mem {
 struct LogFile {
     file: File,
     seq: u64,
+    /// Bytes written and synced.
+    len: u64,
+}
+
+impl LogFile {
+    /// Appends `buf` and syncs. On failure, cuts the file back to what was synced before (so
+    /// a broken write leaves no partial record behind a later file) and says why.
+    fn append(&mut self, buf: &[u8]) -> Result<(), String> {
+        match self.file.write_all(buf).and_then(|_| self.file.sync_data()) {
+            Ok(()) => {
+                self.len += buf.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self
+                    .file
+                    .set_len(self.len)
+                    .and_then(|_| self.file.sync_data());
+                let why = format!("writing the write-ahead log failed: {e}");
+                tracing::error!("{why}");
+                Err(why)
+            }
+        }
+    }
 }
 
 struct Shared<B: Kv> {
@@ -187,7 +212,11 @@ fn create_log(dir: &Path, seq: u64) -> Result<LogFile, StoreError> {
         .and_then(|_| file.sync_all())
         .map_err(|e| io_error("writing a log file", e))?;
     sync_dir(dir)?;
-    Ok(LogFile { file, seq })
+    Ok(LogFile {
+        file,
+        seq,
+        len: HEADER.len() as u64,
+    })
 }
 
 /// Deletes the log files up to `seq`, oldest first, each deletion durable before the next, so
@@ -415,7 +444,7 @@ impl<B: Kv> Shared<B> {
         let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
         let buf = {
             let mut mem = self.mem();
-            if let Some(why) = &mem.failed {
+            if let Some((_, why)) = &mem.failed {
                 return Err(StoreError::Io(why.clone()));
             }
             std::mem::take(&mut mem.buf)
@@ -425,10 +454,8 @@ impl<B: Kv> Shared<B> {
             // took it, under this lock.
             return Ok(());
         }
-        if let Err(e) = log.file.write_all(&buf).and_then(|_| log.file.sync_data()) {
-            let why = format!("writing the write-ahead log failed: {e}");
-            tracing::error!("{why}");
-            self.mem().failed = Some(why.clone());
+        if let Err(why) = log.append(&buf) {
+            self.mem().failed = Some((log.seq, why.clone()));
             self.work.notify_one();
             return Err(StoreError::Io(why));
         }
@@ -460,15 +487,13 @@ impl<B: Kv> Shared<B> {
                 mem.next_lsn.saturating_sub(1),
                 std::mem::take(&mut mem.buf),
                 snapshot,
-                mem.failed.is_some(),
+                mem.failed.as_ref().is_some_and(|(seq, _)| *seq == log.seq),
             )
         };
         // The current file gets every record up to `upto`; later ones go to the next file.
         if !broken {
-            if let Err(e) = log.file.write_all(&buf).and_then(|_| log.file.sync_data()) {
-                let why = format!("writing the write-ahead log failed: {e}");
-                tracing::error!("{why}");
-                self.mem().failed = Some(why);
+            if let Err(why) = log.append(&buf) {
+                self.mem().failed = Some((log.seq, why));
             }
         }
         let old_seq = log.seq;
@@ -502,7 +527,7 @@ impl<B: Kv> Shared<B> {
                 mem.bytes -= freed;
             }
             mem.applied_lsn = upto;
-            if mem.failed.is_some() {
+            if mem.failed.as_ref().is_some_and(|(seq, _)| *seq <= old_seq) {
                 // Everything the broken file held is in the backend now; new records go to
                 // the fresh file.
                 mem.failed = None;
@@ -828,7 +853,7 @@ impl<B: Kv> Kv for WalKv<B> {
         let deadline = Instant::now() + options.wait_for_room;
         let mut mem = self.shared.mem();
         loop {
-            if let Some(why) = &mem.failed {
+            if let Some((_, why)) = &mem.failed {
                 return Err(StoreError::Io(why.clone()));
             }
             if mem.bytes <= options.pending_bytes {
