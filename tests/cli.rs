@@ -295,7 +295,7 @@ async fn environment_configures_the_server() {
 }
 
 /// The on-disk store shows its RAM tier's budget and its write buffer at start-up: 256 MiB and
-/// 32 MiB by default, off with 0 (by flag or environment); the in-memory store has neither.
+/// off by default, off with 0 (by flag or environment); the in-memory store has neither.
 #[test]
 fn the_memory_budget_is_shown_at_start_up() {
     let dir = tempfile::tempdir().unwrap();
@@ -306,6 +306,20 @@ fn the_memory_budget_is_shown_at_start_up() {
         out.contains("Memory budget: 256 MiB for tables read from RAM"),
         "{out}"
     );
+    assert!(out.contains("Write buffer: off"), "{out}");
+    drop(s);
+    let s = Server::start(
+        &[
+            "--location",
+            location,
+            "--port",
+            "0",
+            "--write-buffer",
+            "32",
+        ],
+        &[],
+    );
+    let out = s.output();
     assert!(
         out.contains("Write buffer: 32 MiB of logged writes ahead of the store"),
         "{out}"

@@ -798,7 +798,7 @@ async fn relaxed_mode_flushes_in_the_background() {
     assert!(server.terminate().success());
 }
 
-/// The same with the write-ahead log applying to sled all the time: a 1 MiB write buffer
+/// The same with the write-ahead log (off by default) applying to sled all the time: a 1 MiB write buffer
 /// starts a background cycle every 256 KiB of writes and makes writers wait for room, so the
 /// kills land while batches are being applied to sled and flushed, and old log files deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -105,15 +105,15 @@ fn assert_server_busy(r: &common::Reply, dir: &Path) {
 /// until space is freed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_freed() {
-    disk_full(&["--write-buffer", "0"], true).await
+    disk_full(&[], true).await
 }
 
-/// With the write-ahead log (the default): writes fail the same way when the disk is full, but
+/// With the write-ahead log (`--write-buffer 32`): writes fail the same way when the disk is full, but
 /// a background cycle that moves the log into sled's (compressed) files and deletes it frees
 /// space, so a write may succeed again between failures; every acknowledged one is kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disk_full_with_the_write_ahead_log_fails_writes_with_server_busy_and_loses_nothing() {
-    disk_full(&[], false).await
+    disk_full(&["--write-buffer", "32"], false).await
 }
 
 /// `strict`: no write may succeed after the first failure (nothing frees space by itself).
