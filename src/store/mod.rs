@@ -110,6 +110,13 @@ pub trait Store: Send + Sync + 'static {
         range: &KeyRange,
         visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
     ) -> Result<(), StoreError>;
+    /// A PartitionKey near the middle of `range` at which a scan of it may be split in two,
+    /// each half read by its own thread: the rows before that partition, and the partition
+    /// with the rows after it (both non-empty). `None` when the range holds fewer than
+    /// `min_rows` rows or the store would not gain by it (it reads the range from disk).
+    fn split_point(&self, _table: TableId, _range: &KeyRange, _min_rows: usize) -> Option<String> {
+        None
+    }
     /// Applies all operations atomically (all share one PartitionKey when more than one), or
     /// none. Returns the new Timestamp of each operation (`Delete`'s is unused). Durable on
     /// return when the store is in durable mode.
@@ -161,6 +168,19 @@ pub trait Kv: Send + Sync + 'static {
             }
         }
         Ok(())
+    }
+    /// The key of an entry near the middle of a range holding at least `min_rows` entries
+    /// (never the range's first entry), for scanning the range's halves at once; `None` when
+    /// the range is smaller or the backend reads it from disk (two cursors would only add
+    /// seeks to a scan bound by the backend's pages).
+    fn split_point(
+        &self,
+        _space: Space,
+        _start: &Bound<Vec<u8>>,
+        _end: &Bound<Vec<u8>>,
+        _min_rows: usize,
+    ) -> Option<Vec<u8>> {
+        None
     }
     /// Applies all puts (`Some`) and removes (`None`) atomically.
     fn apply(&self, space: Space, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>)
@@ -596,6 +616,28 @@ impl<B: Kv> Store for KvStore<B> {
         self.kv.visit(Space::Entities, start, end, &mut |k, v| {
             visit(StoredRow::new(k, v))
         })
+    }
+
+    fn split_point(&self, table: TableId, range: &KeyRange, min_rows: usize) -> Option<String> {
+        let (start, end) = range.to_bytes(table.0);
+        let middle = self
+            .kv
+            .split_point(Space::Entities, &start, &end, min_rows)?;
+        let (partition, _) = key::decode_entity_key(&middle)?;
+        // The halves meet at a partition's start (a partition is read by one thread); the
+        // first half must still hold a row.
+        let (boundary, _) = KeyRange::partition(&partition).to_bytes(table.0);
+        let Bound::Included(boundary) = boundary else {
+            return None;
+        };
+        let mut first = None;
+        self.kv
+            .visit(Space::Entities, start, end, &mut |k, _| {
+                first = Some(k.to_vec());
+                false
+            })
+            .ok()?;
+        (first? < boundary).then_some(partition)
     }
 
     fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
