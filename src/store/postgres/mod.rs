@@ -51,6 +51,8 @@ const MAX_PAGE: i64 = 512;
 const PAGE_BYTES: usize = 8 << 20;
 /// Attempts of a transaction that keeps hitting serialization failures or deadlocks.
 const MAX_ATTEMPTS: u32 = 12;
+/// Runs of the schema bootstrap when nodes starting together keep racing on it.
+const BOOTSTRAP_ATTEMPTS: u32 = 10;
 /// Entities removed per statement when purging a deleted table.
 const PURGE_CHUNK: i64 = 1000;
 
@@ -455,20 +457,28 @@ impl Shared {
             .map_err(|e| from_pool_error(&self.target, e))
     }
 
-    /// Applies the schema migrations; returns the ids of tables whose purge is pending.
+    /// Applies the schema migrations; returns the ids of tables whose purge is pending. Nodes
+    /// starting together race on creating the schema: a creation that lost the race (see
+    /// [`schema::created_concurrently`]) or a serialization failure runs the whole bootstrap
+    /// again, up to [`BOOTSTRAP_ATTEMPTS`] times with a short backoff.
     async fn migrate(&self, schema: Option<&str>) -> Result<Vec<i64>, StoreError> {
-        if let Some(schema) = schema {
-            let client = self.client().await?;
-            client
-                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-                .await
-                .map_err(|e| from_db_error(&self.target, &e))?;
-        }
         let mut attempt = 0;
         loop {
             attempt += 1;
             let mut client = self.client().await?;
-            match schema::migrate(&mut client).await {
+            let bootstrapped = match schema {
+                Some(schema) => {
+                    client
+                        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                        .await
+                }
+                None => Ok(()),
+            };
+            let migrated = match bootstrapped {
+                Ok(()) => schema::migrate(&mut client).await,
+                Err(e) => Err(e),
+            };
+            match migrated {
                 Ok(schema::Migrated::Newer(found)) => {
                     return Err(StoreError::Io(format!(
                         "the database {} at {} holds a tablestore schema of version {found}, newer than this tablestore's ({}): run a newer tablestore, or point --store at another database",
@@ -485,14 +495,13 @@ impl Shared {
                     }
                     break;
                 }
-                // Nodes starting together may race on CREATE TABLE IF NOT EXISTS (a
-                // unique violation in the catalog) or serialize: try again.
                 Err(e)
-                    if attempt < 5
-                        && (e.code() == Some(&SqlState::UNIQUE_VIOLATION)
+                    if attempt < BOOTSTRAP_ATTEMPTS
+                        && (schema::created_concurrently(&e)
                             || matches!(classify(&self.target, &e), DbFailure::Retry)) =>
                 {
-                    backoff(attempt).await
+                    tracing::debug!(attempt, error = %e, "schema bootstrap raced another node; running it again");
+                    backoff(attempt.min(4)).await
                 }
                 Err(e) => return Err(from_db_error(&self.target, &e)),
             }
