@@ -314,12 +314,11 @@ async fn batches_are_atomic_across_nodes() {
     batch_atomicity(10).await;
 }
 
-/// The same with 100 entities (a full batch), read back in one response. Known gap: the
-/// PostgreSQL store reads a scan in pages of 64 then 512 rows, each its own statement, so a
-/// query that reads more than 64 rows can see a batch that committed between two pages
-/// (observed: rounds 8 and 9 split at row 64). docs/scale-out.md says so.
+/// The same with 100 entities (a full batch), read back in one response: the PostgreSQL
+/// store reads a scan in pages of 64 then 512 rows, each its own statement, all in one
+/// snapshot (one read-only repeatable-read transaction per scan). Before that, a query could
+/// see a batch that committed between two pages (observed: rounds 8 and 9 split at row 64).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "known gap: a query reading more than 64 rows is several statements (docs/scale-out.md)"]
 async fn batches_are_atomic_across_nodes_for_reads_of_more_than_one_store_page() {
     batch_atomicity(100).await;
 }

@@ -90,45 +90,52 @@ pub fn execute_raw_page(
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<RawPage, StoreError> {
-    let started = Instant::now();
     let mut page = RawPage::default();
-    let mut failure = None;
-    for range in ranges {
-        let range = match resume {
-            Some((pk, rk)) => match range.resume_from(pk, rk) {
-                Some(r) => r,
-                None => continue,
-            },
-            None => range.clone(),
-        };
-        let mut done = false;
-        store.scan_raw(table, &range, &mut |row| {
-            page.examined += 1;
-            // Look-ahead: the first entity after a full page is where the next page starts;
-            // so is the first one past the scan budget.
-            let filled = page.rows.len() >= limits.top;
-            let over_budget = page.examined > limits.max_examined
-                || (page.examined.is_multiple_of(256) && started.elapsed() > limits.max_duration);
-            if filled || over_budget {
-                match row.keys() {
-                    Ok(next) => page.next = Some(next),
-                    Err(e) => failure = Some(e),
+    // The store may run the page again (a change set committed while it was read) to
+    // show each change set whole or not at all.
+    store.read_consistently(table, &mut || {
+        let started = Instant::now();
+        page = RawPage::default();
+        let mut failure = None;
+        for range in ranges {
+            let range = match resume {
+                Some((pk, rk)) => match range.resume_from(pk, rk) {
+                    Some(r) => r,
+                    None => continue,
+                },
+                None => range.clone(),
+            };
+            let mut done = false;
+            store.scan_raw(table, &range, &mut |row| {
+                page.examined += 1;
+                // Look-ahead: the first entity after a full page is where the next page starts;
+                // so is the first one past the scan budget.
+                let filled = page.rows.len() >= limits.top;
+                let over_budget = page.examined > limits.max_examined
+                    || (page.examined.is_multiple_of(256)
+                        && started.elapsed() > limits.max_duration);
+                if filled || over_budget {
+                    match row.keys() {
+                        Ok(next) => page.next = Some(next),
+                        Err(e) => failure = Some(e),
+                    }
+                    done = true;
+                    return false;
                 }
-                done = true;
-                return false;
+                if matches(&row) {
+                    page.rows.push(&row);
+                }
+                true
+            })?;
+            if let Some(e) = failure.take() {
+                return Err(e);
             }
-            if matches(&row) {
-                page.rows.push(&row);
+            if done {
+                break;
             }
-            true
-        })?;
-        if let Some(e) = failure.take() {
-            return Err(e);
         }
-        if done {
-            break;
-        }
-    }
+        Ok(())
+    })?;
     Ok(page)
 }
 

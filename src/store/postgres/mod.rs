@@ -206,17 +206,6 @@ impl PgStore {
         });
     }
 
-    /// One page of a scan: up to `limit` rows from `start` to `end`.
-    fn page(
-        &self,
-        start: Bound<Vec<u8>>,
-        end: Bound<Vec<u8>>,
-        limit: i64,
-    ) -> Result<Vec<Row>, StoreError> {
-        let s = Arc::clone(&self.shared);
-        self.run(async move { s.page(&start, &end, limit).await })
-    }
-
     /// Scans `range` page by page, handing each row to `visit` until it returns false.
     fn scan_pages(
         &self,
@@ -224,8 +213,8 @@ impl PgStore {
         range: &KeyRange,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StoreError> {
-        let mut pages = Pages::new(table, range);
-        while let Some(rows) = pages.next_page(self)? {
+        let mut pages = Pages::new(self, table, range);
+        while let Some(rows) = pages.next_page()? {
             for (k, v) in rows {
                 if !visit(&k, &v) {
                     return Ok(());
@@ -284,38 +273,75 @@ impl Iterator for TablePages<'_> {
 /// Where a paged scan is: the next page starts after the last key read; pages grow from
 /// [`FIRST_PAGE`] to [`MAX_PAGE`] rows but hold no more than [`PAGE_BYTES`] at the largest row
 /// seen so far, so large entities keep pages small.
-struct Pages {
+///
+/// All pages of one scan read one snapshot: the first page begins a `READ ONLY` `REPEATABLE
+/// READ` transaction on a pooled connection that the scan keeps until its last page, so a scan
+/// sees a concurrent change set (one transaction) whole or not at all, however many pages it
+/// reads. The transaction ends (and the connection goes back to the pool) after the last page,
+/// or when the scan is dropped early; a connection that failed is never pooled again.
+struct Pages<'a> {
+    store: &'a PgStore,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     limit: i64,
     done: bool,
+    /// The connection holding the scan's snapshot, between pages.
+    snapshot: Option<Object>,
 }
 
-impl Pages {
-    fn new(table: TableId, range: &KeyRange) -> Pages {
+impl<'a> Pages<'a> {
+    fn new(store: &'a PgStore, table: TableId, range: &KeyRange) -> Pages<'a> {
         let (start, end) = range.to_bytes(table.0);
         Pages {
+            store,
             start,
             end,
             limit: FIRST_PAGE,
             done: false,
+            snapshot: None,
         }
     }
 
     /// The next page, or `None` after the last one.
-    fn next_page(&mut self, store: &PgStore) -> Result<Option<Vec<Row>>, StoreError> {
+    fn next_page(&mut self) -> Result<Option<Vec<Row>>, StoreError> {
         if self.done {
             return Ok(None);
         }
-        let rows = store
-            .page(self.start.clone(), self.end.clone(), self.limit)
-            .inspect_err(|_| self.done = true)?;
+        let s = Arc::clone(&self.store.shared);
+        let (start, end, limit) = (self.start.clone(), self.end.clone(), self.limit);
+        let snapshot = self.snapshot.take();
+        let (snapshot, rows) = self
+            .store
+            .run(async move { s.snapshot_page(snapshot, &start, &end, limit).await });
+        self.snapshot = snapshot;
+        let rows = rows.inspect_err(|_| self.done = true)?;
         self.done = (rows.len() as i64) < self.limit;
         if let Some((k, _)) = rows.last() {
             self.start = Bound::Excluded(k.clone());
         }
         self.limit = next_limit(self.limit, &rows);
+        if self.done {
+            self.end_snapshot();
+        }
         Ok(Some(rows))
+    }
+
+    /// Ends the scan's transaction in the background and gives its connection back.
+    fn end_snapshot(&mut self) {
+        if let Some(client) = self.snapshot.take() {
+            self.store.bridge.spawn(async move {
+                if client.batch_execute("ROLLBACK").await.is_err() {
+                    // Unusable (the database went away): never hand it out again.
+                    drop(Object::take(client));
+                }
+            });
+        }
+    }
+}
+
+impl Drop for Pages<'_> {
+    fn drop(&mut self) {
+        self.end_snapshot();
     }
 }
 
@@ -332,8 +358,7 @@ fn next_limit(limit: i64, rows: &[Row]) -> i64 {
 
 /// Entities of a range, read page by page.
 struct EntityPages<'a> {
-    store: &'a PgStore,
-    pages: Pages,
+    pages: Pages<'a>,
     buffered: std::vec::IntoIter<Row>,
 }
 
@@ -345,7 +370,7 @@ impl Iterator for EntityPages<'_> {
             if let Some((k, v)) = self.buffered.next() {
                 return Some(decode_entity(&k, &v));
             }
-            match self.pages.next_page(self.store) {
+            match self.pages.next_page() {
                 Ok(Some(rows)) => self.buffered = rows.into_iter(),
                 Ok(None) => return None,
                 Err(e) => return Some(Err(e)),
@@ -391,6 +416,24 @@ fn page_sql(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> (String, Vec<Vec<u8
         params.len() + 1
     );
     (sql, params)
+}
+
+/// Runs a scan page's statement (see [`page_sql`]) on `client`.
+async fn query_page(
+    client: &Object,
+    sql: &str,
+    params: &[Vec<u8>],
+    limit: i64,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let stmt = client.prepare_cached(sql).await?;
+    let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        params.iter().map(|p| p as _).collect();
+    args.push(&limit);
+    let rows = client.query(&stmt, &args).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
+        .collect())
 }
 
 /// One-line text of a store error for logs.
@@ -542,28 +585,66 @@ impl Shared {
         }
     }
 
-    async fn page(
+    /// One page of a scan, up to `limit` rows from `start` to `end`, read in the scan's
+    /// snapshot: on `snapshot`, the connection of the scan's earlier pages, or (first page) on
+    /// a pooled connection where it begins the scan's `READ ONLY` `REPEATABLE READ`
+    /// transaction, sent with the page's statement in one round trip. Returns the connection
+    /// to keep for the next page (`None` after a failure: it is dropped, not pooled).
+    ///
+    /// A first page that finds its connection dead, or a serialization failure (possible on
+    /// distributed SQL engines), is tried again on a fresh transaction: nothing was handed
+    /// out yet. A later page cannot be, as the rows before it came from the lost snapshot:
+    /// the scan fails with `Unavailable` (503), and the client repeats its request.
+    async fn snapshot_page(
         &self,
+        snapshot: Option<Object>,
         start: &Bound<Vec<u8>>,
         end: &Bound<Vec<u8>>,
         limit: i64,
-    ) -> Result<Vec<Row>, StoreError> {
+    ) -> (Option<Object>, Result<Vec<Row>, StoreError>) {
         let (sql, params) = page_sql(start, end);
-        self.read(|client| {
-            let (sql, params) = (&sql, &params);
-            async move {
-                let stmt = client.prepare_cached(sql).await?;
-                let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                    params.iter().map(|p| p as _).collect();
-                args.push(&limit);
-                let rows = client.query(&stmt, &args).await?;
-                Ok(rows
-                    .into_iter()
-                    .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
-                    .collect())
+        if let Some(client) = snapshot {
+            return match query_page(&client, &sql, &params, limit).await {
+                Ok(rows) => (Some(client), Ok(rows)),
+                Err(e) => {
+                    drop(Object::take(client));
+                    let err = match classify(&self.target, &e) {
+                        DbFailure::Retry => StoreError::Unavailable(format!(
+                            "a scan on PostgreSQL at {} conflicted with concurrent writes; retry the request",
+                            self.target.host
+                        )),
+                        DbFailure::Fail(err) => err,
+                    };
+                    (None, Err(err))
+                }
+            };
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let client = match self.client().await {
+                Ok(c) => c,
+                Err(e) => return (None, Err(e)),
+            };
+            let (begun, rows) = tokio::join!(
+                client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
+                query_page(&client, &sql, &params, limit)
+            );
+            match begun.and(rows) {
+                Ok(rows) => return (Some(client), Ok(rows)),
+                Err(e) => {
+                    drop(Object::take(client));
+                    let err = from_db_error(&self.target, &e);
+                    let again = matches!(err, StoreError::Unavailable(_))
+                        || matches!(classify(&self.target, &e), DbFailure::Retry);
+                    if again && attempt < 3 {
+                        backoff(attempt).await;
+                        continue;
+                    }
+                    return (None, Err(err));
+                }
             }
-        })
-        .await
+        }
     }
 
     /// Up to [`MAX_PAGE`] tables of `account` from `start` to `end`, and the last one's key.
@@ -984,8 +1065,7 @@ impl Store for PgStore {
 
     fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_> {
         Box::new(EntityPages {
-            store: self,
-            pages: Pages::new(table, range),
+            pages: Pages::new(self, table, range),
             buffered: Vec::new().into_iter(),
         })
     }
