@@ -32,8 +32,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{
-    apply_write, key, Clock, CommitError, Committed, EntityIter, KeyRange, Store, StoreError,
-    StoredRow, TableId, TableInfo, TableIter, TableRef,
+    apply_write, key, Clock, CommitError, Committed, EntityIter, Footprint, KeyRange, Store,
+    StoreError, StoredRow, TableId, TableInfo, TableIter, TableRef,
 };
 use crate::model::limits::EntityLimitError;
 use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
@@ -51,6 +51,8 @@ const MAX_PAGE: i64 = 512;
 const PAGE_BYTES: usize = 8 << 20;
 /// Attempts of a transaction that keeps hitting serialization failures or deadlocks.
 const MAX_ATTEMPTS: u32 = 12;
+/// Entities counted exactly for the footprint; beyond, PostgreSQL's estimate of the row count.
+const COUNTED_EXACTLY: i64 = 100_000;
 /// Runs of the schema bootstrap when nodes starting together keep racing on it.
 const BOOTSTRAP_ATTEMPTS: u32 = 10;
 /// Entities removed per statement when purging a deleted table.
@@ -698,6 +700,58 @@ impl Shared {
         Ok(row.as_ref().map(table_info))
     }
 
+    /// What the database says cheaply about the entities: their count and stored bytes,
+    /// exact up to [`COUNTED_EXACTLY`] entities (one bounded read), beyond that PostgreSQL's
+    /// row-count estimate (from its last ANALYZE or VACUUM) at the counted entities' average
+    /// size; and the entities table's size with its indexes and TOAST
+    /// (`pg_total_relation_size`, `None` where the engine lacks it).
+    async fn footprint(&self) -> Result<Footprint, StoreError> {
+        let counted = self
+            .read(|client| async move {
+                client
+                    .query_one(
+                        "SELECT count(*), COALESCE(sum(octet_length(key) + octet_length(value)), 0)::BIGINT \
+                         FROM (SELECT key, value FROM entities LIMIT $1) AS counted",
+                        &[&COUNTED_EXACTLY],
+                    )
+                    .await
+            })
+            .await?;
+        let (mut entities, mut bytes): (i64, i64) = (counted.get(0), counted.get(1));
+        if entities >= COUNTED_EXACTLY {
+            let estimate = self
+                .read(|client| async move {
+                    client
+                        .query_one(
+                            "SELECT reltuples::BIGINT FROM pg_class WHERE oid = 'entities'::regclass",
+                            &[],
+                        )
+                        .await
+                })
+                .await
+                .map(|r| r.get::<_, i64>(0))
+                .unwrap_or(0);
+            if estimate > entities {
+                bytes = (bytes as f64 * estimate as f64 / entities as f64) as i64;
+                entities = estimate;
+            }
+        }
+        let disk = self
+            .read(|client| async move {
+                client
+                    .query_one("SELECT pg_total_relation_size('entities')::BIGINT", &[])
+                    .await
+            })
+            .await
+            .ok()
+            .map(|r| r.get::<_, i64>(0).max(0) as u64);
+        Ok(Footprint {
+            entities: entities.max(0) as u64,
+            logical_bytes: bytes.max(0) as u64,
+            disk_bytes: disk,
+        })
+    }
+
     /// Before attempt `n + 1` of a transaction that asked to be retried: waits, or gives up
     /// after [`MAX_ATTEMPTS`].
     async fn before_retry(&self, n: u32) -> Result<(), StoreError> {
@@ -1126,6 +1180,13 @@ impl Store for PgStore {
             })
             .await
         })
+    }
+
+    fn footprint(&self) -> Option<Footprint> {
+        let s = Arc::clone(&self.shared);
+        self.run(async move { s.footprint().await })
+            .inspect_err(|e| tracing::warn!(error = %message(e), "reading the PostgreSQL store's size failed"))
+            .ok()
     }
 
     fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError> {
