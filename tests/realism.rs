@@ -613,11 +613,13 @@ async fn paced_load(
 /// loopback only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hot_partition_is_held_near_its_target_and_a_spread_load_is_not() {
-    const TARGET: u32 = 2_000;
+    // Rates low enough that a debug build on a busy 2-core machine still offers them: the
+    // test is about the limiter, not about how fast the server can go.
+    const TARGET: u32 = 400;
     let t = TestServer::start_with(targets_config(TARGET)).await;
     t.create_table("load").await;
     let started = Instant::now();
-    let (accepted, busy) = paced_load(&t, "load", 1, 5_000, 3).await;
+    let (accepted, busy) = paced_load(&t, "load", 1, 1_000, 3).await;
     let elapsed = started.elapsed().as_secs_f64();
     // At most one second of burst plus the rate over the run; well above nothing.
     let ceiling = f64::from(TARGET) * (elapsed + 1.0) + 20.0;
@@ -632,12 +634,12 @@ async fn a_hot_partition_is_held_near_its_target_and_a_spread_load_is_not() {
     );
     let t2 = TestServer::start_with(targets_config(TARGET)).await;
     t2.create_table("spread").await;
-    let (accepted, busy) = paced_load(&t2, "spread", 50, 5_000, 3).await;
+    let (accepted, busy) = paced_load(&t2, "spread", 50, 1_000, 3).await;
     assert_eq!(
         busy, 0,
-        "50 partitions at 100 entities/s each are under every target"
+        "50 partitions at 20 entities/s each are under every target"
     );
-    assert_eq!(accepted, 15_000);
+    assert_eq!(accepted, 3_000);
 }
 
 async fn page_through(t: &TestServer, table: &str, top: usize) -> (Vec<(String, String)>, usize) {

@@ -4,7 +4,8 @@
 #   clippy  cargo clippy --all-targets -- -D warnings (the [lints] table in Cargo.toml included)
 #   fuzz    cargo check of the fuzz targets (fuzz/, their own workspace) on the stable toolchain,
 #           without linking libFuzzer (--no-default-features), in the crate's target folder so
-#           the dependencies they share with the server are not checked twice
+#           the dependencies they share with the server are not checked twice; --locked, so
+#           the check never rewrites the committed fuzz/Cargo.lock (a stale one fails with a hint)
 # Prints one "lint: <check> ok|FAILED" line per check and a closing
 # "lint: N passed, N failed" line that test.sh counts; exits non-zero when a check failed.
 set -uo pipefail
@@ -35,8 +36,15 @@ fmt_all() {
 
 check fmt fmt_all
 check clippy cargo clippy --all-targets -- -D warnings
-check fuzz env CARGO_TARGET_DIR="$TARGET_DIR" \
-  cargo check --manifest-path fuzz/Cargo.toml --no-default-features --bins
+fuzz_check() {
+  CARGO_TARGET_DIR="$TARGET_DIR" cargo check --locked --manifest-path fuzz/Cargo.toml \
+    --no-default-features --bins && return 0
+  echo "lint: if cargo says fuzz/Cargo.lock needs updating (the crate's dependencies changed), run" \
+    "'cargo update --manifest-path fuzz/Cargo.toml --workspace' and commit fuzz/Cargo.lock"
+  return 1
+}
+
+check fuzz fuzz_check
 
 echo "lint: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
