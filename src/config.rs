@@ -190,6 +190,18 @@ pub struct Config {
     )]
     pub memory_budget: u64,
 
+    /// Write-ahead log of the on-disk store, in MiB: acknowledged writes are logged (one sync
+    /// for many requests) and reach the store in large background batches; writes wait while
+    /// more than this is not yet in the store. 0 writes straight to the store. Ignored by the
+    /// in-memory and PostgreSQL stores.
+    #[arg(
+        long,
+        env = "TABLESTORE_WRITE_BUFFER",
+        default_value_t = 32,
+        value_name = "MIB"
+    )]
+    pub write_buffer: u64,
+
     /// No access log: one line per request is not printed.
     #[arg(short = 's', long, env = "TABLESTORE_SILENT",
         value_parser = BoolishValueParser::new())]
@@ -470,6 +482,7 @@ impl Config {
             log_level: "warn".into(),
             cache_mb: 16,
             memory_budget: 256,
+            write_buffer: 32,
             silent: false,
             debug: None,
             loose: false,

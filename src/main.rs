@@ -151,6 +151,14 @@ async fn main() -> ExitCode {
             0 => println!("Memory budget: off (every read goes to disk; --memory-budget MIB)"),
             mib => println!("Memory budget: {mib} MiB for tables read from RAM (--memory-budget)"),
         }
+        match config.write_buffer {
+            0 => println!(
+                "Write buffer: off (every write goes straight to disk; --write-buffer MIB)"
+            ),
+            mib => println!(
+                "Write buffer: {mib} MiB of logged writes ahead of the store (--write-buffer)"
+            ),
+        }
     }
     // Azurite 3.35's readiness line, word for word: log-watching wait strategies written for
     // Azurite ("Azurite Table service is successfully listening at", or the shorter

@@ -294,8 +294,8 @@ async fn environment_configures_the_server() {
     );
 }
 
-/// The on-disk store shows its RAM tier's budget at start-up: 256 MiB by default, off with 0
-/// (by flag or environment); the in-memory store has none to show.
+/// The on-disk store shows its RAM tier's budget and its write buffer at start-up: 256 MiB and
+/// 32 MiB by default, off with 0 (by flag or environment); the in-memory store has neither.
 #[test]
 fn the_memory_budget_is_shown_at_start_up() {
     let dir = tempfile::tempdir().unwrap();
@@ -306,16 +306,22 @@ fn the_memory_budget_is_shown_at_start_up() {
         out.contains("Memory budget: 256 MiB for tables read from RAM"),
         "{out}"
     );
+    assert!(
+        out.contains("Write buffer: 32 MiB of logged writes ahead of the store"),
+        "{out}"
+    );
     drop(s);
     let s = Server::start(
-        &["--location", location, "--port", "0"],
+        &["--location", location, "--port", "0", "--write-buffer", "0"],
         &[("TABLESTORE_MEMORY_BUDGET", "0")],
     );
     let out = s.output();
     assert!(out.contains("Memory budget: off"), "{out}");
+    assert!(out.contains("Write buffer: off"), "{out}");
     drop(s);
     let s = Server::start(&["--in-memory", "--port", "0"], &[]);
     assert!(!s.output().contains("Memory budget"));
+    assert!(!s.output().contains("Write buffer"));
 }
 
 #[tokio::test]
@@ -433,7 +439,7 @@ fn version_is_printed() {
 
 #[test]
 fn bad_command_lines_fail_with_a_message() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--tableHots", "0.0.0.0"],
             "unexpected argument '--tableHots'",
@@ -441,6 +447,7 @@ fn bad_command_lines_fail_with_a_message() {
         (&["--debug"], "a value is required for '--debug <FILE>'"),
         (&["--tablePort", "http"], "invalid value 'http'"),
         (&["--memory-budget", "lots"], "invalid value 'lots'"),
+        (&["--write-buffer", "lots"], "invalid value 'lots'"),
         (&["azurite-blob"], "only the Table service"),
     ];
     for (args, message) in cases {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::batch::BatchBody;
-use common::child::{ChildServer, Client, Signer};
+use common::child::{command, ChildServer, Client, Signer};
 use serde_json::{json, Map, Value};
 
 const TABLE: &str = "crashtest";
@@ -551,6 +551,8 @@ struct Run {
     rng: Rng,
     /// Tables scanned in turn while the workers write (see `churn_ram_tier`).
     scanned: Vec<&'static str>,
+    /// Environment of every start.
+    env: Vec<(&'static str, &'static str)>,
 }
 
 impl Run {
@@ -574,12 +576,14 @@ impl Run {
             workers,
             rng,
             scanned: Vec::new(),
+            env: Vec::new(),
         }
     }
 
     fn start(&self) -> (ChildServer, Client) {
         let started = Instant::now();
-        let server = ChildServer::start(self.dir.path(), &self.args);
+        let server = ChildServer::try_start_with_env(self.dir.path(), &self.args, &self.env)
+            .unwrap_or_else(|f| panic!("tablestore did not start: {f:?}"));
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "start-up took {:?}",
@@ -792,4 +796,164 @@ async fn relaxed_mode_flushes_in_the_background() {
     let stored = read_all(&client).await;
     verify(&mut run.workers, &stored, Expect::Durable, 0);
     assert!(server.terminate().success());
+}
+
+/// The same with the write-ahead log applying to sled all the time: a 1 MiB write buffer
+/// starts a background cycle every 256 KiB of writes and makes writers wait for room, so the
+/// kills land while batches are being applied to sled and flushed, and old log files deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_mode_with_the_write_ahead_log_applying_keeps_every_acknowledged_write() {
+    let rounds = if long_tests() { 40 } else { 5 };
+    crash_rounds(
+        &["--durability", "durable", "--write-buffer", "1"],
+        Expect::Durable,
+        rounds,
+    )
+    .await;
+}
+
+/// Bytes in the data folder's write-ahead log.
+fn log_bytes(location: &std::path::Path) -> u64 {
+    let dir = location
+        .join(tablestore::config::STORE_DIR_NAME)
+        .join("wal");
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+const FILLER: &str = "logfiller";
+const FILLER_ROWS: usize = 1600;
+
+/// `kill -9` while the server replays a long log at start-up, several times over, then a
+/// start that finishes: nothing acknowledged before the first kill is lost, no batch is torn.
+/// The background cycle is slowed down (`TABLESTORE_WRITE_APPLY_MS`) and the buffer made
+/// large so that every write stays in the log until the kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_log_replay_loses_no_acknowledged_write() {
+    let mut run = Run::new(&["--durability", "durable", "--write-buffer", "1024"], 6);
+    run.env = vec![("TABLESTORE_WRITE_APPLY_MS", "3600000")];
+    let (server, client) = run.start();
+    client.create_table(TABLE).await;
+    client.create_table(FILLER).await;
+    // About 13 MB of log: enough that replaying it takes a while.
+    let fill: Vec<_> = (0..8)
+        .map(|task| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                for i in (task..FILLER_ROWS).step_by(8) {
+                    let body = json!({"PartitionKey": "f", "RowKey": format!("{i:05}"), "big": "y".repeat(8_000)});
+                    let r = client
+                        .send("POST", &format!("/{FILLER}"), &[], Some(body.to_string().into_bytes()))
+                        .await
+                        .expect("insert");
+                    assert_eq!(r.status.as_u16(), 201, "{}", r.text());
+                }
+            })
+        })
+        .collect();
+    for f in fill {
+        f.await.expect("filler task");
+    }
+    run.drive_and_kill(server, &client, Duration::from_millis(700))
+        .await;
+    let logged = log_bytes(run.dir.path());
+    assert!(
+        logged > 10_000_000,
+        "the log holds the writes: {logged} bytes"
+    );
+    let mut killed_mid_replay = 0;
+    for _ in 0..3 {
+        let mut child = command(run.dir.path(), &run.args, &run.env)
+            .spawn()
+            .expect("spawn tablestore");
+        let wait = Duration::from_millis(run.rng.range(50, 2500));
+        tokio::time::sleep(wait).await;
+        let _ = child.kill();
+        let _ = child.wait();
+        let left = log_bytes(run.dir.path());
+        println!("killed {wait:?} into a start: {left} bytes of log left");
+        if left > 1_000_000 {
+            killed_mid_replay += 1;
+        }
+    }
+    println!("{killed_mid_replay} of 3 kills landed while the log was replayed");
+    let started = Instant::now();
+    let (server, client) = run.start();
+    println!("a start with the replay took {:?}", started.elapsed());
+    let stored = read_all(&client).await;
+    verify(&mut run.workers, &stored, Expect::Durable, 0);
+    for i in (0..FILLER_ROWS).step_by(7) {
+        let r = client
+            .send(
+                "GET",
+                &format!("/{FILLER}(PartitionKey='f',RowKey='{i:05}')"),
+                &[],
+                None,
+            )
+            .await
+            .expect("get");
+        assert_eq!(r.status.as_u16(), 200, "filler row {i}: {}", r.text());
+    }
+    assert!(
+        log_bytes(run.dir.path()) < 1_000_000,
+        "the replayed log is gone"
+    );
+    assert!(server.terminate().success());
+}
+
+/// A log damaged before its end (a record failing its checksum, followed by valid ones) stops
+/// the start with one sentence naming the log, rather than dropping acknowledged writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_log_damaged_in_the_middle_stops_the_start_with_one_sentence() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let env = [("TABLESTORE_WRITE_APPLY_MS", "3600000")];
+    let server = ChildServer::try_start_with_env(dir.path(), &["--write-buffer", "64"], &env)
+        .unwrap_or_else(|f| panic!("tablestore did not start: {f:?}"));
+    let client = Client::new(&server.endpoint(), Signer::dev());
+    client.create_table(TABLE).await;
+    for i in 0..5 {
+        let body = json!({"PartitionKey": "p", "RowKey": format!("{i}"), "n": i});
+        let r = client
+            .send(
+                "POST",
+                &format!("/{TABLE}"),
+                &[],
+                Some(body.to_string().into_bytes()),
+            )
+            .await
+            .expect("insert");
+        assert_eq!(r.status.as_u16(), 201, "{}", r.text());
+    }
+    server.kill9();
+    let wal = dir
+        .path()
+        .join(tablestore::config::STORE_DIR_NAME)
+        .join("wal");
+    let log = std::fs::read_dir(&wal)
+        .expect("log folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a log file");
+    let mut bytes = std::fs::read(&log).expect("read the log");
+    // Inside the first record's payload (after the 8-byte file header and its length/CRC).
+    bytes[8 + 8 + 4] ^= 0xFF;
+    std::fs::write(&log, &bytes).expect("damage the log");
+    let failure = match ChildServer::try_start_with_env(dir.path(), &[], &env) {
+        Ok(_) => panic!("started over a damaged log"),
+        Err(f) => f,
+    };
+    assert!(failure.status.is_some_and(|s| !s.success()), "{failure:?}");
+    let said = failure.stderr.trim();
+    assert!(said.contains("write-ahead log"), "{said}");
+    assert!(said.contains("is damaged"), "{said}");
+    assert_eq!(said.lines().count(), 1, "one sentence: {said}");
+    assert!(!said.contains("Corrupt("), "no debug text: {said}");
 }

@@ -44,6 +44,13 @@ pub fn open_folder(location: &Path, create: bool) -> Result<Arc<dyn Store>, Data
             store_message(&other)
         )),
     })?;
+    // A server that crashed may have left writes in its write-ahead log.
+    crate::store::wal::recover_log(&kv, &dir).map_err(|e| {
+        DataError::new(format!(
+            "cannot open the data folder: {}",
+            store_message(&e)
+        ))
+    })?;
     let store: Arc<dyn Store> = KvStore::open(kv, Durability::Relaxed).map_err(|e| {
         DataError::new(format!(
             "cannot open the data folder: {}",

@@ -29,7 +29,8 @@ use crate::store::memory::MemoryKv;
 use crate::store::postgres::PgStore;
 use crate::store::sled_kv::{SledKv, SledOptions};
 use crate::store::tiered::{TierOptions, TieredKv};
-use crate::store::{KvStore, Store, StoreError};
+use crate::store::wal::{self, WalKv, WalOptions};
+use crate::store::{Kv, KvStore, Store, StoreError};
 pub use connections::ServeLimits;
 
 /// Shared by every request.
@@ -135,6 +136,23 @@ pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
         ..SledOptions::default()
     };
     let kv = SledKv::open(&dir, &options)?;
+    if config.write_buffer == 0 {
+        wal::recover_log(&kv, &dir)?;
+        return over_tier(kv, config);
+    }
+    let mut wal_options = WalOptions::with_buffer_mib(config.write_buffer);
+    // Tests slow the background cycle down to build a long log (tests/crash.rs).
+    if let Some(ms) = std::env::var("TABLESTORE_WRITE_APPLY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        wal_options.apply_interval = std::time::Duration::from_millis(ms);
+    }
+    over_tier(WalKv::open(kv, &dir, wal_options)?, config)
+}
+
+/// The store over `kv`, with the RAM tier in front unless its budget is 0.
+fn over_tier<B: Kv>(kv: B, config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     if config.memory_budget == 0 {
         return Ok(KvStore::open(kv, config.durability())?);
     }

@@ -17,6 +17,7 @@ pub mod postgres;
 pub mod row;
 pub mod sled_kv;
 pub mod tiered;
+pub mod wal;
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

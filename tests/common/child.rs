@@ -40,6 +40,29 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_tablestore")
 }
 
+/// The command that starts the binary on `dir` with `--port 0` (plus `args` and `env`),
+/// its output piped.
+pub fn command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(binary());
+    command
+        .args(["--host", "127.0.0.1", "--port", "0"])
+        // Quiet unless the test asks for a level (the access-log tests need `info`).
+        .args(if args.contains(&"--log-level") {
+            &[][..]
+        } else {
+            &["--log-level", "warn"][..]
+        })
+        .arg("--location")
+        .arg(dir)
+        .args(args)
+        .env_remove("AZURITE_ACCOUNTS")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
 impl ChildServer {
     /// Starts the binary on `dir` with `--port 0` (plus `args`) and waits for its address.
     pub fn start(dir: &Path, args: &[&str]) -> ChildServer {
@@ -50,23 +73,16 @@ impl ChildServer {
     }
 
     pub fn try_start(dir: &Path, args: &[&str]) -> Result<ChildServer, StartFailure> {
-        let mut child = Command::new(binary())
-            .args(["--host", "127.0.0.1", "--port", "0"])
-            // Quiet unless the test asks for a level (the access-log tests need `info`).
-            .args(if args.contains(&"--log-level") {
-                &[][..]
-            } else {
-                &["--log-level", "warn"][..]
-            })
-            .arg("--location")
-            .arg(dir)
-            .args(args)
-            .env_remove("AZURITE_ACCOUNTS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn tablestore");
+        ChildServer::try_start_with_env(dir, args, &[])
+    }
+
+    /// [`ChildServer::try_start`] with extra environment variables.
+    pub fn try_start_with_env(
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<ChildServer, StartFailure> {
+        let mut child = command(dir, args, env).spawn().expect("spawn tablestore");
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         let (line_tx, line_rx) = mpsc::channel::<String>();
