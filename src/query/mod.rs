@@ -115,23 +115,30 @@ fn execute_raw_page_with(
     limits: PageLimits,
     split: split::Split,
 ) -> Result<RawPage, StoreError> {
-    let mut builder = PageBuilder::new(limits);
-    for range in ranges {
-        let range = match resume {
-            Some((pk, rk)) => match range.resume_from(pk, rk) {
-                Some(r) => r,
-                None => continue,
-            },
-            None => range.clone(),
-        };
-        if !split::scan_split(store, table, &range, matches, &mut builder, split)? {
-            builder.scan(store, table, &range, matches)?;
+    let mut page = RawPage::default();
+    // The store may run the page again (a change set committed while it was read) to
+    // show each change set whole or not at all.
+    store.read_consistently(table, &mut || {
+        let mut builder = PageBuilder::new(limits);
+        for range in ranges {
+            let range = match resume {
+                Some((pk, rk)) => match range.resume_from(pk, rk) {
+                    Some(r) => r,
+                    None => continue,
+                },
+                None => range.clone(),
+            };
+            if !split::scan_split(store, table, &range, matches, &mut builder, split)? {
+                builder.scan(store, table, &range, matches)?;
+            }
+            if builder.done {
+                break;
+            }
         }
-        if builder.done {
-            break;
-        }
-    }
-    Ok(builder.page)
+        page = builder.page;
+        Ok(())
+    })?;
+    Ok(page)
 }
 
 /// A page being filled, one row after another, with the page's limits.
