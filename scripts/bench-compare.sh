@@ -16,6 +16,7 @@
 #   AZURITE_PREFIX     npm prefix it is installed into (default /tmp/tablestore-bench-azurite;
 #                      never inside the repository)
 #   SKIP_BUILD=1       use the existing target/release binaries
+#   TABLESTORE_BIN, BENCH_BIN   binaries to run instead of target/release's (with SKIP_BUILD=1)
 #   KEEP_DATA=1        keep the temporary data folders
 #   ONLY=tablestore|azurite   run one server only (no comparison)
 set -euo pipefail
@@ -87,8 +88,8 @@ if [[ "${SKIP_BUILD:-}" != 1 ]]; then
     say "building release binaries"
     (cd "$ROOT" && cargo build --release --bin tablestore --bin tablestore-bench)
 fi
-TABLESTORE="$ROOT/target/release/tablestore"
-BENCH="$ROOT/target/release/tablestore-bench"
+TABLESTORE="${TABLESTORE_BIN:-$ROOT/target/release/tablestore}"
+BENCH="${BENCH_BIN:-$ROOT/target/release/tablestore-bench}"
 [[ -x "$TABLESTORE" && -x "$BENCH" ]] || die "missing $TABLESTORE or $BENCH (run without SKIP_BUILD=1)"
 
 if [[ "$ONLY" != tablestore ]]; then

@@ -365,3 +365,42 @@ fn keys_longer_than_the_index_takes_are_refused_not_busy() {
         StoreError::EntityLimit(tablestore::model::limits::EntityLimitError::KeysTooLongForStore)
     );
 }
+
+/// Nodes starting together on a fresh database all run the schema bootstrap at once, and
+/// PostgreSQL's `CREATE TABLE IF NOT EXISTS` is not safe between concurrent sessions (one of
+/// them can fail on the catalog's unique indexes: 42710, 42P07 or 23505). Every start must
+/// still succeed, with the schema applied once.
+#[test]
+fn many_bootstraps_at_once_on_fresh_databases_all_succeed() {
+    const ROUNDS: usize = 12;
+    const AT_ONCE: usize = 8;
+    let cluster = PgCluster::shared();
+    for round in 0..ROUNDS {
+        let url = cluster.fresh_database("bootstrap");
+        let barrier = std::sync::Barrier::new(AT_ONCE);
+        let results: Vec<Result<(), StoreError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..AT_ONCE)
+                .map(|_| {
+                    let (url, barrier) = (&url, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        PgStore::open(url).map(drop)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for r in &results {
+            assert!(r.is_ok(), "round {round}: a bootstrap failed: {r:?}");
+        }
+        let db = url.rsplit('/').next().unwrap();
+        assert_eq!(
+            cluster.psql(db, "SELECT version FROM schema_version"),
+            schema::CURRENT.to_string()
+        );
+        assert_eq!(
+            cluster.psql(db, "SELECT value FROM counters WHERE name = 'table_id'"),
+            "0"
+        );
+    }
+}

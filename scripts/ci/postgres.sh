@@ -163,9 +163,7 @@ sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 
     sleep 0.2
   done
   grep -m1 '^Storage:' "$WORK/server.log" || true
-  # TABLESTORE_TEST_STORE_KIND tells the SDK suites which store answers, for the few facts that
-  # differ by store (the PostgreSQL store does not count its data: no "store" block in insight).
-  export TABLESTORE_ENDPOINT="$endpoint" TABLESTORE_BIN="$bin" TABLESTORE_TEST_STORE_KIND=postgres
+  export TABLESTORE_ENDPOINT="$endpoint" TABLESTORE_BIN="$bin"
   if [ -x "$VENV/bin/python" ] && [ "${TABLESTORE_SKIP_PYTHON:-0}" != "1" ]; then
     echo "postgres: Python SDK suite against $endpoint"
     set +e

@@ -28,7 +28,7 @@ const KEYS: &[&str] = &[
     "z",
 ];
 
-fn arb_key() -> impl Strategy<Value = String> {
+pub(super) fn arb_key() -> impl Strategy<Value = String> {
     prop::sample::select(KEYS).prop_map(str::to_string)
 }
 
@@ -42,9 +42,9 @@ fn arb_value() -> impl Strategy<Value = EdmValue> {
     ]
 }
 
-type RawEntity = (String, String, Vec<(String, EdmValue)>);
+pub(super) type RawEntity = (String, String, Vec<(String, EdmValue)>);
 
-fn arb_entity() -> impl Strategy<Value = RawEntity> {
+pub(super) fn arb_entity() -> impl Strategy<Value = RawEntity> {
     let props = prop::collection::vec(
         (prop::sample::select(&["N", "X", "S"][..]), arb_value()),
         0..3,
@@ -74,7 +74,7 @@ fn arb_op() -> impl Strategy<Value = CmpOp> {
     )
 }
 
-fn arb_filter() -> impl Strategy<Value = Expr> {
+pub(super) fn arb_filter() -> impl Strategy<Value = Expr> {
     let key_literal = prop_oneof![
         8 => arb_key().prop_map(EdmValue::String),
         1 => (0i32..2).prop_map(EdmValue::Int32),

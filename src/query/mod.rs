@@ -6,6 +6,7 @@
 
 pub mod eval;
 pub mod plan;
+mod split;
 
 use std::time::{Duration, Instant};
 
@@ -61,7 +62,7 @@ pub fn execute_page(
     store: &dyn Store,
     table: TableId,
     ranges: &[KeyRange],
-    matches: &dyn Fn(&StoredRow<'_>) -> bool,
+    matches: &Matcher<'_>,
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<Page, StoreError> {
@@ -81,55 +82,123 @@ pub fn execute_page(
 
 /// Executes a page: reads `ranges` (sorted, non-overlapping) in order starting at `resume`,
 /// keeps entities for which `matches` holds, as stored. Rows are tested in place on their
-/// stored bytes and never decoded here.
+/// stored bytes and never decoded here. A large range read from RAM may be scanned in two
+/// halves at once when a core is free ([`split`]); the page is the same either way.
 pub fn execute_raw_page(
     store: &dyn Store,
     table: TableId,
     ranges: &[KeyRange],
-    matches: &dyn Fn(&StoredRow<'_>) -> bool,
+    matches: &Matcher<'_>,
     resume: Option<(&str, &str)>,
     limits: PageLimits,
 ) -> Result<RawPage, StoreError> {
-    let started = Instant::now();
+    execute_raw_page_with(
+        store,
+        table,
+        ranges,
+        matches,
+        resume,
+        limits,
+        split::Split::IfCoreFree,
+    )
+}
+
+/// A row predicate that scan threads share.
+pub type Matcher<'a> = dyn Fn(&StoredRow<'_>) -> bool + Sync + 'a;
+
+fn execute_raw_page_with(
+    store: &dyn Store,
+    table: TableId,
+    ranges: &[KeyRange],
+    matches: &Matcher<'_>,
+    resume: Option<(&str, &str)>,
+    limits: PageLimits,
+    split: split::Split,
+) -> Result<RawPage, StoreError> {
     let mut page = RawPage::default();
-    let mut failure = None;
-    for range in ranges {
-        let range = match resume {
-            Some((pk, rk)) => match range.resume_from(pk, rk) {
-                Some(r) => r,
-                None => continue,
-            },
-            None => range.clone(),
-        };
-        let mut done = false;
-        store.scan_raw(table, &range, &mut |row| {
-            page.examined += 1;
-            // Look-ahead: the first entity after a full page is where the next page starts;
-            // so is the first one past the scan budget.
-            let filled = page.rows.len() >= limits.top;
-            let over_budget = page.examined > limits.max_examined
-                || (page.examined.is_multiple_of(256) && started.elapsed() > limits.max_duration);
-            if filled || over_budget {
-                match row.keys() {
-                    Ok(next) => page.next = Some(next),
-                    Err(e) => failure = Some(e),
-                }
-                done = true;
-                return false;
+    // The store may run the page again (a change set committed while it was read) to
+    // show each change set whole or not at all.
+    store.read_consistently(table, &mut || {
+        let mut builder = PageBuilder::new(limits);
+        for range in ranges {
+            let range = match resume {
+                Some((pk, rk)) => match range.resume_from(pk, rk) {
+                    Some(r) => r,
+                    None => continue,
+                },
+                None => range.clone(),
+            };
+            if !split::scan_split(store, table, &range, matches, &mut builder, split)? {
+                builder.scan(store, table, &range, matches)?;
             }
-            if matches(&row) {
-                page.rows.push(&row);
+            if builder.done {
+                break;
             }
-            true
-        })?;
-        if let Some(e) = failure.take() {
-            return Err(e);
         }
-        if done {
-            break;
+        page = builder.page;
+        Ok(())
+    })?;
+    Ok(page)
+}
+
+/// A page being filled, one row after another, with the page's limits.
+struct PageBuilder {
+    page: RawPage,
+    limits: PageLimits,
+    started: Instant,
+    /// The page is complete (`page.next` is set).
+    done: bool,
+}
+
+impl PageBuilder {
+    fn new(limits: PageLimits) -> PageBuilder {
+        PageBuilder {
+            page: RawPage::default(),
+            limits,
+            started: Instant::now(),
+            done: false,
         }
     }
-    Ok(page)
+
+    /// Reads `range` in order until the page is complete or the range ends.
+    fn scan(
+        &mut self,
+        store: &dyn Store,
+        table: TableId,
+        range: &KeyRange,
+        matches: &Matcher<'_>,
+    ) -> Result<(), StoreError> {
+        let mut failure = None;
+        store.scan_raw(table, range, &mut |row| match self.offer(&row, matches) {
+            Ok(more) => more,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        })?;
+        failure.map_or(Ok(()), Err)
+    }
+
+    /// Takes the next row in key order; false once the page is complete.
+    fn offer(&mut self, row: &StoredRow<'_>, matches: &Matcher<'_>) -> Result<bool, StoreError> {
+        let page = &mut self.page;
+        page.examined += 1;
+        // Look-ahead: the first entity after a full page is where the next page starts;
+        // so is the first one past the scan budget.
+        let filled = page.rows.len() >= self.limits.top;
+        let over_budget = page.examined > self.limits.max_examined
+            || (page.examined.is_multiple_of(256)
+                && self.started.elapsed() > self.limits.max_duration);
+        if filled || over_budget {
+            page.next = Some(row.keys()?);
+            self.done = true;
+            return Ok(false);
+        }
+        if matches(row) {
+            page.rows.push(row);
+        }
+        Ok(true)
+    }
 }
 
 /// One page of Query Tables.
@@ -191,6 +260,8 @@ pub fn execute_table_page(
 
 #[cfg(test)]
 mod equivalence_tests;
+#[cfg(test)]
+mod split_tests;
 
 #[cfg(test)]
 mod tests {
@@ -225,7 +296,7 @@ mod tests {
         table: TableId,
         ranges: &[KeyRange],
         top: usize,
-        pred: &dyn Fn(&StoredRow<'_>) -> bool,
+        pred: &Matcher<'_>,
     ) -> (Vec<Entity>, usize) {
         let mut out = Vec::new();
         let mut resume: Option<(String, String)> = None;

@@ -69,6 +69,7 @@ macro_rules! store_conformance {
                 acl_and_service_properties,
                 reopen_after_close,
                 footprint_counts_the_stored_entities,
+                scans_see_change_sets_whole,
             );
         }
     };
@@ -922,4 +923,83 @@ pub fn footprint_counts_the_stored_entities(h: &Harness<'_>) {
         let store = (h.open)();
         assert_eq!(counted(store.footprint()), expected);
     }
+}
+
+/// A scan of a whole table, run through [`Store::read_consistently`] while change sets of 100
+/// rows spread over a 2,000-row partition commit, sees each change set whole or not at all:
+/// every rewritten row shows the same round. The rows span several chunks of every backend's
+/// range reads (and the PostgreSQL store's pages), and partitions before and after make the
+/// scan cross partitions.
+pub fn scans_see_change_sets_whole(h: &Harness<'_>) {
+    const ROWS: usize = 2000;
+    const EVERY: usize = 20;
+    const ROUNDS: i32 = 40;
+    let store = (h.open)();
+    let t = table(&*store, "whole");
+    let rewritten = |round: i32| -> Vec<WriteOp> {
+        (0..ROWS)
+            .step_by(EVERY)
+            .map(|r| op(WriteKind::InsertOrReplace, "p", &format!("{r:04}"), round))
+            .collect()
+    };
+    for chunk in (0..ROWS).collect::<Vec<_>>().chunks(100) {
+        let ops: Vec<_> = chunk
+            .iter()
+            .map(|r| op(WriteKind::Insert, "p", &format!("{r:04}"), 0))
+            .collect();
+        store.commit(t, &ops).expect("fill the partition");
+    }
+    for pk in ["o", "q"] {
+        let ops: Vec<_> = (0..50)
+            .map(|r| op(WriteKind::Insert, pk, &format!("{r:02}"), -1))
+            .collect();
+        store.commit(t, &ops).expect("fill a neighbour");
+    }
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (store, done) = (&store, &done);
+                scope.spawn(move || {
+                    let mut scans = 0;
+                    while scans == 0 || !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        let mut rounds = Vec::new();
+                        let mut rows = 0;
+                        store
+                            .read_consistently(t, &mut || {
+                                rounds.clear();
+                                rows = 0;
+                                store.scan_raw(t, &KeyRange::all(), &mut |row| {
+                                    rows += 1;
+                                    let (pk, rk) = row.keys().expect("keys");
+                                    let n = row.property("n").map(|v| v.to_owned_value());
+                                    if pk == "p"
+                                        && rk.parse::<usize>().expect("row key") % EVERY == 0
+                                    {
+                                        rounds.push(n);
+                                    }
+                                    true
+                                })
+                            })
+                            .expect("scan");
+                        assert_eq!(rows, ROWS + 100);
+                        assert_eq!(rounds.len(), ROWS / EVERY);
+                        assert!(
+                            rounds.iter().all(|n| *n == rounds[0]),
+                            "a scan saw part of a change set: {rounds:?}"
+                        );
+                        scans += 1;
+                    }
+                    scans
+                })
+            })
+            .collect();
+        for round in 1..=ROUNDS {
+            store.commit(t, &rewritten(round)).expect("change set");
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        for r in readers {
+            assert!(r.join().expect("reader") > 0);
+        }
+    });
 }

@@ -13,7 +13,8 @@ pub struct Footprint {
     pub entities: u64,
     /// Bytes of those entities' stored keys and encoded values.
     pub logical_bytes: u64,
-    /// Bytes of the data folder's files; `None` for a store that keeps nothing on disk.
+    /// Bytes of the data folder's files (PostgreSQL: the entities table's, with its index);
+    /// `None` for a store that keeps nothing on disk.
     pub disk_bytes: Option<u64>,
 }
 

@@ -1,6 +1,7 @@
 //! In-memory backend (`--in-memory`, tests): two BTreeMaps behind RwLocks. Range reads copy a
 //! bounded chunk at a time, so a scan never holds the lock across calls.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
@@ -85,6 +86,60 @@ pub(super) fn range_is_valid(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bo
     }
 }
 
+/// A range's bounds as slices, for `BTreeMap::range` over byte-string keys.
+pub(super) fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// [`Kv::split_point`] over an ordered map held in RAM: the first key at or after the
+/// byte-wise midpoint of the range's first and last keys, if the range holds at least
+/// `min_rows` keys (counted without reading a value) and that key is not the first.
+pub(super) fn middle_key<K: Borrow<[u8]> + Ord, V>(
+    rows: &BTreeMap<K, V>,
+    start: &Bound<Vec<u8>>,
+    end: &Bound<Vec<u8>>,
+    min_rows: usize,
+) -> Option<Vec<u8>> {
+    if !range_is_valid(start, end) {
+        return None;
+    }
+    let bounds = (as_slice(start), as_slice(end));
+    let min_rows = min_rows.max(2);
+    if rows.range::<[u8], _>(bounds).take(min_rows).count() < min_rows {
+        return None;
+    }
+    let mut in_range = rows.range::<[u8], _>(bounds);
+    let first: &[u8] = in_range.next()?.0.borrow();
+    let last: &[u8] = in_range.next_back()?.0.borrow();
+    let middle = midpoint(first, last);
+    let (key, _) = rows
+        .range::<[u8], _>((Bound::Included(middle.as_slice()), as_slice(end)))
+        .next()?;
+    let key: &[u8] = key.borrow();
+    (key > first).then(|| key.to_vec())
+}
+
+/// A byte string between `a` and `b` (`a <= b`): their common prefix, then the mean of the
+/// next eight bytes of each read as big-endian numbers.
+fn midpoint(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let common = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let word = |k: &[u8]| {
+        let mut w = [0u8; 8];
+        for (slot, byte) in w.iter_mut().zip(k.iter().skip(common)) {
+            *slot = *byte;
+        }
+        u128::from(u64::from_be_bytes(w))
+    };
+    let mean = ((word(a) + word(b)) / 2) as u64;
+    let mut key = a[..common].to_vec();
+    key.extend_from_slice(&mean.to_be_bytes());
+    key
+}
+
 impl Kv for MemoryKv {
     type Bytes = Arc<[u8]>;
     type Iter<'a> = MemoryIter<'a>;
@@ -102,6 +157,17 @@ impl Kv for MemoryKv {
             end,
             buffer: Vec::new().into_iter(),
         }
+    }
+
+    fn split_point(
+        &self,
+        space: Space,
+        start: &Bound<Vec<u8>>,
+        end: &Bound<Vec<u8>>,
+        min_rows: usize,
+    ) -> Option<Vec<u8>> {
+        let map = self.map(space).read().unwrap_or_else(|e| e.into_inner());
+        middle_key(&map, start, end, min_rows)
     }
 
     fn apply(

@@ -21,7 +21,7 @@ pub mod wal;
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use crate::model::limits::{check_entity, EntityLimitError};
 use crate::model::{EdmDateTime, Entity, IfMatch, Property, WriteKind, WriteOp};
@@ -111,6 +111,24 @@ pub trait Store: Send + Sync + 'static {
         range: &KeyRange,
         visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
     ) -> Result<(), StoreError>;
+    /// A PartitionKey near the middle of `range` at which a scan of it may be split in two,
+    /// each half read by its own thread: the rows before that partition, and the partition
+    /// with the rows after it (both non-empty). `None` when the range holds fewer than
+    /// `min_rows` rows or the store would not gain by it (it reads the range from disk).
+    fn split_point(&self, _table: TableId, _range: &KeyRange, _min_rows: usize) -> Option<String> {
+        None
+    }
+    /// Runs `read` (the scans of `table` behind one response page, which may run it again
+    /// from the start) so that it sees each change set committed to `table` whole or not at
+    /// all, while commits go on. The default runs it once: for stores whose scans read one
+    /// snapshot (PostgreSQL). Not across pages: the next page reads later data.
+    fn read_consistently(
+        &self,
+        _table: TableId,
+        read: &mut dyn FnMut() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        read()
+    }
     /// Applies all operations atomically (all share one PartitionKey when more than one), or
     /// none. Returns the new Timestamp of each operation (`Delete`'s is unused). Durable on
     /// return when the store is in durable mode.
@@ -163,6 +181,19 @@ pub trait Kv: Send + Sync + 'static {
         }
         Ok(())
     }
+    /// The key of an entry near the middle of a range holding at least `min_rows` entries
+    /// (never the range's first entry), for scanning the range's halves at once; `None` when
+    /// the range is smaller or the backend reads it from disk (two cursors would only add
+    /// seeks to a scan bound by the backend's pages).
+    fn split_point(
+        &self,
+        _space: Space,
+        _start: &Bound<Vec<u8>>,
+        _end: &Bound<Vec<u8>>,
+        _min_rows: usize,
+    ) -> Option<Vec<u8>> {
+        None
+    }
     /// Applies all puts (`Some`) and removes (`None`) atomically.
     fn apply(&self, space: Space, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>)
         -> Result<(), StoreError>;
@@ -206,6 +237,10 @@ pub enum Durability {
 }
 
 const LOCK_STRIPES: usize = 1024;
+/// Stripes (by table id) of the commit counters behind [`Store::read_consistently`].
+const WATCH_STRIPES: usize = 64;
+/// Reads tried while no commit overlaps them before commits are held off for one.
+const OPTIMISTIC_READS: usize = 4;
 /// Metadata keys outside every account's key range (account encodings never start with 0xFF).
 const NEXT_TABLE_ID_KEY: &[u8] = b"\xFF\xFFnext-table-id";
 const DELETED_TABLE_PREFIX: &[u8] = b"\xFF\xFEdeleted-table/";
@@ -254,6 +289,21 @@ pub struct KvStore<B: Kv> {
     partition_locks: Vec<Mutex<()>>,
     clock: Clock,
     group_commit: GroupCommit,
+    /// Commits to the entities of the tables of each stripe, for consistent reads.
+    watches: Vec<CommitWatch>,
+}
+
+/// Commits to the tables of one stripe, counted as they start and finish applying: a read
+/// that began with none in flight and saw none start meanwhile overlapped none, so it saw
+/// each change set whole or not at all (the backends' range reads are no snapshots: sled's
+/// iterators are not, the RAM tier and the memory store read a chunk per lock). `gate`, held
+/// shared by every commit while it applies, lets a read that kept overlapping commits hold
+/// them off once.
+#[derive(Default)]
+struct CommitWatch {
+    started: AtomicU64,
+    finished: AtomicU64,
+    gate: RwLock<()>,
 }
 
 impl<B: Kv> KvStore<B> {
@@ -275,6 +325,7 @@ impl<B: Kv> KvStore<B> {
             partition_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             clock: Clock::default(),
             group_commit: GroupCommit::default(),
+            watches: (0..WATCH_STRIPES).map(|_| CommitWatch::default()).collect(),
         });
         // Finish purging tables whose deletion was interrupted.
         let pending: Vec<u64> = store
@@ -309,6 +360,10 @@ impl<B: Kv> KvStore<B> {
         table_id.hash(&mut h);
         partition_key.hash(&mut h);
         &self.partition_locks[(h.finish() as usize) % LOCK_STRIPES]
+    }
+
+    fn watch(&self, table_id: u64) -> &CommitWatch {
+        &self.watches[(table_id % WATCH_STRIPES as u64) as usize]
     }
 
     /// Makes writes applied in backend generation `generation` durable (durable mode).
@@ -599,6 +654,53 @@ impl<B: Kv> Store for KvStore<B> {
         })
     }
 
+    fn split_point(&self, table: TableId, range: &KeyRange, min_rows: usize) -> Option<String> {
+        let (start, end) = range.to_bytes(table.0);
+        let middle = self
+            .kv
+            .split_point(Space::Entities, &start, &end, min_rows)?;
+        let (partition, _) = key::decode_entity_key(&middle)?;
+        // The halves meet at a partition's start (a partition is read by one thread); the
+        // first half must still hold a row.
+        let (boundary, _) = KeyRange::partition(&partition).to_bytes(table.0);
+        let Bound::Included(boundary) = boundary else {
+            return None;
+        };
+        let mut first = None;
+        self.kv
+            .visit(Space::Entities, start, end, &mut |k, _| {
+                first = Some(k.to_vec());
+                false
+            })
+            .ok()?;
+        (first? < boundary).then_some(partition)
+    }
+
+    fn read_consistently(
+        &self,
+        table: TableId,
+        read: &mut dyn FnMut() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let watch = self.watch(table.0);
+        for _ in 0..OPTIMISTIC_READS {
+            // `finished` first: equal counts then mean no commit was applying at the second
+            // load (a commit counts `started` before `finished`).
+            let finished = watch.finished.load(Ordering::SeqCst);
+            let started = watch.started.load(Ordering::SeqCst);
+            if finished == started {
+                read()?;
+                if watch.started.load(Ordering::SeqCst) == started {
+                    return Ok(());
+                }
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        // Commits keep overlapping the read: hold them off while it runs once more.
+        let _gate = watch.gate.write().unwrap_or_else(|e| e.into_inner());
+        read()
+    }
+
     fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
         let committed = self.commit_unsynced(table, ops)?;
         self.make_durable(committed.generation)
@@ -653,9 +755,15 @@ impl<B: Kv> Store for KvStore<B> {
             batch.push((key, value));
             stamps.push(ts);
         }
-        self.kv
-            .apply(Space::Entities, batch)
-            .map_err(|error| CommitError { index: last, error })?;
+        let watch = self.watch(table_id);
+        let applied = {
+            let _gate = watch.gate.read().unwrap_or_else(|e| e.into_inner());
+            watch.started.fetch_add(1, Ordering::SeqCst);
+            let applied = self.kv.apply(Space::Entities, batch);
+            watch.finished.fetch_add(1, Ordering::SeqCst);
+            applied
+        };
+        applied.map_err(|error| CommitError { index: last, error })?;
         Ok(Committed { stamps, generation })
     }
 

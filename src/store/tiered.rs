@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::key::table_prefix;
-use super::memory::range_is_valid;
+use super::memory::{as_slice, middle_key, range_is_valid};
 use super::{Kv, Space, StoreError};
 
 /// A resident row: key and value, shared with the readers that copied them out.
@@ -578,14 +578,6 @@ impl<'a, B: Kv + 'a> Iterator for TierIter<'a, B> {
     }
 }
 
-fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(v) => Bound::Included(v.as_slice()),
-        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 impl<B: Kv> Kv for TieredKv<B> {
     type Bytes = TierBytes<B::Bytes>;
     type Iter<'a> = TierIter<'a, B>;
@@ -669,6 +661,22 @@ impl<B: Kv> Kv for TieredKv<B> {
                 None => return Ok(()),
             }
         }
+    }
+
+    fn split_point(
+        &self,
+        space: Space,
+        start: &Bound<Vec<u8>>,
+        end: &Bound<Vec<u8>>,
+        min_rows: usize,
+    ) -> Option<Vec<u8>> {
+        // Only a resident table: a disk scan is bound by the backend's pages, not by cores.
+        let table = (space == Space::Entities)
+            .then(|| table_of_range(start, end))
+            .flatten()
+            .and_then(|id| self.resident(id))?;
+        let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
+        middle_key(&rows, start, end, min_rows)
     }
 
     fn apply(&self, space: Space, batch: Batch) -> Result<(), StoreError> {

@@ -32,8 +32,8 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
 use super::{
-    apply_write, key, Clock, CommitError, Committed, EntityIter, KeyRange, Store, StoreError,
-    StoredRow, TableId, TableInfo, TableIter, TableRef,
+    apply_write, key, Clock, CommitError, Committed, EntityIter, Footprint, KeyRange, Store,
+    StoreError, StoredRow, TableId, TableInfo, TableIter, TableRef,
 };
 use crate::model::limits::EntityLimitError;
 use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
@@ -51,6 +51,10 @@ const MAX_PAGE: i64 = 512;
 const PAGE_BYTES: usize = 8 << 20;
 /// Attempts of a transaction that keeps hitting serialization failures or deadlocks.
 const MAX_ATTEMPTS: u32 = 12;
+/// Entities counted exactly for the footprint; beyond, PostgreSQL's estimate of the row count.
+const COUNTED_EXACTLY: i64 = 100_000;
+/// Runs of the schema bootstrap when nodes starting together keep racing on it.
+const BOOTSTRAP_ATTEMPTS: u32 = 10;
 /// Entities removed per statement when purging a deleted table.
 const PURGE_CHUNK: i64 = 1000;
 
@@ -204,17 +208,6 @@ impl PgStore {
         });
     }
 
-    /// One page of a scan: up to `limit` rows from `start` to `end`.
-    fn page(
-        &self,
-        start: Bound<Vec<u8>>,
-        end: Bound<Vec<u8>>,
-        limit: i64,
-    ) -> Result<Vec<Row>, StoreError> {
-        let s = Arc::clone(&self.shared);
-        self.run(async move { s.page(&start, &end, limit).await })
-    }
-
     /// Scans `range` page by page, handing each row to `visit` until it returns false.
     fn scan_pages(
         &self,
@@ -222,8 +215,8 @@ impl PgStore {
         range: &KeyRange,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StoreError> {
-        let mut pages = Pages::new(table, range);
-        while let Some(rows) = pages.next_page(self)? {
+        let mut pages = Pages::new(self, table, range);
+        while let Some(rows) = pages.next_page()? {
             for (k, v) in rows {
                 if !visit(&k, &v) {
                     return Ok(());
@@ -282,38 +275,75 @@ impl Iterator for TablePages<'_> {
 /// Where a paged scan is: the next page starts after the last key read; pages grow from
 /// [`FIRST_PAGE`] to [`MAX_PAGE`] rows but hold no more than [`PAGE_BYTES`] at the largest row
 /// seen so far, so large entities keep pages small.
-struct Pages {
+///
+/// All pages of one scan read one snapshot: the first page begins a `READ ONLY` `REPEATABLE
+/// READ` transaction on a pooled connection that the scan keeps until its last page, so a scan
+/// sees a concurrent change set (one transaction) whole or not at all, however many pages it
+/// reads. The transaction ends (and the connection goes back to the pool) after the last page,
+/// or when the scan is dropped early; a connection that failed is never pooled again.
+struct Pages<'a> {
+    store: &'a PgStore,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     limit: i64,
     done: bool,
+    /// The connection holding the scan's snapshot, between pages.
+    snapshot: Option<Object>,
 }
 
-impl Pages {
-    fn new(table: TableId, range: &KeyRange) -> Pages {
+impl<'a> Pages<'a> {
+    fn new(store: &'a PgStore, table: TableId, range: &KeyRange) -> Pages<'a> {
         let (start, end) = range.to_bytes(table.0);
         Pages {
+            store,
             start,
             end,
             limit: FIRST_PAGE,
             done: false,
+            snapshot: None,
         }
     }
 
     /// The next page, or `None` after the last one.
-    fn next_page(&mut self, store: &PgStore) -> Result<Option<Vec<Row>>, StoreError> {
+    fn next_page(&mut self) -> Result<Option<Vec<Row>>, StoreError> {
         if self.done {
             return Ok(None);
         }
-        let rows = store
-            .page(self.start.clone(), self.end.clone(), self.limit)
-            .inspect_err(|_| self.done = true)?;
+        let s = Arc::clone(&self.store.shared);
+        let (start, end, limit) = (self.start.clone(), self.end.clone(), self.limit);
+        let snapshot = self.snapshot.take();
+        let (snapshot, rows) = self
+            .store
+            .run(async move { s.snapshot_page(snapshot, &start, &end, limit).await });
+        self.snapshot = snapshot;
+        let rows = rows.inspect_err(|_| self.done = true)?;
         self.done = (rows.len() as i64) < self.limit;
         if let Some((k, _)) = rows.last() {
             self.start = Bound::Excluded(k.clone());
         }
         self.limit = next_limit(self.limit, &rows);
+        if self.done {
+            self.end_snapshot();
+        }
         Ok(Some(rows))
+    }
+
+    /// Ends the scan's transaction in the background and gives its connection back.
+    fn end_snapshot(&mut self) {
+        if let Some(client) = self.snapshot.take() {
+            self.store.bridge.spawn(async move {
+                if client.batch_execute("ROLLBACK").await.is_err() {
+                    // Unusable (the database went away): never hand it out again.
+                    drop(Object::take(client));
+                }
+            });
+        }
+    }
+}
+
+impl Drop for Pages<'_> {
+    fn drop(&mut self) {
+        self.end_snapshot();
     }
 }
 
@@ -330,8 +360,7 @@ fn next_limit(limit: i64, rows: &[Row]) -> i64 {
 
 /// Entities of a range, read page by page.
 struct EntityPages<'a> {
-    store: &'a PgStore,
-    pages: Pages,
+    pages: Pages<'a>,
     buffered: std::vec::IntoIter<Row>,
 }
 
@@ -343,7 +372,7 @@ impl Iterator for EntityPages<'_> {
             if let Some((k, v)) = self.buffered.next() {
                 return Some(decode_entity(&k, &v));
             }
-            match self.pages.next_page(self.store) {
+            match self.pages.next_page() {
                 Ok(Some(rows)) => self.buffered = rows.into_iter(),
                 Ok(None) => return None,
                 Err(e) => return Some(Err(e)),
@@ -389,6 +418,24 @@ fn page_sql(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> (String, Vec<Vec<u8
         params.len() + 1
     );
     (sql, params)
+}
+
+/// Runs a scan page's statement (see [`page_sql`]) on `client`.
+async fn query_page(
+    client: &Object,
+    sql: &str,
+    params: &[Vec<u8>],
+    limit: i64,
+) -> Result<Vec<Row>, tokio_postgres::Error> {
+    let stmt = client.prepare_cached(sql).await?;
+    let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+        params.iter().map(|p| p as _).collect();
+    args.push(&limit);
+    let rows = client.query(&stmt, &args).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
+        .collect())
 }
 
 /// One-line text of a store error for logs.
@@ -455,20 +502,28 @@ impl Shared {
             .map_err(|e| from_pool_error(&self.target, e))
     }
 
-    /// Applies the schema migrations; returns the ids of tables whose purge is pending.
+    /// Applies the schema migrations; returns the ids of tables whose purge is pending. Nodes
+    /// starting together race on creating the schema: a creation that lost the race (see
+    /// [`schema::created_concurrently`]) or a serialization failure runs the whole bootstrap
+    /// again, up to [`BOOTSTRAP_ATTEMPTS`] times with a short backoff.
     async fn migrate(&self, schema: Option<&str>) -> Result<Vec<i64>, StoreError> {
-        if let Some(schema) = schema {
-            let client = self.client().await?;
-            client
-                .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
-                .await
-                .map_err(|e| from_db_error(&self.target, &e))?;
-        }
         let mut attempt = 0;
         loop {
             attempt += 1;
             let mut client = self.client().await?;
-            match schema::migrate(&mut client).await {
+            let bootstrapped = match schema {
+                Some(schema) => {
+                    client
+                        .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+                        .await
+                }
+                None => Ok(()),
+            };
+            let migrated = match bootstrapped {
+                Ok(()) => schema::migrate(&mut client).await,
+                Err(e) => Err(e),
+            };
+            match migrated {
                 Ok(schema::Migrated::Newer(found)) => {
                     return Err(StoreError::Io(format!(
                         "the database {} at {} holds a tablestore schema of version {found}, newer than this tablestore's ({}): run a newer tablestore, or point --store at another database",
@@ -485,14 +540,13 @@ impl Shared {
                     }
                     break;
                 }
-                // Nodes starting together may race on CREATE TABLE IF NOT EXISTS (a
-                // unique violation in the catalog) or serialize: try again.
                 Err(e)
-                    if attempt < 5
-                        && (e.code() == Some(&SqlState::UNIQUE_VIOLATION)
+                    if attempt < BOOTSTRAP_ATTEMPTS
+                        && (schema::created_concurrently(&e)
                             || matches!(classify(&self.target, &e), DbFailure::Retry)) =>
                 {
-                    backoff(attempt).await
+                    tracing::debug!(attempt, error = %e, "schema bootstrap raced another node; running it again");
+                    backoff(attempt.min(4)).await
                 }
                 Err(e) => return Err(from_db_error(&self.target, &e)),
             }
@@ -533,28 +587,66 @@ impl Shared {
         }
     }
 
-    async fn page(
+    /// One page of a scan, up to `limit` rows from `start` to `end`, read in the scan's
+    /// snapshot: on `snapshot`, the connection of the scan's earlier pages, or (first page) on
+    /// a pooled connection where it begins the scan's `READ ONLY` `REPEATABLE READ`
+    /// transaction, sent with the page's statement in one round trip. Returns the connection
+    /// to keep for the next page (`None` after a failure: it is dropped, not pooled).
+    ///
+    /// A first page that finds its connection dead, or a serialization failure (possible on
+    /// distributed SQL engines), is tried again on a fresh transaction: nothing was handed
+    /// out yet. A later page cannot be, as the rows before it came from the lost snapshot:
+    /// the scan fails with `Unavailable` (503), and the client repeats its request.
+    async fn snapshot_page(
         &self,
+        snapshot: Option<Object>,
         start: &Bound<Vec<u8>>,
         end: &Bound<Vec<u8>>,
         limit: i64,
-    ) -> Result<Vec<Row>, StoreError> {
+    ) -> (Option<Object>, Result<Vec<Row>, StoreError>) {
         let (sql, params) = page_sql(start, end);
-        self.read(|client| {
-            let (sql, params) = (&sql, &params);
-            async move {
-                let stmt = client.prepare_cached(sql).await?;
-                let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                    params.iter().map(|p| p as _).collect();
-                args.push(&limit);
-                let rows = client.query(&stmt, &args).await?;
-                Ok(rows
-                    .into_iter()
-                    .map(|r| (r.get::<_, Vec<u8>>(0), r.get::<_, Vec<u8>>(1)))
-                    .collect())
+        if let Some(client) = snapshot {
+            return match query_page(&client, &sql, &params, limit).await {
+                Ok(rows) => (Some(client), Ok(rows)),
+                Err(e) => {
+                    drop(Object::take(client));
+                    let err = match classify(&self.target, &e) {
+                        DbFailure::Retry => StoreError::Unavailable(format!(
+                            "a scan on PostgreSQL at {} conflicted with concurrent writes; retry the request",
+                            self.target.host
+                        )),
+                        DbFailure::Fail(err) => err,
+                    };
+                    (None, Err(err))
+                }
+            };
+        }
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let client = match self.client().await {
+                Ok(c) => c,
+                Err(e) => return (None, Err(e)),
+            };
+            let (begun, rows) = tokio::join!(
+                client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"),
+                query_page(&client, &sql, &params, limit)
+            );
+            match begun.and(rows) {
+                Ok(rows) => return (Some(client), Ok(rows)),
+                Err(e) => {
+                    drop(Object::take(client));
+                    let err = from_db_error(&self.target, &e);
+                    let again = matches!(err, StoreError::Unavailable(_))
+                        || matches!(classify(&self.target, &e), DbFailure::Retry);
+                    if again && attempt < 3 {
+                        backoff(attempt).await;
+                        continue;
+                    }
+                    return (None, Err(err));
+                }
             }
-        })
-        .await
+        }
     }
 
     /// Up to [`MAX_PAGE`] tables of `account` from `start` to `end`, and the last one's key.
@@ -606,6 +698,58 @@ impl Shared {
             })
             .await?;
         Ok(row.as_ref().map(table_info))
+    }
+
+    /// What the database says cheaply about the entities: their count and stored bytes,
+    /// exact up to [`COUNTED_EXACTLY`] entities (one bounded read), beyond that PostgreSQL's
+    /// row-count estimate (from its last ANALYZE or VACUUM) at the counted entities' average
+    /// size; and the entities table's size with its indexes and TOAST
+    /// (`pg_total_relation_size`, `None` where the engine lacks it).
+    async fn footprint(&self) -> Result<Footprint, StoreError> {
+        let counted = self
+            .read(|client| async move {
+                client
+                    .query_one(
+                        "SELECT count(*), COALESCE(sum(octet_length(key) + octet_length(value)), 0)::BIGINT \
+                         FROM (SELECT key, value FROM entities LIMIT $1) AS counted",
+                        &[&COUNTED_EXACTLY],
+                    )
+                    .await
+            })
+            .await?;
+        let (mut entities, mut bytes): (i64, i64) = (counted.get(0), counted.get(1));
+        if entities >= COUNTED_EXACTLY {
+            let estimate = self
+                .read(|client| async move {
+                    client
+                        .query_one(
+                            "SELECT reltuples::BIGINT FROM pg_class WHERE oid = 'entities'::regclass",
+                            &[],
+                        )
+                        .await
+                })
+                .await
+                .map(|r| r.get::<_, i64>(0))
+                .unwrap_or(0);
+            if estimate > entities {
+                bytes = (bytes as f64 * estimate as f64 / entities as f64) as i64;
+                entities = estimate;
+            }
+        }
+        let disk = self
+            .read(|client| async move {
+                client
+                    .query_one("SELECT pg_total_relation_size('entities')::BIGINT", &[])
+                    .await
+            })
+            .await
+            .ok()
+            .map(|r| r.get::<_, i64>(0).max(0) as u64);
+        Ok(Footprint {
+            entities: entities.max(0) as u64,
+            logical_bytes: bytes.max(0) as u64,
+            disk_bytes: disk,
+        })
     }
 
     /// Before attempt `n + 1` of a transaction that asked to be retried: waits, or gives up
@@ -975,8 +1119,7 @@ impl Store for PgStore {
 
     fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_> {
         Box::new(EntityPages {
-            store: self,
-            pages: Pages::new(table, range),
+            pages: Pages::new(self, table, range),
             buffered: Vec::new().into_iter(),
         })
     }
@@ -1037,6 +1180,13 @@ impl Store for PgStore {
             })
             .await
         })
+    }
+
+    fn footprint(&self) -> Option<Footprint> {
+        let s = Arc::clone(&self.shared);
+        self.run(async move { s.footprint().await })
+            .inspect_err(|e| tracing::warn!(error = %message(e), "reading the PostgreSQL store's size failed"))
+            .ok()
     }
 
     fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError> {

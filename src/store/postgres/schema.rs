@@ -4,10 +4,16 @@
 //! migration once (the others wait, then find it done) without advisory locks, which
 //! distributed SQL engines lack. A database whose schema is newer than this binary is refused.
 //!
+//! `CREATE … IF NOT EXISTS` is not safe between concurrent sessions in PostgreSQL: when two
+//! create the same object at once, one fails on the catalog's unique indexes (42710, 42P07,
+//! 42P06 or 23505) instead of finding it. Such a failure means another node did the work, so
+//! the caller runs the whole bootstrap again ([`created_concurrently`]).
+//!
 //! Only SQL that PostgreSQL, CockroachDB and YugabyteDB all accept: no extensions, no serial
 //! columns (table ids come from `counters`), keys and order in `bytea` (byte order, whatever
 //! the collation).
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 /// The schema version this binary writes and reads.
@@ -79,5 +85,17 @@ pub async fn migrate(client: &mut Client) -> Result<Migrated, tokio_postgres::Er
     tx.commit().await?;
     Ok(Migrated::Current {
         applied: CURRENT - found,
+    })
+}
+
+/// Whether `e` is the failure of a `CREATE … IF NOT EXISTS` (or of the first version row's
+/// insert) that raced with another session creating the same object: the bootstrap should run
+/// again and will find the object there.
+pub fn created_concurrently(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|code| {
+        *code == SqlState::DUPLICATE_OBJECT
+            || *code == SqlState::DUPLICATE_TABLE
+            || *code == SqlState::DUPLICATE_SCHEMA
+            || *code == SqlState::UNIQUE_VIOLATION
     })
 }

@@ -29,13 +29,6 @@ def endpoint() -> str:
     return os.environ.get("TABLESTORE_ENDPOINT", "http://127.0.0.1:10002").rstrip("/")
 
 
-def store_counts_its_data() -> bool:
-    """Whether the server's store counts its entities and bytes (insight's ``store``, the
-    ``tablestore_store_*`` gauges): every store but PostgreSQL's, which scripts/ci/postgres.sh
-    names in ``TABLESTORE_TEST_STORE_KIND``."""
-    return os.environ.get("TABLESTORE_TEST_STORE_KIND", "") != "postgres"
-
-
 def connection_string() -> str:
     explicit = os.environ.get("TABLESTORE_CONNECTION_STRING")
     if explicit:

@@ -18,7 +18,7 @@ from email.utils import formatdate
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import ACCOUNT_KEY, ACCOUNT_NAME, endpoint, store_counts_its_data
+from conftest import ACCOUNT_KEY, ACCOUNT_NAME, endpoint
 
 pytestmark = pytest.mark.insight
 
@@ -64,14 +64,12 @@ def test_metrics_parse_and_count_the_applications_queries(table):
     ):
         assert name in families, f"{name} missing; got {sorted(families)}"
     # The store's size: at least the two entities above (other tests share the server).
-    # The PostgreSQL store does not count its data, and says 0 (docs/configuration.md).
+    # Every store counts its data, PostgreSQL's included (exact up to 100,000 entities).
     assert families["tablestore_store_entities"].type == "gauge"
     entities = families["tablestore_store_entities"].samples[0].value
     logical = families["tablestore_store_logical_bytes"].samples[0].value
-    if store_counts_its_data():
-        assert entities >= 2 and logical > 2 * 20
-    else:
-        assert entities == 0 and logical == 0
+    assert entities >= 2 and logical > 2 * 20
+    assert families["tablestore_store_size_bytes"].samples[0].value > 0
     assert families["tablestore_request_duration_seconds"].type == "histogram"
     assert families["tablestore_requests"].type == "counter"
 
@@ -108,8 +106,5 @@ def test_insight_lists_the_table_and_its_query_classes(table):
     assert mine["inserts"] == 5
     assert mine["hot_partitions"][0]["partition_key"] == "p"
     # The whole server's data: the entities of every account's tables, and their size.
-    if not store_counts_its_data():
-        assert "store" not in json.loads(body)
-        return
     store = json.loads(body)["store"]
     assert store["entities"] >= 5 and store["logicalBytes"] > 5 * 20

@@ -46,13 +46,28 @@ test("the installed command is the native binary, not a node launcher", { skip: 
 test("the node launcher (kept for --ignore-scripts and Windows) runs the binary and passes SIGTERM on", async () => {
   const launcher = path.resolve("node_modules", "tablestore", "lib", "launcher.cjs");
   assert.match(execFileSync("node", [launcher, "--version"], { encoding: "utf8" }), /^tablestore /);
-  const child = spawn("node", [launcher, "--inMemoryPersistence", "--tablePort", "0"], { stdio: ["ignore", "pipe", "inherit"] });
-  const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
-  for await (const line of readline.createInterface({ input: child.stdout })) {
-    if (line.startsWith("Azurite Table service is successfully listening at ")) break;
+  // In its own process group, so the server it starts can be cleaned up even when the
+  // launcher dies without passing the signal on (an orphan would hold this runner's output open).
+  const child = spawn("node", [launcher, "--inMemoryPersistence", "--tablePort", "0"], {
+    stdio: ["ignore", "pipe", "inherit"],
+    detached: true,
+  });
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  try {
+    for await (const line of readline.createInterface({ input: child.stdout })) {
+      if (line.startsWith("Azurite Table service is successfully listening at ")) break;
+    }
+    child.stdout.resume();
+    child.kill("SIGTERM");
+    const { code, signal } = await exited;
+    assert.equal(code, 0, `the launcher exits with the server's status (it ended by ${signal})`);
+  } finally {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // the group is gone already: nothing left behind
+    }
   }
-  child.kill("SIGTERM");
-  assert.equal(await exited, 0, "the launcher exits with the server's status");
 });
 
 test("the installed command serves an SDK scenario and stops on SIGTERM", async () => {
