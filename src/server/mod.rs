@@ -23,11 +23,12 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::auth::Accounts;
-use crate::config::{connection_string, Config};
+use crate::config::{connection_string, CompressionArg, Config};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
+use crate::store::memory_limit::ProcessLimit;
 use crate::store::postgres::PgStore;
-use crate::store::sled_kv::{SledKv, SledOptions};
+use crate::store::sled_kv::{Layout, SledKv, SledOptions};
 use crate::store::tiered::{TierOptions, TieredKv};
 use crate::store::wal::{self, WalKv, WalOptions};
 use crate::store::{Kv, KvStore, Store, StoreError};
@@ -133,6 +134,10 @@ pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     std::fs::create_dir_all(&dir).map_err(|e| StoreError::Io(e.to_string()))?;
     let options = SledOptions {
         cache_capacity: config.cache_mb * 1024 * 1024,
+        layout: match config.compression {
+            CompressionArg::Zstd => Layout::default(),
+            CompressionArg::Off => Layout::UNCOMPRESSED,
+        },
         ..SledOptions::default()
     };
     let kv = SledKv::open(&dir, &options)?;
@@ -157,6 +162,11 @@ fn over_tier<B: Kv>(kv: B, config: &Config) -> Result<Arc<dyn Store>, StoreError
         return Ok(KvStore::open(kv, config.durability())?);
     }
     let tier = TieredKv::new(kv, TierOptions::with_budget_mib(config.memory_budget));
+    // Tests that need the tier to load and evict at a tiny budget turn the process-wide limit
+    // off (`TABLESTORE_TIER_PROCESS_LIMIT=off`, tests/crash.rs): any real server is above 1 + 64 MiB.
+    if std::env::var("TABLESTORE_TIER_PROCESS_LIMIT").as_deref() != Ok("off") {
+        tier.limit_process_memory(ProcessLimit::for_budget_mib(config.memory_budget));
+    }
     Ok(KvStore::open(tier, config.durability())?)
 }
 

@@ -13,6 +13,7 @@ pub mod conformance;
 pub mod footprint;
 pub mod key;
 pub mod memory;
+pub mod memory_limit;
 pub mod postgres;
 pub mod row;
 pub mod sled_kv;

@@ -21,12 +21,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, RwLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::key::table_prefix;
 use super::memory::{as_slice, middle_key, range_is_valid};
+use super::memory_limit::ProcessLimit;
 use super::{Kv, Space, StoreError};
 
 /// A resident row: key and value, shared with the readers that copied them out.
@@ -40,6 +41,12 @@ type Batch = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 const ROW_OVERHEAD: u64 = 96;
 /// Rows visited (or copied) under one read lock; writers to the table wait at most this long.
 const CHUNK: usize = 1024;
+
+/// How often the loader thread reads the process's resident set ([`ProcessLimit`]).
+const PROBE_INTERVAL: Duration = Duration::from_millis(250);
+/// Most doublings of a table's reload pause after it was refused or evicted for room again
+/// and again (`2^8` times the pause).
+const MAX_STRIKES: u32 = 8;
 
 /// Rows whose values a scan touches before filtering them (see [`touch`]).
 const TOUCH_AHEAD: usize = 32;
@@ -119,6 +126,9 @@ struct State {
     /// The backend generation the copies were built in.
     generation: u64,
     reload_pause: Duration,
+    /// Times in a row each table was refused or given back for room: every strike doubles its
+    /// next pause, so a table that does not fit is not copied again and again.
+    strikes: HashMap<u64, u32>,
 }
 
 struct Shared<B: Kv> {
@@ -129,6 +139,12 @@ struct Shared<B: Kv> {
     /// Loads started / finished (for [`TieredKv::wait_for_loads`]).
     loads_requested: AtomicU64,
     loads_done: AtomicU64,
+    /// The whole process's memory limit, when the server set one.
+    process_limit: OnceLock<ProcessLimit>,
+    /// The process's resident bytes at the last probe (0: not probed).
+    last_rss: AtomicU64,
+    /// Whether the log already said that memory outside the tier passes the limit.
+    told_over_limit: AtomicBool,
 }
 
 /// The backend `inner` with the RAM tier in front of it.
@@ -221,7 +237,8 @@ impl State {
         self.evict_for(id, pause);
     }
 
-    /// Keeps table `id`, found too large for the budget, out of RAM for a long while.
+    /// Keeps table `id`, found too large for the room there is, out of RAM for a long while,
+    /// twice as long as the time before if it was refused before.
     fn refuse(&mut self, id: u64) {
         let pause = match self.tables.get(&id) {
             Some(Slot::Loading { started, .. }) => {
@@ -229,7 +246,36 @@ impl State {
             }
             _ => self.reload_pause * 20,
         };
+        let strikes = self.strikes.entry(id).or_insert(0);
+        let pause = pause * (1u32 << (*strikes).min(MAX_STRIKES));
+        *strikes += 1;
         self.evict_for(id, pause);
+    }
+
+    /// The table to give back first when the process needs memory: a load in progress (its
+    /// copy serves no read yet), else the least recently read resident table.
+    fn first_to_give_back(&self) -> Option<u64> {
+        let loading = self.tables.iter().find_map(|(id, slot)| match slot {
+            Slot::Loading { .. } => Some(*id),
+            _ => None,
+        });
+        loading.or_else(|| {
+            self.tables
+                .iter()
+                .filter_map(|(id, slot)| match slot {
+                    Slot::Resident { last_read, .. } => Some((*last_read, *id)),
+                    _ => None,
+                })
+                .min()
+                .map(|(_, id)| id)
+        })
+    }
+
+    fn bytes_of(&self, id: u64) -> u64 {
+        match self.tables.get(&id) {
+            Some(Slot::Resident { bytes, .. } | Slot::Loading { bytes, .. }) => *bytes,
+            _ => 0,
+        }
     }
 
     fn evict_for(&mut self, id: u64, pause: Duration) {
@@ -311,7 +357,9 @@ impl<B: Kv> Shared<B> {
             },
         );
         tracing::debug!(table_id = id, bytes, load_time = ?started.elapsed(), "RAM tier: table loaded");
-        if !state.make_room(self.options.budget_bytes, Some(id)) {
+        if state.make_room(self.options.budget_bytes, Some(id)) {
+            state.strikes.remove(&id);
+        } else {
             state.refuse(id);
         }
     }
@@ -328,7 +376,66 @@ impl<B: Kv> Shared<B> {
             _ => return false,
         }
         state.used += more;
-        state.make_room(self.options.budget_bytes, Some(id))
+        if !state.make_room(self.options.budget_bytes, Some(id)) {
+            return false;
+        }
+        drop(state);
+        // The copy also has to fit the process's limit (its real size, the backend's memory).
+        !self
+            .probe()
+            .is_some_and(|(rss, limit)| limit.passed_by(rss))
+    }
+
+    /// Reads the process's resident bytes, if the server set a limit: `(bytes, limit)`.
+    fn probe(&self) -> Option<(u64, &ProcessLimit)> {
+        let limit = self.process_limit.get()?;
+        let rss = (limit.probe)()?;
+        self.last_rss.store(rss, Ordering::Relaxed);
+        Some((rss, limit))
+    }
+
+    /// Whether the last probe left too little room under the process limit to start a load.
+    fn no_room_for_loads(&self) -> bool {
+        let Some(limit) = self.process_limit.get() else {
+            return false;
+        };
+        let rss = self.last_rss.load(Ordering::Relaxed);
+        rss > 0 && rss.saturating_add(3 * limit.headroom_bytes) > limit.limit_bytes
+    }
+
+    /// Once the process is within one headroom of its limit, gives back loads in progress and
+    /// resident tables (least recently read first) until it is an estimated two headrooms
+    /// under it, or the tier holds nothing.
+    fn keep_within_process_limit(&self) {
+        let Some((rss, limit)) = self.probe() else {
+            return;
+        };
+        if !limit.passed_by(rss) {
+            return;
+        }
+        let mut excess = (rss + 2 * limit.headroom_bytes).saturating_sub(limit.limit_bytes);
+        let mut state = self.lock();
+        while excess > 0 {
+            let Some(id) = state.first_to_give_back() else {
+                break;
+            };
+            excess = excess.saturating_sub(state.bytes_of(id));
+            tracing::debug!(
+                table_id = id,
+                rss,
+                "RAM tier: table given back for the process limit"
+            );
+            state.refuse(id);
+        }
+        if excess > 0 && !self.told_over_limit.swap(true, Ordering::Relaxed) {
+            tracing::info!(
+                resident_mib = rss >> 20,
+                limit_mib = limit.limit_bytes >> 20,
+                "the server's memory outside the RAM tier (the on-disk store's cache and index, \
+                 requests) is above --memory-budget + 64 MiB: tables are read from disk; a \
+                 larger --memory-budget or a smaller --cache-mb gives the tier room again"
+            );
+        }
     }
 }
 
@@ -364,24 +471,33 @@ impl<B: Kv> TieredKv<B> {
                 next_token: 0,
                 generation,
                 reload_pause,
+                strikes: HashMap::new(),
             }),
             stop: AtomicBool::new(false),
             loads_requested: AtomicU64::new(0),
             loads_done: AtomicU64::new(0),
+            process_limit: OnceLock::new(),
+            last_rss: AtomicU64::new(0),
+            told_over_limit: AtomicBool::new(false),
         });
         let (requests, loader) = if background {
             let (tx, rx) = mpsc::channel::<(u64, u64)>();
             let worker = Arc::clone(&shared);
             let handle = std::thread::Builder::new()
                 .name("ram-tier-loader".into())
-                .spawn(move || {
-                    for (id, token) in rx {
-                        if worker.stop.load(Ordering::Relaxed) {
-                            break;
+                .spawn(move || loop {
+                    match rx.recv_timeout(PROBE_INTERVAL) {
+                        Ok((id, token)) => {
+                            if worker.stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            worker.load(id, token);
+                            worker.loads_done.fetch_add(1, Ordering::AcqRel);
                         }
-                        worker.load(id, token);
-                        worker.loads_done.fetch_add(1, Ordering::AcqRel);
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
                     }
+                    worker.keep_within_process_limit();
                 });
             match handle {
                 Ok(h) => (Some(tx), Some(h)),
@@ -398,6 +514,19 @@ impl<B: Kv> TieredKv<B> {
             requests,
             loader,
         }
+    }
+
+    /// Keeps the whole process under `limit` too: the loader thread probes its resident set
+    /// every [`PROBE_INTERVAL`] and gives tables back while it is above; loads stop at it.
+    /// Set once (a second call is ignored).
+    pub fn limit_process_memory(&self, limit: ProcessLimit) {
+        let _ = self.shared.process_limit.set(limit);
+        self.shared.probe();
+    }
+
+    /// Checks the process limit now (what the loader thread does every [`PROBE_INTERVAL`]).
+    pub fn keep_within_process_limit(&self) {
+        self.shared.keep_within_process_limit();
     }
 
     /// Bytes and tables resident now.
@@ -458,7 +587,7 @@ impl<B: Kv> TieredKv<B> {
             Some(Slot::Evicted(until)) if Instant::now() < *until => return None,
             _ => {}
         }
-        if self.shared.options.budget_bytes == 0 {
+        if self.shared.options.budget_bytes == 0 || self.shared.no_room_for_loads() {
             return None;
         }
         let token = state.next_token;
@@ -925,6 +1054,102 @@ mod tests {
         // Evicted tables are read from disk, and stay there during the reload pause.
         assert_eq!(read(&kv, 2, "a"), Some(vec![0; 100]));
         assert!(!kv.is_resident(2));
+    }
+
+    /// A process limit of `limit` bytes (headroom 50) whose probe reports `rss`.
+    fn limit(limit_bytes: u64, rss: &Arc<AtomicU64>) -> ProcessLimit {
+        let rss = Arc::clone(rss);
+        ProcessLimit {
+            limit_bytes,
+            headroom_bytes: 50,
+            probe: Arc::new(move || Some(rss.load(Ordering::Relaxed))),
+        }
+    }
+
+    #[test]
+    fn over_the_process_limit_tables_are_given_back_least_recently_read_first() {
+        let row = row_cost(&entity_key(1, "p", "a"), &[0; 100]);
+        let kv = inline(1 << 20);
+        let rss = Arc::new(AtomicU64::new(500));
+        kv.limit_process_memory(limit(10_000, &rss));
+        for t in 1..=3 {
+            put(&kv, t, "a", &[t as u8; 100]);
+            read(&kv, t, "a");
+        }
+        read(&kv, 1, "a"); // 2, then 3, are the least recently read
+        kv.keep_within_process_limit();
+        assert!(kv.is_resident(1) && kv.is_resident(2) && kv.is_resident(3));
+        // `row` over the limit: free `row` + two headrooms, i.e. two tables.
+        rss.store(10_000 + row, Ordering::Relaxed);
+        kv.keep_within_process_limit();
+        assert!(kv.is_resident(1) && !kv.is_resident(2) && !kv.is_resident(3));
+        assert_eq!(kv.usage().used_bytes, row);
+        assert_eq!(
+            read(&kv, 2, "a"),
+            Some(vec![2; 100]),
+            "read from the backend"
+        );
+        // Still over: no load starts.
+        put(&kv, 5, "a", &[5; 100]);
+        assert_eq!(read(&kv, 5, "a"), Some(vec![5; 100]));
+        assert!(!kv.is_resident(5));
+        // Room again: loads start.
+        rss.store(500, Ordering::Relaxed);
+        kv.keep_within_process_limit();
+        put(&kv, 6, "a", &[6; 100]);
+        read(&kv, 6, "a");
+        assert!(kv.is_resident(6));
+    }
+
+    #[test]
+    fn a_load_stops_when_the_process_passes_its_limit() {
+        let kv = inline(1 << 30);
+        let rss = Arc::new(AtomicU64::new(500));
+        kv.limit_process_memory(limit(10_000, &rss));
+        let batch: Batch = (0..2 * CHUNK)
+            .map(|n| (entity_key(7, "p", &format!("{n:05}")), Some(vec![7; 10])))
+            .collect();
+        kv.apply(Space::Entities, batch).expect("apply");
+        // The last probe said there is room; the probe during the copy says there is not.
+        rss.store(20_000, Ordering::Relaxed);
+        assert_eq!(all(&kv, 7).len(), 2 * CHUNK);
+        assert!(!kv.is_resident(7), "the copy was given up");
+        assert_eq!(kv.usage().used_bytes, 0);
+    }
+
+    #[test]
+    fn each_refusal_in_a_row_doubles_the_pause() {
+        let kv = inline(1 << 20);
+        let pause_after_refusal = || {
+            let mut state = kv.shared.lock();
+            state.refuse(9);
+            match state.tables.get(&9) {
+                Some(Slot::Evicted(until)) => until.duration_since(Instant::now()),
+                _ => panic!("not evicted"),
+            }
+        };
+        let first = pause_after_refusal();
+        let second = pause_after_refusal();
+        let third = pause_after_refusal();
+        assert!(first >= Duration::from_secs(3600 * 20 - 1), "{first:?}");
+        assert!(second > first.mul_f64(1.9) && third > second.mul_f64(1.9));
+    }
+
+    #[test]
+    fn the_loader_thread_gives_tables_back_by_itself() {
+        let kv = TieredKv::new(MemoryKv::new(), TierOptions::with_budget_mib(1));
+        let rss = Arc::new(AtomicU64::new(500));
+        kv.limit_process_memory(limit(10_000, &rss));
+        put(&kv, 1, "a", b"1");
+        read(&kv, 1, "a");
+        assert!(kv.wait_for_loads(Duration::from_secs(10)));
+        assert!(kv.is_resident(1));
+        rss.store(50_000, Ordering::Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while kv.is_resident(1) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(!kv.is_resident(1));
     }
 
     #[test]

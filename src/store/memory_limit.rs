@@ -1,0 +1,98 @@
+//! The server's resident memory, as the RAM tier's process-wide limit sees it.
+//!
+//! `--memory-budget` bounds the bytes of table rows the tier keeps; the rest of the server (the
+//! on-disk store's page cache and page table, which grow with the data, request buffers, the
+//! runtime) is outside that count. The tier therefore also watches the whole process: when its
+//! resident set passes [`ProcessLimit::limit_bytes`], it gives back resident tables (and stops
+//! loads) before anything else, so the server stays near its budget whatever the table sizes
+//! (docs/performance.md, "The RAM tier's budget").
+
+use std::fmt;
+use std::sync::Arc;
+
+/// Reads the process's resident bytes now (`None`: unknown on this platform).
+pub type MemoryProbe = Arc<dyn Fn() -> Option<u64> + Send + Sync>;
+
+/// The resident set the tier keeps the process under, and how it measures it.
+#[derive(Clone)]
+pub struct ProcessLimit {
+    /// Resident bytes of the whole process the tier tries to stay under.
+    pub limit_bytes: u64,
+    /// The margin the tier keeps below the limit, as the process can grow between two probes:
+    /// it acts once the process is within one headroom of the limit, frees down to two
+    /// headrooms under it, and starts a load only with three headrooms free (so memory that is
+    /// not the tier's does not make tables load and leave in turn).
+    pub headroom_bytes: u64,
+    pub probe: MemoryProbe,
+}
+
+impl ProcessLimit {
+    /// The server's limit for a tier of `budget_mib`: the budget plus 64 MiB for everything
+    /// else, measured with [`resident_bytes`].
+    pub fn for_budget_mib(budget_mib: u64) -> ProcessLimit {
+        ProcessLimit {
+            limit_bytes: budget_mib.saturating_add(64).saturating_mul(1024 * 1024),
+            headroom_bytes: 16 * 1024 * 1024,
+            probe: Arc::new(resident_bytes),
+        }
+    }
+}
+
+impl ProcessLimit {
+    /// Whether a process of `rss` bytes is within one headroom of the limit (or over it).
+    pub fn passed_by(&self, rss: u64) -> bool {
+        rss.saturating_add(self.headroom_bytes) > self.limit_bytes
+    }
+}
+
+impl fmt::Debug for ProcessLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProcessLimit")
+            .field("limit_bytes", &self.limit_bytes)
+            .field("headroom_bytes", &self.headroom_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// This process's resident set size (`VmRSS` of `/proc/self/status`, Linux); `None` elsewhere.
+pub fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    parse_vm_rss(&status)
+}
+
+/// `VmRSS:     1234 kB` → bytes.
+fn parse_vm_rss(status: &str) -> Option<u64> {
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_vm_rss_in_bytes() {
+        let status = "Name:\ttablestore\nVmHWM:\t  9000 kB\nVmRSS:\t    1234 kB\nThreads:\t4\n";
+        assert_eq!(parse_vm_rss(status), Some(1234 * 1024));
+        assert_eq!(parse_vm_rss("Name:\tx\n"), None);
+        assert_eq!(parse_vm_rss("VmRSS:\t12 MB\n"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_resident_set_on_linux() {
+        if cfg!(target_os = "linux") {
+            let bytes = resident_bytes().expect("VmRSS on Linux");
+            assert!(bytes > 1024 * 1024, "{bytes}");
+        }
+    }
+
+    #[test]
+    fn the_server_limit_is_the_budget_plus_64_mib() {
+        let limit = ProcessLimit::for_budget_mib(256);
+        assert_eq!(limit.limit_bytes, 320 * 1024 * 1024);
+        assert!(limit.headroom_bytes < limit.limit_bytes);
+        assert!(!limit.passed_by(limit.limit_bytes - limit.headroom_bytes));
+        assert!(limit.passed_by(limit.limit_bytes - limit.headroom_bytes + 1));
+    }
+}
