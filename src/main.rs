@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tablestore::config::{connection_string, Config};
+use tablestore::config::{connection_string, CompressionArg, Config};
 use tablestore::data;
 use tablestore::server::{health, open_store, serve, serve_tls, tls, AppState};
 use tracing_subscriber::layer::SubscriberExt;
@@ -37,6 +37,18 @@ fn tune_allocator() {
     unsafe {
         libmimalloc_sys::mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
         libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+    }
+}
+
+/// The start-up line saying whether the data folder is compressed, and when that was chosen.
+fn compression_line(config: &Config) -> String {
+    let asked = config.compression == CompressionArg::Zstd;
+    match tablestore::store::sled_kv::folder_is_compressed(&config.store_dir()) {
+        Some(true) if asked => "Compression: zstd (--compression off for new folders: faster writes, larger folder)".into(),
+        Some(false) if !asked => "Compression: off (--compression zstd for new folders: smaller folder, slower writes)".into(),
+        Some(true) => "Compression: zstd (this data folder was created with it; --compression applies to new folders)".into(),
+        Some(false) => "Compression: off (this data folder was created without it; --compression applies to new folders)".into(),
+        None => "Compression: unknown (the data folder has no sled configuration)".into(),
     }
 }
 
@@ -159,6 +171,7 @@ async fn main() -> ExitCode {
                 "Write buffer: {mib} MiB of logged writes ahead of the store (--write-buffer)"
             ),
         }
+        println!("{}", compression_line(&config));
     }
     // Azurite 3.35's readiness line, word for word: log-watching wait strategies written for
     // Azurite ("Azurite Table service is successfully listening at", or the shorter

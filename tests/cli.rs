@@ -294,6 +294,70 @@ async fn environment_configures_the_server() {
     );
 }
 
+/// `--compression off` makes a new data folder uncompressed, and a folder keeps what it was
+/// created with whatever the flag says later (sled cannot change it); start-up says which.
+#[test]
+fn compression_is_chosen_when_a_folder_is_created() {
+    let conf = |dir: &std::path::Path| {
+        String::from_utf8_lossy(&std::fs::read(dir.join("__tablestore__/conf")).unwrap())
+            .into_owned()
+    };
+    let plain = tempfile::tempdir().unwrap();
+    let location = plain.path().to_str().unwrap();
+    let s = Server::start(
+        &[
+            "--location",
+            location,
+            "--port",
+            "0",
+            "--compression",
+            "off",
+        ],
+        &[],
+    );
+    let out = s.output();
+    assert!(
+        out.contains("Compression: off (--compression zstd"),
+        "{out}"
+    );
+    drop(s);
+    assert!(conf(plain.path()).contains("use_compression: false"));
+    let s = Server::start(&["--location", location, "--port", "0"], &[]);
+    let out = s.output();
+    assert!(
+        out.contains("Compression: off (this data folder was created without it"),
+        "{out}"
+    );
+    drop(s);
+    assert!(conf(plain.path()).contains("use_compression: false"));
+
+    let packed = tempfile::tempdir().unwrap();
+    let location = packed.path().to_str().unwrap();
+    let s = Server::start(
+        &["--location", location, "--port", "0"],
+        &[("TABLESTORE_COMPRESSION", "zstd")],
+    );
+    assert!(s.output().contains("Compression: zstd (--compression off"));
+    drop(s);
+    assert!(conf(packed.path()).contains("use_compression: true"));
+    let s = Server::start(
+        &[
+            "--location",
+            location,
+            "--port",
+            "0",
+            "--compression",
+            "off",
+        ],
+        &[],
+    );
+    let out = s.output();
+    assert!(
+        out.contains("Compression: zstd (this data folder was created with it"),
+        "{out}"
+    );
+}
+
 /// The on-disk store shows its RAM tier's budget and its write buffer at start-up: 256 MiB and
 /// off by default, off with 0 (by flag or environment); the in-memory store has neither.
 #[test]
@@ -453,7 +517,7 @@ fn version_is_printed() {
 
 #[test]
 fn bad_command_lines_fail_with_a_message() {
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["--tableHots", "0.0.0.0"],
             "unexpected argument '--tableHots'",
@@ -462,6 +526,7 @@ fn bad_command_lines_fail_with_a_message() {
         (&["--tablePort", "http"], "invalid value 'http'"),
         (&["--memory-budget", "lots"], "invalid value 'lots'"),
         (&["--write-buffer", "lots"], "invalid value 'lots'"),
+        (&["--compression", "lz4"], "invalid value 'lz4'"),
         (&["azurite-blob"], "only the Table service"),
     ];
     for (args, message) in cases {

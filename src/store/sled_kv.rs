@@ -106,6 +106,11 @@ impl Default for Layout {
 /// store's small log messages and cost write throughput (docs/performance.md, "Disk use").
 const DEFAULT_ZSTD_LEVEL: i32 = 1;
 
+/// Whether the sled folder at `path` has a compressed log (`None`: no folder there yet).
+pub fn folder_is_compressed(path: &Path) -> Option<bool> {
+    existing_layout(path).map(|layout| layout.compression.is_some())
+}
+
 /// sled's own record of a folder's layout (its `conf` file: `segment_size: N`,
 /// `use_compression: bool`, `version: 0.34`, then a CRC); `None` for a new folder.
 fn existing_layout(path: &Path) -> Option<Layout> {
