@@ -2,9 +2,10 @@
 //!
 //! `--memory-budget` bounds the bytes of table rows the tier keeps; the rest of the server (the
 //! on-disk store's page cache and page table, which grow with the data, request buffers, the
-//! runtime) is outside that count. The tier therefore also watches the whole process: when its
-//! resident set passes [`ProcessLimit::limit_bytes`], it gives back resident tables (and stops
-//! loads) before anything else, so the server stays near its budget whatever the table sizes
+//! runtime) is outside that count. The tier therefore also watches the whole process: it
+//! measures the memory outside itself (the resident set less its own bytes) and holds no more
+//! than what is left of [`ProcessLimit::limit_bytes`], so that memory takes room from the tier
+//! rather than adding to it, and the server stays near its budget whatever the table sizes
 //! (docs/performance.md, "The RAM tier's budget").
 
 use std::fmt;
@@ -18,10 +19,7 @@ pub type MemoryProbe = Arc<dyn Fn() -> Option<u64> + Send + Sync>;
 pub struct ProcessLimit {
     /// Resident bytes of the whole process the tier tries to stay under.
     pub limit_bytes: u64,
-    /// The margin the tier keeps below the limit, as the process can grow between two probes:
-    /// it acts once the process is within one headroom of the limit, frees down to two
-    /// headrooms under it, and starts a load only with three headrooms free (so memory that is
-    /// not the tier's does not make tables load and leave in turn).
+    /// The margin the tier keeps below the limit, as the process can grow between two probes.
     pub headroom_bytes: u64,
     pub probe: MemoryProbe,
 }
@@ -35,13 +33,6 @@ impl ProcessLimit {
             headroom_bytes: 16 * 1024 * 1024,
             probe: Arc::new(resident_bytes),
         }
-    }
-}
-
-impl ProcessLimit {
-    /// Whether a process of `rss` bytes is within one headroom of the limit (or over it).
-    pub fn passed_by(&self, rss: u64) -> bool {
-        rss.saturating_add(self.headroom_bytes) > self.limit_bytes
     }
 }
 
@@ -92,7 +83,5 @@ mod tests {
         let limit = ProcessLimit::for_budget_mib(256);
         assert_eq!(limit.limit_bytes, 320 * 1024 * 1024);
         assert!(limit.headroom_bytes < limit.limit_bytes);
-        assert!(!limit.passed_by(limit.limit_bytes - limit.headroom_bytes));
-        assert!(limit.passed_by(limit.limit_bytes - limit.headroom_bytes + 1));
     }
 }

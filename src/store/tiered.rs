@@ -101,6 +101,8 @@ enum Slot {
         last_read: u64,
         /// How long loading it took.
         load_time: Duration,
+        /// Writes made it larger since the last probe of the process's memory.
+        grown: bool,
     },
     /// Being loaded: writes that land meanwhile are recorded to be replayed onto the copy.
     Loading {
@@ -252,32 +254,6 @@ impl State {
         self.evict_for(id, pause);
     }
 
-    /// The table to give back first when the process needs memory: a load in progress (its
-    /// copy serves no read yet), else the least recently read resident table.
-    fn first_to_give_back(&self) -> Option<u64> {
-        let loading = self.tables.iter().find_map(|(id, slot)| match slot {
-            Slot::Loading { .. } => Some(*id),
-            _ => None,
-        });
-        loading.or_else(|| {
-            self.tables
-                .iter()
-                .filter_map(|(id, slot)| match slot {
-                    Slot::Resident { last_read, .. } => Some((*last_read, *id)),
-                    _ => None,
-                })
-                .min()
-                .map(|(_, id)| id)
-        })
-    }
-
-    fn bytes_of(&self, id: u64) -> u64 {
-        match self.tables.get(&id) {
-            Some(Slot::Resident { bytes, .. } | Slot::Loading { bytes, .. }) => *bytes,
-            _ => 0,
-        }
-    }
-
     fn evict_for(&mut self, id: u64, pause: Duration) {
         let until = Instant::now() + pause;
         if let Some(Slot::Resident { bytes, .. } | Slot::Loading { bytes, .. }) =
@@ -354,6 +330,7 @@ impl<B: Kv> Shared<B> {
                 bytes,
                 last_read,
                 load_time: started.elapsed(),
+                grown: false,
             },
         );
         tracing::debug!(table_id = id, bytes, load_time = ?started.elapsed(), "RAM tier: table loaded");
@@ -380,10 +357,9 @@ impl<B: Kv> Shared<B> {
             return false;
         }
         drop(state);
-        // The copy also has to fit the process's limit (its real size, the backend's memory).
-        !self
-            .probe()
-            .is_some_and(|(rss, limit)| limit.passed_by(rss))
+        // A load makes the process grow: it stops within one headroom of the process limit.
+        self.probe()
+            .is_none_or(|(rss, limit)| rss + limit.headroom_bytes <= limit.limit_bytes)
     }
 
     /// Reads the process's resident bytes, if the server set a limit: `(bytes, limit)`.
@@ -394,47 +370,70 @@ impl<B: Kv> Shared<B> {
         Some((rss, limit))
     }
 
-    /// Whether the last probe left too little room under the process limit to start a load.
+    /// Whether the last probe left less than two headrooms under the process limit: no load
+    /// starts then.
     fn no_room_for_loads(&self) -> bool {
         let Some(limit) = self.process_limit.get() else {
             return false;
         };
         let rss = self.last_rss.load(Ordering::Relaxed);
-        rss > 0 && rss.saturating_add(3 * limit.headroom_bytes) > limit.limit_bytes
+        rss > 0 && rss + 2 * limit.headroom_bytes > limit.limit_bytes
     }
 
-    /// Once the process is within one headroom of its limit, gives back loads in progress and
-    /// resident tables (least recently read first) until it is an estimated two headrooms
-    /// under it, or the tier holds nothing.
+    /// Within one headroom of the process limit, gives back what makes the process grow: loads
+    /// in progress, then tables that writes made larger since the last probe (least recently
+    /// read first), until an estimated two headrooms are free. Tables that are only read stay:
+    /// they do not grow, and what else holds the memory (the backend's cache and index, freed
+    /// memory the allocator keeps) would not shrink by giving them back.
     fn keep_within_process_limit(&self) {
         let Some((rss, limit)) = self.probe() else {
             return;
         };
-        if !limit.passed_by(rss) {
-            return;
-        }
-        let mut excess = (rss + 2 * limit.headroom_bytes).saturating_sub(limit.limit_bytes);
         let mut state = self.lock();
-        while excess > 0 {
-            let Some(id) = state.first_to_give_back() else {
-                break;
-            };
-            excess = excess.saturating_sub(state.bytes_of(id));
-            tracing::debug!(
-                table_id = id,
-                rss,
-                "RAM tier: table given back for the process limit"
-            );
-            state.refuse(id);
+        if rss + limit.headroom_bytes > limit.limit_bytes {
+            let mut excess = rss + 2 * limit.headroom_bytes - limit.limit_bytes;
+            let mut growing: Vec<(u64, u64, u64)> = state
+                .tables
+                .iter()
+                .filter_map(|(id, slot)| match slot {
+                    Slot::Loading { bytes, .. } => Some((0, *id, *bytes)),
+                    Slot::Resident {
+                        last_read,
+                        bytes,
+                        grown: true,
+                        ..
+                    } => Some((*last_read, *id, *bytes)),
+                    _ => None,
+                })
+                .collect();
+            growing.sort_unstable();
+            for (_, id, bytes) in growing {
+                if excess == 0 {
+                    break;
+                }
+                tracing::debug!(
+                    table_id = id,
+                    rss,
+                    "RAM tier: table given back for the process limit"
+                );
+                state.refuse(id);
+                excess = excess.saturating_sub(bytes);
+            }
+            if excess > 0 && !self.told_over_limit.swap(true, Ordering::Relaxed) {
+                tracing::info!(
+                    resident_mib = rss >> 20,
+                    limit_mib = limit.limit_bytes >> 20,
+                    "the server is above --memory-budget + 64 MiB with no table growing in the \
+                     RAM tier (the on-disk store's cache and index, requests): no table is loaded \
+                     into RAM until it is below; a larger --memory-budget or a smaller --cache-mb \
+                     gives the tier room again"
+                );
+            }
         }
-        if excess > 0 && !self.told_over_limit.swap(true, Ordering::Relaxed) {
-            tracing::info!(
-                resident_mib = rss >> 20,
-                limit_mib = limit.limit_bytes >> 20,
-                "the server's memory outside the RAM tier (the on-disk store's cache and index, \
-                 requests) is above --memory-budget + 64 MiB: tables are read from disk; a \
-                 larger --memory-budget or a smaller --cache-mb gives the tier room again"
-            );
+        for slot in state.tables.values_mut() {
+            if let Slot::Resident { grown, .. } = slot {
+                *grown = false;
+            }
         }
     }
 }
@@ -521,7 +520,7 @@ impl<B: Kv> TieredKv<B> {
     /// Set once (a second call is ignored).
     pub fn limit_process_memory(&self, limit: ProcessLimit) {
         let _ = self.shared.process_limit.set(limit);
-        self.shared.probe();
+        self.shared.keep_within_process_limit();
     }
 
     /// Checks the process limit now (what the loader thread does every [`PROBE_INTERVAL`]).
@@ -853,8 +852,9 @@ impl<B: Kv> Kv for TieredKv<B> {
                     &mut after,
                     copy,
                 );
-                if let Some(Slot::Resident { bytes, .. }) = state.tables.get_mut(&id) {
+                if let Some(Slot::Resident { bytes, grown, .. }) = state.tables.get_mut(&id) {
                     *bytes = after;
+                    *grown |= after > before;
                 }
                 state.used = state.used + after - before;
                 if !state.make_room(budget, Some(id)) {
@@ -1056,7 +1056,7 @@ mod tests {
         assert!(!kv.is_resident(2));
     }
 
-    /// A process limit of `limit` bytes (headroom 50) whose probe reports `rss`.
+    /// A process limit of `limit_bytes` (headroom 50) whose probe reports `rss`.
     fn limit(limit_bytes: u64, rss: &Arc<AtomicU64>) -> ProcessLimit {
         let rss = Arc::clone(rss);
         ProcessLimit {
@@ -1067,8 +1067,7 @@ mod tests {
     }
 
     #[test]
-    fn over_the_process_limit_tables_are_given_back_least_recently_read_first() {
-        let row = row_cost(&entity_key(1, "p", "a"), &[0; 100]);
+    fn over_the_process_limit_growing_tables_are_given_back_and_read_ones_stay() {
         let kv = inline(1 << 20);
         let rss = Arc::new(AtomicU64::new(500));
         kv.limit_process_memory(limit(10_000, &rss));
@@ -1076,20 +1075,23 @@ mod tests {
             put(&kv, t, "a", &[t as u8; 100]);
             read(&kv, t, "a");
         }
-        read(&kv, 1, "a"); // 2, then 3, are the least recently read
         kv.keep_within_process_limit();
-        assert!(kv.is_resident(1) && kv.is_resident(2) && kv.is_resident(3));
-        // `row` over the limit: free `row` + two headrooms, i.e. two tables.
-        rss.store(10_000 + row, Ordering::Relaxed);
+        // 2 and 3 grow; 2 is the least recently read of them.
+        put(&kv, 2, "b", &[2; 100]);
+        put(&kv, 3, "b", &[3; 100]);
+        read(&kv, 3, "a");
+        // Within a headroom of the limit: the excess (two headrooms) is less than table 2.
+        rss.store(10_000, Ordering::Relaxed);
         kv.keep_within_process_limit();
-        assert!(kv.is_resident(1) && !kv.is_resident(2) && !kv.is_resident(3));
-        assert_eq!(kv.usage().used_bytes, row);
+        assert!(kv.is_resident(1) && !kv.is_resident(2) && kv.is_resident(3));
         assert_eq!(
-            read(&kv, 2, "a"),
+            read(&kv, 2, "b"),
             Some(vec![2; 100]),
             "read from the backend"
         );
-        // Still over: no load starts.
+        // Still over, nothing grew since: the tables that are read stay, and no load starts.
+        kv.keep_within_process_limit();
+        assert!(kv.is_resident(1) && kv.is_resident(3));
         put(&kv, 5, "a", &[5; 100]);
         assert_eq!(read(&kv, 5, "a"), Some(vec![5; 100]));
         assert!(!kv.is_resident(5));
@@ -1102,7 +1104,7 @@ mod tests {
     }
 
     #[test]
-    fn a_load_stops_when_the_process_passes_its_limit() {
+    fn a_load_stops_within_a_headroom_of_the_process_limit() {
         let kv = inline(1 << 30);
         let rss = Arc::new(AtomicU64::new(500));
         kv.limit_process_memory(limit(10_000, &rss));
@@ -1111,10 +1113,17 @@ mod tests {
             .collect();
         kv.apply(Space::Entities, batch).expect("apply");
         // The last probe said there is room; the probe during the copy says there is not.
-        rss.store(20_000, Ordering::Relaxed);
+        rss.store(9_960, Ordering::Relaxed);
         assert_eq!(all(&kv, 7).len(), 2 * CHUNK);
         assert!(!kv.is_resident(7), "the copy was given up");
         assert_eq!(kv.usage().used_bytes, 0);
+        // With room, the next load (after the pause) keeps it.
+        let kv = inline(1 << 30);
+        rss.store(500, Ordering::Relaxed);
+        kv.limit_process_memory(limit(10_000, &rss));
+        put(&kv, 7, "a", b"1");
+        read(&kv, 7, "a");
+        assert!(kv.is_resident(7));
     }
 
     #[test]
@@ -1136,20 +1145,22 @@ mod tests {
     }
 
     #[test]
-    fn the_loader_thread_gives_tables_back_by_itself() {
+    fn the_loader_thread_gives_growing_tables_back_by_itself() {
         let kv = TieredKv::new(MemoryKv::new(), TierOptions::with_budget_mib(1));
         let rss = Arc::new(AtomicU64::new(500));
-        kv.limit_process_memory(limit(10_000, &rss));
+        kv.limit_process_memory(limit(1 << 20, &rss));
         put(&kv, 1, "a", b"1");
         read(&kv, 1, "a");
         assert!(kv.wait_for_loads(Duration::from_secs(10)));
         assert!(kv.is_resident(1));
-        rss.store(50_000, Ordering::Relaxed);
+        rss.store(1 << 21, Ordering::Relaxed);
+        put(&kv, 1, "b", b"2");
         let deadline = Instant::now() + Duration::from_secs(10);
         while kv.is_resident(1) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
         assert!(!kv.is_resident(1));
+        assert_eq!(read(&kv, 1, "b"), Some(b"2".to_vec()));
     }
 
     #[test]
