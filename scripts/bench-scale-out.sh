@@ -82,12 +82,15 @@ as_pg "$PG_BINDIR/pg_ctl" -D "$WORK/pg" -l "$WORK/pg.log" -w start >/dev/null
 PG_UP=1
 say "PostgreSQL $("$PG_BINDIR/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_PORT (fsync on)"
 
-# Starts a node over store $1; sets ENDPOINT (no subshell, so PIDS keeps its pid).
+# Starts a node over store $1; sets ENDPOINT (no subshell, so PIDS keeps its pid). Only sled
+# keeps its data in a folder: a PostgreSQL node gets no --location (it would ignore it, and
+# say so in its log).
 start_node() {
-    local store=$1 port dir
+    local store=$1 port
+    local folder=()
     port=$(free_port)
-    dir=$(mktemp -d "$WORK/node.XXXXXX")
-    "$TABLESTORE" --host 127.0.0.1 --port "$port" --location "$dir" --store "$store" \
+    [[ $store == sled ]] && folder=(--location "$(mktemp -d "$WORK/node.XXXXXX")")
+    "$TABLESTORE" --host 127.0.0.1 --port "$port" "${folder[@]}" --store "$store" \
         --log-level warn >>"$OUT_DIR/servers.log" 2>&1 &
     PIDS+=($!)
     ENDPOINT="http://127.0.0.1:$port/devstoreaccount1"

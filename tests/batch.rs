@@ -24,25 +24,14 @@ fn entity_path(table: &str, pk: &str, rk: &str) -> String {
     format!("/{table}(PartitionKey='{pk}',RowKey='{rk}')")
 }
 
-/// A `$batch` body with one change set holding `subs`: (Content-Type, body).
-fn batch_body(t: &TestServer, subs: &[Sub]) -> (String, String) {
+/// Posts one change set holding `subs`.
+async fn submit(t: &TestServer, subs: &[Sub<'_>]) -> common::Reply {
     let mut batch = BatchBody::new(&t.base());
     for Sub(method, path, headers, payload) in subs {
         let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         batch.op(method, path, &headers, payload.as_deref());
     }
-    (batch.content_type(), batch.body())
-}
-
-async fn submit(t: &TestServer, subs: &[Sub<'_>]) -> common::Reply {
-    let (ct, body) = batch_body(t, subs);
-    t.send(
-        "POST",
-        "/$batch",
-        &[("Content-Type", ct.as_str())],
-        Some(&body),
-    )
-    .await
+    t.send_batch(&batch).await
 }
 
 /// The status lines of the sub-responses, in order.

@@ -119,7 +119,7 @@ async fn annotated_boolean_strings_are_stored_as_booleans_on_every_body_path() {
 }
 
 /// One change set with one sub-request per entity body: insert, replace and merge.
-fn batch(t: &TestServer, subs: &[(&str, String, String)]) -> String {
+fn batch(t: &TestServer, subs: &[(&str, String, String)]) -> BatchBody {
     let mut batch = BatchBody::new(&t.base());
     for (method, path, payload) in subs {
         batch.op(
@@ -129,7 +129,7 @@ fn batch(t: &TestServer, subs: &[(&str, String, String)]) -> String {
             Some(payload),
         );
     }
-    batch.body()
+    batch
 }
 
 #[tokio::test]
@@ -152,8 +152,7 @@ async fn annotated_boolean_strings_inside_a_batch() {
             ),
         ],
     );
-    let ct = [("Content-Type", "multipart/mixed; boundary=batch_b1")];
-    let r = t.send("POST", "/$batch", &ct, Some(&body)).await;
+    let r = t.send_batch(&body).await;
     assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
     assert!(!r.text().contains("odata.error"), "{}", r.text());
     assert_eq!(stored_ok(&t, "csv", "a").await, json!(true));
@@ -168,7 +167,7 @@ async fn annotated_boolean_strings_inside_a_batch() {
             ("POST", "/csv".into(), cli_body("p", "e", "yes")),
         ],
     );
-    let r = t.send("POST", "/$batch", &ct, Some(&body)).await;
+    let r = t.send_batch(&body).await;
     assert!(r.text().contains("\"InvalidInput\""), "{}", r.text());
     let r = t.send("GET", &entity_url("csv", "p", "d"), &[], None).await;
     assert_error(&r, 404, "ResourceNotFound");
@@ -245,21 +244,9 @@ async fn weak_etags_that_do_not_match_are_412_and_non_etags_400() {
         assert_error(&r, 404, "ResourceNotFound");
     }
     // Inside a change set: the change set fails with 412 at that index.
-    let body = format!(
-        "--batch_b1\r\nContent-Type: multipart/mixed; boundary=changeset_c1\r\n\r\n\
-         --changeset_c1\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n\
-         DELETE {}{url} HTTP/1.1\r\nAccept: application/json;odata=minimalmetadata\r\nIf-Match: W/\"wrong\"\r\n\r\n\
-         --changeset_c1--\r\n--batch_b1--\r\n",
-        t.base()
-    );
-    let r = t
-        .send(
-            "POST",
-            "/$batch",
-            &[("Content-Type", "multipart/mixed; boundary=batch_b1")],
-            Some(&body),
-        )
-        .await;
+    let mut batch = BatchBody::new(&t.base());
+    batch.op("DELETE", &url, &[("If-Match", "W/\"wrong\"")], None);
+    let r = t.send_batch(&batch).await;
     assert!(r.text().contains("HTTP/1.1 412"), "{}", r.text());
     assert!(
         r.text().contains("UpdateConditionNotSatisfied"),

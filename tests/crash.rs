@@ -265,9 +265,9 @@ fn request_line(worker: usize, op: &SubOp) -> (&'static str, String, Vec<(&'stat
     }
 }
 
-fn batch_body(endpoint: &str, worker: usize, ops: &[SubOp]) -> (String, Vec<u8>) {
+fn batch_body(account_url: &str, worker: usize, ops: &[SubOp]) -> BatchBody {
     let mut batch = BatchBody::with_boundaries(
-        &format!("{endpoint}/devstoreaccount1"),
+        account_url,
         &format!("batch_w{worker}"),
         &format!("changeset_w{worker}"),
     );
@@ -278,7 +278,7 @@ fn batch_body(endpoint: &str, worker: usize, ops: &[SubOp]) -> (String, Vec<u8>)
             .then(|| String::from_utf8(entity_body(worker, op)).expect("utf-8"));
         batch.op(method, &path, &headers, entity.as_deref());
     }
-    (batch.content_type(), batch.body().into_bytes())
+    batch
 }
 
 /// Sub-response statuses and ETags, in order.
@@ -326,15 +326,8 @@ async fn run_worker(
                 .iter()
                 .map(|&k| w.choose(k, &current[k], seq))
                 .collect();
-            let (ct, body) = batch_body(&client.endpoint, w.id, &ops);
-            let reply = client
-                .send(
-                    "POST",
-                    "/$batch",
-                    &[("Content-Type", ct.as_str())],
-                    Some(body),
-                )
-                .await;
+            let batch = batch_body(&client.account_url(), w.id, &ops);
+            let reply = client.send_batch(&batch).await;
             let what = format!(
                 "batch {:?}",
                 ops.iter().map(|o| (o.key, o.kind)).collect::<Vec<_>>()

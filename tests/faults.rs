@@ -180,7 +180,7 @@ async fn disk_full(args: &[&str], strict: bool) {
 
     // Batches and table creation fail the same way, at the top level (checked where nothing
     // frees space by itself).
-    let mut batch = BatchBody::new(&format!("{}/devstoreaccount1", client.endpoint));
+    let mut batch = BatchBody::new(&client.account_url());
     let entity = String::from_utf8(entity(9999, &data)).unwrap();
     batch.op(
         "POST",
@@ -189,15 +189,7 @@ async fn disk_full(args: &[&str], strict: bool) {
         Some(&entity),
     );
     if strict {
-        let r = client
-            .send(
-                "POST",
-                "/$batch",
-                &[("Content-Type", &batch.content_type())],
-                Some(batch.body().into_bytes()),
-            )
-            .await
-            .unwrap();
+        let r = client.send_batch(&batch).await.unwrap();
         assert_server_busy(&r, &data_dir);
     }
 

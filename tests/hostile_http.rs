@@ -103,6 +103,99 @@ async fn declared_oversize_body_is_413_without_reading_it() {
     assert_healthy(addr).await;
 }
 
+/// Requests refused before their body is read (by the version check, the account, the URL,
+/// authentication, or the insight endpoint's verb check), each with a 200 KiB body on a
+/// kept-alive connection: the refusal arrives whole and the same connection then answers the
+/// next request, as Azure does (the SDKs reuse a connection after an error answer).
+#[tokio::test]
+async fn refusals_before_the_body_is_read_leave_the_connection_usable() {
+    let (_t, addr) = start().await;
+    let body = "x".repeat(200 * 1024);
+    let framing = format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let unsigned = |method: &str, path: &str, version: &str| {
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-ms-version: {version}\r\n{framing}"
+        )
+    };
+    let cases = [
+        (
+            "an unknown account",
+            signed_head("POST", "/nosuchaccount/hostile", &framing),
+            403,
+            "AuthenticationFailed",
+        ),
+        (
+            "no account in the path",
+            unsigned("POST", "/", "2019-02-02"),
+            400,
+            "InvalidUri",
+        ),
+        (
+            "a bad x-ms-version",
+            unsigned("POST", "/devstoreaccount1/hostile", "yesterday"),
+            400,
+            "InvalidHeaderValue",
+        ),
+        (
+            "a query that is not UTF-8",
+            signed_head("POST", "/devstoreaccount1/hostile?x=%FF", &framing),
+            400,
+            "InvalidQueryParameterValue",
+        ),
+        (
+            "a path that names no resource",
+            signed_head(
+                "POST",
+                "/devstoreaccount1/hostile(PartitionKey='a',RowKey='b')/extra",
+                &framing,
+            ),
+            400,
+            "InvalidInput",
+        ),
+        (
+            "no signature",
+            unsigned("POST", "/devstoreaccount1/hostile", "2019-02-02"),
+            403,
+            "AuthenticationFailed",
+        ),
+        (
+            "a POST to the insight endpoint",
+            unsigned("POST", "/_tablestore/insight", "2019-02-02"),
+            405,
+            "UnsupportedHttpVerb",
+        ),
+    ];
+    for (what, head, status, code) in cases {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let request = format!("{head}{body}");
+        // Written whole before reading, as the SDKs do: a server that stopped reading
+        // makes this time out or fail.
+        let sent = tokio::time::timeout(LIMIT, stream.write_all(request.as_bytes())).await;
+        assert!(
+            matches!(sent, Ok(Ok(()))),
+            "{what}: the body could not be sent: {sent:?}"
+        );
+        let mut pipeline = raw::Pipeline::default();
+        let refusal = match pipeline.read(&mut stream, LIMIT).await {
+            Outcome::Reply(r) => r,
+            other => panic!("{what}: no whole answer: {other:?}"),
+        };
+        assert_eq!(refusal.status, status, "{what}: {}", refusal.whole());
+        assert_eq!(refusal.error_code().as_deref(), Some(code), "{what}");
+        let next = signed_head("GET", "/devstoreaccount1/Tables", "\r\n");
+        let sent = stream.write_all(next.as_bytes()).await;
+        assert!(sent.is_ok(), "{what}: the connection was closed: {sent:?}");
+        match pipeline.read(&mut stream, LIMIT).await {
+            Outcome::Reply(r) => assert_eq!(r.status, 200, "{what}: next request: {}", r.whole()),
+            other => panic!("{what}: the next request on the connection got {other:?}"),
+        }
+    }
+    assert_healthy(addr).await;
+}
+
 #[tokio::test]
 async fn chunked_oversize_body_is_413() {
     let (_t, addr) = start().await;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::batch::BatchBody;
 use common::child::{ChildServer, Client, Signer};
-use common::{sign_lite, Signing, TestServer, JSON_MINIMAL};
+use common::{sign_lite, Signing, TestServer};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use tablestore::config::{Config, PageBreaksArg};
@@ -298,8 +298,8 @@ async fn dropped_connections_before_and_after_the_write() {
     assert_eq!(report["rules"][1]["fired"], 1);
 }
 
-/// A `$batch` body of inserts into one partition: (Content-Type, body).
-fn batch(t: &TestServer, table: &str, pk: &str, rows: std::ops::Range<usize>) -> (String, String) {
+/// A `$batch` body of inserts into one partition.
+fn batch(t: &TestServer, table: &str, pk: &str, rows: std::ops::Range<usize>) -> BatchBody {
     let mut body = BatchBody::new(&t.base());
     for rk in rows {
         let entity = entity(pk, &format!("{rk:04}"));
@@ -310,35 +310,39 @@ fn batch(t: &TestServer, table: &str, pk: &str, rows: std::ops::Range<usize>) ->
             Some(&entity),
         );
     }
-    (body.content_type(), body.body())
+    body
 }
 
-async fn send_batch(
+/// The signed POST of `batch` to the server's `/$batch`.
+fn batch_request(
     t: &TestServer,
-    body: (String, String),
-) -> Result<common::Reply, reqwest::Error> {
+    client: &reqwest::Client,
+    batch: &BatchBody,
+) -> reqwest::RequestBuilder {
     let url = format!("{}/$batch", t.base());
-    let parsed = reqwest::Url::parse(&url).unwrap();
-    let (date, authorization) = sign_lite(parsed.path(), None);
+    let content_type = batch.content_type();
+    let headers = [
+        ("Content-Type", content_type.as_str()),
+        ("x-ms-version", "2019-02-02"),
+    ];
+    common::request(
+        client,
+        "POST",
+        &url,
+        &headers,
+        Some(batch.body().into_bytes()),
+        Signing::Dev,
+    )
+}
+
+/// Posts `batch` on a connection of its own (an injected fault drops it), returning the
+/// transport error instead of panicking on it.
+async fn send_batch(t: &TestServer, batch: BatchBody) -> Result<common::Reply, reqwest::Error> {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    let resp = client
-        .post(parsed)
-        .header("x-ms-date", date)
-        .header("x-ms-version", "2019-02-02")
-        .header("Authorization", authorization)
-        .header("Accept", JSON_MINIMAL)
-        .header("Content-Type", body.0)
-        .body(body.1)
-        .send()
-        .await?;
-    Ok(common::Reply {
-        status: resp.status(),
-        headers: resp.headers().clone(),
-        body: resp.bytes().await?.to_vec(),
-    })
+    common::Reply::read(batch_request(t, &client, &batch).send().await?).await
 }
 
 #[tokio::test]
@@ -566,33 +570,20 @@ async fn paced_load(
     const PER_BATCH: usize = 20;
     let batches = entities_per_second * seconds / PER_BATCH;
     let interval = Duration::from_secs_f64(PER_BATCH as f64 / entities_per_second as f64);
-    let bodies: Vec<(String, String)> = (0..batches)
+    let client = reqwest::Client::new();
+    let requests: Vec<reqwest::RequestBuilder> = (0..batches)
         .map(|b| {
             let pk = format!("p{}", b % partitions);
-            batch(t, table, &pk, b * PER_BATCH..(b + 1) * PER_BATCH)
+            let body = batch(t, table, &pk, b * PER_BATCH..(b + 1) * PER_BATCH);
+            batch_request(t, &client, &body).timeout(Duration::from_secs(60))
         })
         .collect();
-    let client = reqwest::Client::new();
-    let url = format!("{}/$batch", t.base());
     let start = tokio::time::Instant::now();
     let mut tasks = tokio::task::JoinSet::new();
-    for (b, body) in bodies.into_iter().enumerate() {
+    for (b, request) in requests.into_iter().enumerate() {
         tokio::time::sleep_until(start + interval * b as u32).await;
-        let (client, url) = (client.clone(), url.clone());
         tasks.spawn(async move {
-            let parsed = reqwest::Url::parse(&url).unwrap();
-            let (date, authorization) = sign_lite(parsed.path(), None);
-            let r = client
-                .post(parsed)
-                .header("x-ms-date", date)
-                .header("x-ms-version", "2019-02-02")
-                .header("Authorization", authorization)
-                .header("Content-Type", body.0)
-                .body(body.1)
-                .timeout(Duration::from_secs(60))
-                .send()
-                .await
-                .expect("answered");
+            let r = request.send().await.expect("answered");
             r.status().as_u16()
         });
     }

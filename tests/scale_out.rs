@@ -328,7 +328,7 @@ async fn batch_atomicity(rows: usize) {
     let n = nodes(3, "atomic_batch");
     let clients = n.clients();
     clients[0].create_table("batched").await;
-    let base = format!("{}/devstoreaccount1", clients[0].endpoint);
+    let base = clients[0].account_url();
     let batch_of = |round: usize, rows: usize| {
         let mut b = BatchBody::new(&base);
         for r in 0..rows {
@@ -344,15 +344,7 @@ async fn batch_atomicity(rows: usize) {
         b
     };
     let post_batch = |c: Client, b: BatchBody| async move {
-        let r = c
-            .send(
-                "POST",
-                "/$batch",
-                &[("Content-Type", &b.content_type())],
-                Some(b.body().into_bytes()),
-            )
-            .await
-            .expect("batch answered");
+        let r = c.send_batch(&b).await.expect("batch answered");
         assert_eq!(r.status.as_u16(), 202, "{}", r.text());
         r.text()
     };
@@ -433,7 +425,7 @@ async fn continuation_tokens_issued_by_one_node_work_on_another() {
     let n = nodes(3, "continuation");
     let clients = n.clients();
     clients[0].create_table("paged").await;
-    let base = format!("{}/devstoreaccount1", clients[0].endpoint);
+    let base = clients[0].account_url();
     let mut expected = Vec::new();
     for pk in ["a", "b", "c"] {
         let mut b = BatchBody::new(&base);
@@ -447,15 +439,7 @@ async fn continuation_tokens_issued_by_one_node_work_on_another() {
                 Some(&json!({"PartitionKey": pk, "RowKey": rk}).to_string()),
             );
         }
-        let r = clients[1]
-            .send(
-                "POST",
-                "/$batch",
-                &[("Content-Type", &b.content_type())],
-                Some(b.body().into_bytes()),
-            )
-            .await
-            .expect("batch");
+        let r = clients[1].send_batch(&b).await.expect("batch");
         assert_eq!(r.status.as_u16(), 202, "{}", r.text());
     }
     // Pages of 4 read round-robin through the three nodes.

@@ -97,21 +97,13 @@ async fn batcher(client: Client, id: usize, stop: Arc<AtomicBool>, stats: Arc<St
     let mut generation = 0u64;
     while !stop.load(Ordering::Relaxed) {
         generation += 1;
-        let mut batch = BatchBody::new(&format!("{}/devstoreaccount1", client.endpoint));
+        let mut batch = BatchBody::new(&client.account_url());
         for row in 0..BATCH_ROWS {
             let entity = json!({"PartitionKey": pk, "RowKey": format!("r{row}"), "a": generation, "b": generation});
             let path = format!("/soak(PartitionKey='{pk}',RowKey='r{row}')");
             batch.op("PUT", &path, &[], Some(&entity.to_string()));
         }
-        let r = client
-            .send(
-                "POST",
-                "/$batch",
-                &[("Content-Type", &batch.content_type())],
-                Some(batch.body().into_bytes()),
-            )
-            .await
-            .expect("batch");
+        let r = client.send_batch(&batch).await.expect("batch");
         assert_eq!(r.status.as_u16(), 202, "{}", r.text());
         assert!(!r.text().contains("odata.error"), "{}", r.text());
         stats.batches.fetch_add(1, Ordering::Relaxed);

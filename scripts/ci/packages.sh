@@ -38,21 +38,6 @@ finish() {
 }
 step_failed() { echo "packages: FAILED: $*" >&2; FAIL=$((FAIL + 1)); }
 
-junit_counts() { # xml -> "pass fail skip"
-  "$PYTHON" - "$1" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    print(0, 1, 0); sys.exit()
-suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-t = f = s = 0
-for su in suites:
-    t += int(su.get("tests", 0)); f += int(su.get("failures", 0)) + int(su.get("errors", 0)); s += int(su.get("skipped", 0))
-print(t - f - s, f, s)
-PY
-}
-
 DIST="$WORK/dist"
 echo "==> scripts/package.sh --binary $BINARY"
 if ! scripts/package.sh --binary "$BINARY" --out "$DIST"; then
@@ -96,7 +81,7 @@ if make_venv \
     && "$VENV/bin/python" -m pytest -p no:xdist test_function_scope.py --tablestore-scope function \
          --junitxml="$WORK/pkg-pytest-function.xml" -q)
   for xml in "$WORK/pkg-pytest.xml" "$WORK/pkg-pytest-function.xml"; do
-    read -r p f s < <(junit_counts "$xml")
+    read -r p f s < <("$PYTHON" scripts/ci/junit-counts.py "$xml")
     PASS=$((PASS + p)); FAIL=$((FAIL + f)); SKIP=$((SKIP + s))
   done
 else

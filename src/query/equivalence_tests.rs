@@ -49,16 +49,19 @@ pub(super) fn arb_entity() -> impl Strategy<Value = RawEntity> {
         (prop::sample::select(&["N", "X", "S"][..]), arb_value()),
         0..3,
     )
-    .prop_map(|ps| {
-        let mut out: Vec<(String, EdmValue)> = Vec::new();
-        for (name, value) in ps {
-            if !out.iter().any(|(n, _)| n == name) {
-                out.push((name.to_string(), value));
-            }
-        }
-        out
-    });
+    .prop_map(first_of_each_name);
     (arb_key(), arb_key(), props)
+}
+
+/// Keeps the first property of each name (an entity has each property once).
+pub(super) fn first_of_each_name(props: Vec<(&str, EdmValue)>) -> Vec<(String, EdmValue)> {
+    let mut out: Vec<(String, EdmValue)> = Vec::new();
+    for (name, value) in props {
+        if !out.iter().any(|(n, _)| n == name) {
+            out.push((name.to_string(), value));
+        }
+    }
+    out
 }
 
 fn arb_op() -> impl Strategy<Value = CmpOp> {
@@ -107,9 +110,16 @@ fn key_of(e: &Entity) -> (String, String) {
 
 fn load(entities: &[RawEntity]) -> (std::sync::Arc<KvStore<MemoryKv>>, TableId) {
     let store = KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("memory store");
+    let table = load_into(&*store, "equiv", entities);
+    (store, table)
+}
+
+/// Creates table `name` in `store` and writes `entities` into it, one InsertOrReplace each.
+pub(super) fn load_into(store: &dyn Store, name: &str, entities: &[RawEntity]) -> TableId {
     let table = store
-        .create_table(&TableRef::new("acct", "equiv"))
-        .expect("table");
+        .create_table(&TableRef::new("acct", name))
+        .expect("table")
+        .id;
     for (pk, rk, props) in entities {
         let op = WriteOp {
             kind: WriteKind::InsertOrReplace,
@@ -126,9 +136,9 @@ fn load(entities: &[RawEntity]) -> (std::sync::Arc<KvStore<MemoryKv>>, TableId) 
                 .collect(),
             if_match: IfMatch::Any,
         };
-        store.commit(table.id, &[op]).expect("insert");
+        store.commit(table, &[op]).expect("insert");
     }
-    (store, table.id)
+    table
 }
 
 proptest! {

@@ -5,20 +5,18 @@
 
 use proptest::prelude::*;
 
-use super::equivalence_tests::{arb_filter, arb_key};
+use super::equivalence_tests::{arb_filter, arb_key, first_of_each_name, load_into, RawEntity};
 use super::plan::plan_entities;
 use super::split::Split;
 use super::{eval, execute_raw_page_with, PageLimits, RawPage};
-use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
+use crate::model::EdmValue;
 use crate::protocol::filter::{parse, Expr, MAX_COMPARISONS};
 use crate::store::memory::MemoryKv;
 use crate::store::tiered::{TierOptions, TieredKv};
 use crate::store::{Durability, KeyRange, KvStore, Store, TableId};
 
-/// PartitionKey, RowKey and properties of one entity.
-type Row = (String, String, Vec<(String, EdmValue)>);
-
-fn arb_row() -> impl Strategy<Value = Row> {
+/// Entities over many partitions (so ranges split) with Int32 and String properties.
+fn arb_row() -> impl Strategy<Value = RawEntity> {
     let partition = prop_oneof![(0u8..12).prop_map(|p| format!("p{p:02}")), arb_key(),];
     let value = prop_oneof![
         (-3i32..3).prop_map(EdmValue::Int32),
@@ -27,43 +25,9 @@ fn arb_row() -> impl Strategy<Value = Row> {
     (
         partition,
         arb_key(),
-        prop::collection::vec((prop::sample::select(&["N", "X", "S"][..]), value), 0..3),
+        prop::collection::vec((prop::sample::select(&["N", "X", "S"][..]), value), 0..3)
+            .prop_map(first_of_each_name),
     )
-        .prop_map(|(pk, rk, props)| {
-            let mut out: Vec<(String, EdmValue)> = Vec::new();
-            for (name, value) in props {
-                if !out.iter().any(|(n, _)| n == name) {
-                    out.push((name.to_string(), value));
-                }
-            }
-            (pk, rk, out)
-        })
-}
-
-fn load(store: &dyn Store, rows: &[Row]) -> TableId {
-    let table = store
-        .create_table(&TableRef::new("acct", "split"))
-        .expect("table")
-        .id;
-    for (pk, rk, props) in rows {
-        let op = WriteOp {
-            kind: WriteKind::InsertOrReplace,
-            key: EntityKey {
-                partition_key: pk.clone(),
-                row_key: rk.clone(),
-            },
-            properties: props
-                .iter()
-                .map(|(n, v)| Property {
-                    name: n.clone(),
-                    value: v.clone(),
-                })
-                .collect(),
-            if_match: IfMatch::Any,
-        };
-        store.commit(table, &[op]).expect("insert");
-    }
-    table
 }
 
 /// A page as comparable data: rows' keys and values, continuation, examined count.
@@ -148,7 +112,7 @@ proptest! {
         } else {
             KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("store")
         };
-        let table = load(&*store, &rows);
+        let table = load_into(&*store, "split", &rows);
         let limits = PageLimits { top, max_examined, ..PageLimits::default() };
         let planned = plan_entities(expr.as_ref()).ranges;
         compare_pages(&*store, table, &planned, expr.as_ref(), limits)?;
@@ -164,7 +128,7 @@ fn a_large_range_splits_at_a_partition_start_and_a_partition_does_not() {
     let rows: Vec<_> = (0..40)
         .map(|i| (format!("p{:02}", i / 4), format!("r{i:02}"), Vec::new()))
         .collect();
-    let table = load(&*store, &rows);
+    let table = load_into(&*store, "split", &rows);
     let middle = store
         .split_point(table, &KeyRange::all(), 8)
         .expect("a split point");
@@ -189,7 +153,7 @@ fn a_large_range_splits_at_a_partition_start_and_a_partition_does_not() {
         },
     );
     let tiered = KvStore::open(tier, Durability::Relaxed).expect("store");
-    let table = load(&*tiered, &rows);
+    let table = load_into(&*tiered, "split", &rows);
     // Resident once read; then it splits like the memory store.
     let _ = tiered.get_entity(table, "p00", "r00");
     assert_eq!(tiered.split_point(table, &KeyRange::all(), 8), Some(middle));

@@ -15,7 +15,7 @@ use super::call::Call;
 use super::connections::ConnectionAbort;
 use super::context::RequestContext;
 use super::handlers::{acl, batch, entities, insight, service, tables};
-use super::intake::{admit, Admitted};
+use super::intake::{admit, discard_unread, Admitted};
 use super::AppState;
 use crate::protocol::operation::Operation;
 use crate::protocol::ApiError;
@@ -32,6 +32,7 @@ pub async fn dispatch(
     let abort = parts.extensions.get::<ConnectionAbort>().cloned();
     let ctx = RequestContext::new(&parts.headers);
     if let Some(r) = insight::route(&state, &parts, &ctx, peer).await {
+        discard_unread(body);
         return r;
     }
     let Admitted {

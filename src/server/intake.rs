@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use axum::body::{to_bytes, Body};
+use axum::body::{to_bytes, Body, HttpBody as _};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
@@ -45,6 +45,72 @@ pub async fn admit(
     parts: Parts,
     body: Body,
 ) -> Result<Admitted, Response> {
+    let Head {
+        ctx,
+        query,
+        operation,
+        error_format,
+        principal,
+    } = match admit_head(state, peer, &parts).await {
+        Ok(head) => head,
+        Err(response) => {
+            discard_unread(body);
+            return Err(response);
+        }
+    };
+    let declared = parts
+        .headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_REQUEST_BODY as u64) {
+        discard_in_background(body, 0);
+        return Err(closing(ctx.error_response(
+            &ApiError::new(ErrorCode::RequestBodyTooLarge),
+            error_format,
+        )));
+    }
+    let read = match declared {
+        // A declared length within the limit: hyper delivers exactly that many bytes.
+        Some(_) => to_bytes(body, MAX_REQUEST_BODY)
+            .await
+            .map_err(|e| body_error(&e)),
+        None => read_unsized_body(body).await,
+    };
+    let body = match read {
+        Ok(b) => b,
+        Err(e) => return Err(closing(ctx.error_response(&e, error_format))),
+    };
+    let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
+    let call = Call {
+        ctx,
+        principal,
+        is_head: parts.method == axum::http::Method::HEAD,
+        headers: parts.headers,
+        query,
+        body,
+    };
+    Ok(Admitted {
+        call,
+        operation,
+        error_format,
+        auth_outcome,
+        method: parts.method,
+    })
+}
+
+/// What the request line and headers decide: the context, the query, the operation, how
+/// errors are rendered and who is calling.
+struct Head {
+    ctx: RequestContext,
+    query: QueryParams,
+    operation: Operation,
+    error_format: ErrorFormat,
+    principal: Option<Principal>,
+}
+
+/// Everything decided before the body is read, or the response that ends the request there.
+async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result<Head, Response> {
     let mut ctx = RequestContext::new(&parts.headers);
     let path = parts.uri.path();
     if path == HEALTH_PATH {
@@ -146,7 +212,7 @@ pub async fn admit(
     } else {
         match auth::check(
             state,
-            &parts,
+            parts,
             &ctx,
             account_path.path_style,
             &operation,
@@ -155,10 +221,6 @@ pub async fn admit(
         ) {
             Ok(p) => Some(p),
             Err(e) => {
-                // Keep reading the unread body, as after a 413: dropped, it makes hyper close
-                // the connection, and a client that reuses it (the SDKs do after a 403) sees
-                // a reset instead of its next answer.
-                discard_in_background(body, 0);
                 let mut response = ctx.error_response(&e, error_format);
                 response
                     .extensions_mut()
@@ -167,44 +229,12 @@ pub async fn admit(
             }
         }
     };
-    let declared = parts
-        .headers
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_REQUEST_BODY as u64) {
-        discard_in_background(body, 0);
-        return Err(closing(ctx.error_response(
-            &ApiError::new(ErrorCode::RequestBodyTooLarge),
-            error_format,
-        )));
-    }
-    let read = match declared {
-        // A declared length within the limit: hyper delivers exactly that many bytes.
-        Some(_) => to_bytes(body, MAX_REQUEST_BODY)
-            .await
-            .map_err(|e| body_error(&e)),
-        None => read_unsized_body(body).await,
-    };
-    let body = match read {
-        Ok(b) => b,
-        Err(e) => return Err(closing(ctx.error_response(&e, error_format))),
-    };
-    let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
-    let call = Call {
+    Ok(Head {
         ctx,
-        principal,
-        is_head: parts.method == axum::http::Method::HEAD,
-        headers: parts.headers,
         query,
-        body,
-    };
-    Ok(Admitted {
-        call,
         operation,
         error_format,
-        auth_outcome,
-        method: parts.method,
+        principal,
     })
 }
 
@@ -227,6 +257,18 @@ async fn read_unsized_body(mut body: Body) -> Result<Bytes, ApiError> {
         buf.extend_from_slice(&data);
     }
     Ok(buf.freeze())
+}
+
+/// Keeps reading the body of a request answered before its body was read (a refusal, the
+/// health probe, a preflight), as after a 413 ([`discard_in_background`]). Dropped unread,
+/// it makes hyper stop reading and close the connection once the answer is written: the
+/// bytes still on their way then reset the connection, so a client still sending loses the
+/// answer, and one that reuses the connection (the SDKs do after an error) sees a reset
+/// instead of its next answer. Azure answers and keeps the connection.
+pub(super) fn discard_unread(body: Body) {
+    if !body.is_end_stream() {
+        discard_in_background(body, 0);
+    }
 }
 
 /// Keeps reading an over-long body after its 413 is answered, dropping each piece as it

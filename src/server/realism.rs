@@ -273,6 +273,7 @@ pub async fn faults_endpoint(
     let mut ctx = RequestContext::new(&parts.headers);
     ctx.error_format = ErrorFormat::Json;
     if let Err(e) = super::handlers::insight::caller(state, &parts, peer) {
+        super::intake::discard_unread(body);
         return ctx.error(&e);
     }
     let report = |ctx: &RequestContext, status: StatusCode| {

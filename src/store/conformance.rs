@@ -24,6 +24,9 @@ use crate::model::{
 
 use super::{Footprint, KeyBound, KeyRange, Store, StoreError, TableId};
 
+#[cfg(test)]
+pub(crate) mod model_check;
+
 /// How the suite reaches one store.
 pub struct Harness<'a> {
     /// Opens the store over this check's data (the same data on every call).

@@ -584,21 +584,25 @@ crate::store_conformance!(
     },
 );
 
-/// Opens a durable sled store over `dir`, waiting briefly while a store closed just before
-/// (a background purge may still hold it) lets go of the folder.
+/// Opens sled over `dir` with `options`, waiting up to 10 s while a store closed just before
+/// (a background purge or flusher may still hold it) lets go of the folder.
 #[cfg(test)]
-fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::store::Store> {
+pub(crate) fn open_kv_for_tests(dir: &std::path::Path, options: &SledOptions) -> SledKv {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match SledKv::open(dir, &SledOptions::default()) {
-            Ok(kv) => {
-                return crate::store::KvStore::open(kv, crate::store::Durability::Durable)
-                    .expect("open the store")
-            }
+        match SledKv::open(dir, options) {
+            Ok(kv) => return kv,
             Err(e) if Instant::now() > deadline => panic!("opening sled in {dir:?}: {e:?}"),
             Err(_) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
+}
+
+/// Opens a durable sled store over `dir` (see [`open_kv_for_tests`]).
+#[cfg(test)]
+fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::store::Store> {
+    let kv = open_kv_for_tests(dir, &SledOptions::default());
+    crate::store::KvStore::open(kv, crate::store::Durability::Durable).expect("open the store")
 }
 
 #[cfg(test)]
@@ -612,14 +616,7 @@ mod tests {
             layout,
             ..SledOptions::default()
         };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match SledKv::open(dir, &options) {
-                Ok(kv) => return KvStore::open(kv, Durability::Durable).expect("store"),
-                Err(e) if Instant::now() > deadline => panic!("open: {e:?}"),
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
+        KvStore::open(open_kv_for_tests(dir, &options), Durability::Durable).expect("store")
     }
 
     fn insert(store: &dyn Store, table: &str, rows: std::ops::Range<u32>) {

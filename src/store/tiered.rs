@@ -905,18 +905,9 @@ fn open_sled_for_tests(
     dir: &std::path::Path,
     options: TierOptions,
 ) -> Arc<super::KvStore<TieredKv<super::sled_kv::SledKv>>> {
-    use super::sled_kv::{SledKv, SledOptions};
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match SledKv::open(dir, &SledOptions::default()) {
-            Ok(kv) => {
-                return super::KvStore::open(TieredKv::new(kv, options), super::Durability::Durable)
-                    .expect("open the store")
-            }
-            Err(e) if Instant::now() > deadline => panic!("opening sled in {dir:?}: {e:?}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
+    let kv = super::sled_kv::open_kv_for_tests(dir, &Default::default());
+    super::KvStore::open(TieredKv::new(kv, options), super::Durability::Durable)
+        .expect("open the store")
 }
 
 /// Every table fits and is loaded at its first read.
@@ -1283,137 +1274,42 @@ mod model {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
-    use crate::store::memory::MemoryKv;
-    use crate::store::{Durability, KeyRange, KvStore, Store, TableId};
+    use crate::store::conformance::model_check::{self, After};
 
-    #[derive(Debug, Clone)]
-    enum Step {
-        Commit(usize, Vec<(u8, u8, i32)>),
-        Get(usize, u8),
-        Scan(usize),
-        Evict(usize),
-        Reopen,
-    }
+    const BUDGET: u64 = 1500;
 
-    const KINDS: [WriteKind; 6] = [
-        WriteKind::Insert,
-        WriteKind::InsertOrReplace,
-        WriteKind::InsertOrMerge,
-        WriteKind::Update,
-        WriteKind::Merge,
-        WriteKind::Delete,
-    ];
-
-    fn step() -> impl Strategy<Value = Step> {
-        prop_oneof![
-            6 => (0..2usize, prop::collection::vec((0..7u8, 0..6u8, 0..100i32), 1..4))
-                .prop_map(|(t, ops)| Step::Commit(t, ops)),
-            3 => (0..2usize, 0..6u8).prop_map(|(t, r)| Step::Get(t, r)),
-            2 => (0..2usize).prop_map(Step::Scan),
-            1 => (0..2usize).prop_map(Step::Evict),
-            1 => Just(Step::Reopen),
-        ]
-    }
-
-    fn write_op(kind: u8, rk: u8, n: i32) -> WriteOp {
-        // Kind 6: an Update with an ETag that matches nothing.
-        let (kind, if_match) = match KINDS.get(kind as usize) {
-            Some(k) => (*k, IfMatch::Any),
-            None => (WriteKind::Update, IfMatch::Unmatchable),
-        };
-        WriteOp {
-            kind,
-            key: EntityKey {
-                partition_key: "p".into(),
-                row_key: format!("r{rk}"),
-            },
-            properties: if kind == WriteKind::Delete {
-                Vec::new()
-            } else {
-                vec![Property {
-                    name: format!("c{}", n % 3),
-                    value: EdmValue::String("x".repeat(n as usize)),
-                }]
-            },
-            if_match,
-        }
-    }
-
-    type Tiered = Arc<KvStore<TieredKv<crate::store::sled_kv::SledKv>>>;
-
-    fn open(dir: &std::path::Path) -> (Tiered, Vec<TableId>) {
-        let store = open_sled_for_tests(
+    fn open(
+        dir: &std::path::Path,
+    ) -> Arc<crate::store::KvStore<TieredKv<crate::store::sled_kv::SledKv>>> {
+        open_sled_for_tests(
             dir,
             TierOptions {
-                budget_bytes: 1500,
+                budget_bytes: BUDGET,
                 reload_pause: Duration::ZERO,
                 background: false,
             },
-        );
-        let ids = ["one", "two"]
-            .iter()
-            .map(|name| {
-                let t = TableRef::new("acct", *name);
-                match store.get_table(&t).expect("get") {
-                    Some(info) => info.id,
-                    None => store.create_table(&t).expect("create").id,
-                }
-            })
-            .collect();
-        (store, ids)
-    }
-
-    fn contents(store: &dyn Store, t: TableId) -> Vec<(String, Vec<Property>)> {
-        store
-            .scan(t, &KeyRange::all())
-            .map(|e| {
-                let e = e.expect("scan");
-                (e.row_key, e.properties)
-            })
-            .collect()
+        )
     }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
         #[test]
-        fn tiered_store_answers_like_the_memory_store(steps in prop::collection::vec(step(), 1..40)) {
-            let dir = tempfile::tempdir().expect("a temporary folder");
-            let memory = KvStore::open(MemoryKv::new(), Durability::Durable).expect("memory");
-            let mem_ids: Vec<TableId> = ["one", "two"]
-                .iter()
-                .map(|n| memory.create_table(&TableRef::new("acct", *n)).expect("create").id)
-                .collect();
-            let (mut tiered, mut ids) = open(dir.path());
-            for step in steps {
-                match step {
-                    Step::Commit(t, ops) => {
-                        let ops: Vec<WriteOp> =
-                            ops.iter().map(|&(k, r, n)| write_op(k, r, n)).collect();
-                        let a = tiered.commit(ids[t], &ops).map(|s| s.len()).map_err(|e| (e.index, e.error));
-                        let b = memory.commit(mem_ids[t], &ops).map(|s| s.len()).map_err(|e| (e.index, e.error));
-                        prop_assert_eq!(a, b);
-                    }
-                    Step::Get(t, r) => {
-                        let row = format!("r{r}");
-                        let a = tiered.get_entity(ids[t], "p", &row).expect("get").map(|e| e.properties);
-                        let b = memory.get_entity(mem_ids[t], "p", &row).expect("get").map(|e| e.properties);
-                        prop_assert_eq!(a, b);
-                    }
-                    Step::Scan(t) => {
-                        prop_assert_eq!(contents(&*tiered, ids[t]), contents(&*memory, mem_ids[t]));
-                    }
-                    Step::Evict(t) => tiered.kv.evict(ids[t].0),
-                    Step::Reopen => {
-                        drop(tiered);
-                        (tiered, ids) = open(dir.path());
-                    }
-                }
-                prop_assert!(tiered.kv.usage().used_bytes <= 1500);
-            }
-            for t in 0..2 {
-                prop_assert_eq!(contents(&*tiered, ids[t]), contents(&*memory, mem_ids[t]));
-            }
+        fn tiered_store_answers_like_the_memory_store(
+            // Evict table 0 or 1.
+            steps in model_check::steps(0..2usize, 1)
+        ) {
+            model_check::run(
+                steps,
+                open,
+                |kv, ids, t| {
+                    kv.evict(ids[t].0);
+                    Ok(After::Continue)
+                },
+                |kv| {
+                    prop_assert!(kv.usage().used_bytes <= BUDGET);
+                    Ok(())
+                },
+            )?;
         }
     }
 }

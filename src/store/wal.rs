@@ -902,16 +902,8 @@ pub(crate) fn open_sled_for_tests(
     options: WalOptions,
     tier: Option<super::tiered::TierOptions>,
 ) -> Arc<dyn super::Store> {
-    use super::sled_kv::{SledKv, SledOptions};
     use super::{Durability, KvStore};
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let kv = loop {
-        match SledKv::open(dir, &SledOptions::default()) {
-            Ok(kv) => break kv,
-            Err(e) if Instant::now() > deadline => panic!("opening sled in {dir:?}: {e:?}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    };
+    let kv = super::sled_kv::open_kv_for_tests(dir, &Default::default());
     let wal = WalKv::open(kv, dir, options).expect("open the log");
     match tier {
         Some(t) => KvStore::open(super::tiered::TieredKv::new(wal, t), Durability::Durable)
@@ -1265,154 +1257,58 @@ mod model {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
-    use crate::store::sled_kv::{SledKv, SledOptions};
-    use crate::store::{Durability, KeyRange, KvStore, Store, TableId};
+    use crate::store::conformance::model_check::{self, After};
+    use crate::store::sled_kv::{open_kv_for_tests, SledKv};
+    use crate::store::{Durability, KvStore};
 
     #[derive(Debug, Clone)]
-    enum Step {
-        Commit(usize, Vec<(u8, u8, i32)>),
-        Get(usize, u8),
-        Scan(usize),
+    enum LogStep {
+        /// Wait until the background cycles have applied everything.
         Drain,
-        Reopen,
+        /// Drop the store as a kill would (nothing more applied), then reopen: the log replays.
         Crash,
     }
 
-    const KINDS: [WriteKind; 6] = [
-        WriteKind::Insert,
-        WriteKind::InsertOrReplace,
-        WriteKind::InsertOrMerge,
-        WriteKind::Update,
-        WriteKind::Merge,
-        WriteKind::Delete,
-    ];
+    const PENDING_BYTES: u64 = 1500;
 
-    fn step() -> impl Strategy<Value = Step> {
-        prop_oneof![
-            6 => (0..2usize, prop::collection::vec((0..7u8, 0..6u8, 0..100i32), 1..4))
-                .prop_map(|(t, ops)| Step::Commit(t, ops)),
-            3 => (0..2usize, 0..6u8).prop_map(|(t, r)| Step::Get(t, r)),
-            2 => (0..2usize).prop_map(Step::Scan),
-            1 => Just(Step::Drain),
-            1 => Just(Step::Reopen),
-            1 => Just(Step::Crash),
-        ]
-    }
-
-    fn write_op(kind: u8, rk: u8, n: i32) -> WriteOp {
-        let (kind, if_match) = match KINDS.get(kind as usize) {
-            Some(k) => (*k, IfMatch::Any),
-            None => (WriteKind::Update, IfMatch::Unmatchable),
-        };
-        WriteOp {
-            kind,
-            key: EntityKey {
-                partition_key: "p".into(),
-                row_key: format!("r{rk}"),
-            },
-            properties: if kind == WriteKind::Delete {
-                Vec::new()
-            } else {
-                vec![Property {
-                    name: format!("c{}", n % 3),
-                    value: EdmValue::String("x".repeat(n as usize)),
-                }]
-            },
-            if_match,
-        }
-    }
-
-    type Logged = Arc<KvStore<WalKv<SledKv>>>;
-
-    fn open(dir: &Path) -> (Logged, Vec<TableId>) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let kv = loop {
-            match SledKv::open(dir, &SledOptions::default()) {
-                Ok(kv) => break kv,
-                Err(e) if Instant::now() > deadline => panic!("open: {e:?}"),
-                Err(_) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        };
+    fn open(dir: &Path) -> Arc<KvStore<WalKv<SledKv>>> {
         let options = WalOptions {
-            pending_bytes: 1500,
+            pending_bytes: PENDING_BYTES,
             apply_bytes: 700,
             apply_interval: Duration::from_millis(7),
             wait_for_room: Duration::from_secs(20),
         };
-        let store = KvStore::open(
-            WalKv::open(kv, dir, options).expect("log"),
+        KvStore::open(
+            WalKv::open(open_kv_for_tests(dir, &Default::default()), dir, options).expect("log"),
             Durability::Durable,
         )
-        .expect("store");
-        let ids = ["one", "two"]
-            .iter()
-            .map(|name| {
-                let t = TableRef::new("acct", *name);
-                match store.get_table(&t).expect("get") {
-                    Some(info) => info.id,
-                    None => store.create_table(&t).expect("create").id,
-                }
-            })
-            .collect();
-        (store, ids)
-    }
-
-    fn contents(store: &dyn Store, t: TableId) -> Vec<(String, Vec<Property>)> {
-        store
-            .scan(t, &KeyRange::all())
-            .map(|e| {
-                let e = e.expect("scan");
-                (e.row_key, e.properties)
-            })
-            .collect()
+        .expect("store")
     }
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
         #[test]
-        fn logged_store_answers_like_the_memory_store(steps in prop::collection::vec(step(), 1..40)) {
-            let dir = tempfile::tempdir().expect("a temporary folder");
-            let memory = KvStore::open(crate::store::memory::MemoryKv::new(), Durability::Durable).expect("memory");
-            let mem_ids: Vec<TableId> = ["one", "two"]
-                .iter()
-                .map(|n| memory.create_table(&TableRef::new("acct", *n)).expect("create").id)
-                .collect();
-            let (mut logged, mut ids) = open(dir.path());
-            for step in steps {
-                match step {
-                    Step::Commit(t, ops) => {
-                        let ops: Vec<WriteOp> =
-                            ops.iter().map(|&(k, r, n)| write_op(k, r, n)).collect();
-                        let a = logged.commit(ids[t], &ops).map(|s| s.len()).map_err(|e| (e.index, e.error));
-                        let b = memory.commit(mem_ids[t], &ops).map(|s| s.len()).map_err(|e| (e.index, e.error));
-                        prop_assert_eq!(a, b);
+        fn logged_store_answers_like_the_memory_store(
+            steps in model_check::steps(prop_oneof![Just(LogStep::Drain), Just(LogStep::Crash)], 2)
+        ) {
+            model_check::run(
+                steps,
+                open,
+                |kv, _, step| {
+                    match step {
+                        LogStep::Drain => prop_assert!(kv.drain(Duration::from_secs(10))),
+                        LogStep::Crash => {
+                            kv.crash_on_drop();
+                            return Ok(After::Reopen);
+                        }
                     }
-                    Step::Get(t, r) => {
-                        let row = format!("r{r}");
-                        let a = logged.get_entity(ids[t], "p", &row).expect("get").map(|e| e.properties);
-                        let b = memory.get_entity(mem_ids[t], "p", &row).expect("get").map(|e| e.properties);
-                        prop_assert_eq!(a, b);
-                    }
-                    Step::Scan(t) => {
-                        prop_assert_eq!(contents(&*logged, ids[t]), contents(&*memory, mem_ids[t]));
-                    }
-                    Step::Drain => prop_assert!(logged.kv.drain(Duration::from_secs(10))),
-                    Step::Reopen => {
-                        drop(logged);
-                        (logged, ids) = open(dir.path());
-                    }
-                    Step::Crash => {
-                        logged.kv.crash_on_drop();
-                        drop(logged);
-                        (logged, ids) = open(dir.path());
-                    }
-                }
-                prop_assert!(logged.kv.pending_bytes() <= 1500 + 4096);
-            }
-            for t in 0..2 {
-                prop_assert_eq!(contents(&*logged, ids[t]), contents(&*memory, mem_ids[t]));
-            }
+                    Ok(After::Continue)
+                },
+                |kv| {
+                    prop_assert!(kv.pending_bytes() <= PENDING_BYTES + 4096);
+                    Ok(())
+                },
+            )?;
         }
     }
 }

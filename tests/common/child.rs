@@ -366,7 +366,7 @@ impl Client {
         headers: &[(&str, &str)],
         body: Option<Vec<u8>>,
     ) -> Result<Reply, reqwest::Error> {
-        let url = format!("{}/{}{}", self.endpoint, self.signer.account, path);
+        let url = format!("{}{}", self.account_url(), path);
         let headers: Vec<(&str, &str)> = [("x-ms-version", "2019-02-02")]
             .into_iter()
             .chain(headers.iter().copied())
@@ -374,6 +374,23 @@ impl Client {
         let signing = super::Signing::As(&self.signer);
         let req = super::request(&self.http, method, &url, &headers, body, signing);
         Reply::read(req.send().await?).await
+    }
+
+    /// `http://127.0.0.1:port/<account>`, the base of [`BatchBody`](super::batch::BatchBody)'s
+    /// sub-request URLs.
+    pub fn account_url(&self) -> String {
+        format!("{}/{}", self.endpoint, self.signer.account)
+    }
+
+    /// Posts `batch` (its whole change set) to `/$batch` with its multipart Content-Type.
+    pub async fn send_batch(
+        &self,
+        batch: &super::batch::BatchBody,
+    ) -> Result<Reply, reqwest::Error> {
+        let content_type = batch.content_type();
+        let headers = [("Content-Type", content_type.as_str())];
+        self.send("POST", "/$batch", &headers, Some(batch.body().into_bytes()))
+            .await
     }
 
     /// Creates table `name` and asserts 201 Created.

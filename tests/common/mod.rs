@@ -200,6 +200,14 @@ impl TestServer {
             .expect("body")
     }
 
+    /// Posts `batch` (its whole change set) to `/$batch` with its multipart Content-Type.
+    pub async fn send_batch(&self, batch: &batch::BatchBody) -> Reply {
+        let content_type = batch.content_type();
+        let headers = [("Content-Type", content_type.as_str())];
+        self.send("POST", "/$batch", &headers, Some(&batch.body()))
+            .await
+    }
+
     /// A signed GET of `path` on the account's `-secondary` endpoint (reqwest's own `Accept`).
     pub async fn get_secondary(&self, path: &str) -> Reply {
         let url = format!("{}-secondary{path}", self.base());
