@@ -190,18 +190,26 @@ def server_binary() -> str:
 
 
 class ChildServer:
-    """A tablestore process of its own, in memory on a free loopback port.
+    """A tablestore process of its own, in memory (or, with ``in_memory=False``, on the data
+    folder its ``args`` name) on a free loopback port.
 
     Port 0: the server prints the port it got, and the endpoint is read from that line
     once Azurite's ready line has been printed. ``stop`` sends SIGTERM, then SIGKILL
     after 10 s. The environment holds only PATH plus ``env``.
     """
 
-    def __init__(self, args: List[str], workdir: Path, env: Optional[Dict[str, str]] = None) -> None:
+    def __init__(
+        self,
+        args: List[str],
+        workdir: Path,
+        env: Optional[Dict[str, str]] = None,
+        in_memory: bool = True,
+    ) -> None:
         self.log_path = workdir / f"server-{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "wb")
+        storage = ["--in-memory"] if in_memory else []
         self.process = subprocess.Popen(
-            [server_binary(), "--host", "127.0.0.1", "--port", "0", "--in-memory", *args],
+            [server_binary(), "--host", "127.0.0.1", "--port", "0", *storage, *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env={"PATH": os.environ.get("PATH", ""), **(env or {})},
