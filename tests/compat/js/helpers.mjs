@@ -145,14 +145,16 @@ export function serverBinary() {
 }
 
 /**
- * Starts tablestore in memory on a free loopback port (port 0: it prints the one it got) with
- * `args`; resolves to { endpoint, log(), stop() } once Azurite's ready line is printed.
+ * Starts tablestore in memory (with `{ inMemory: false }`, on the data folder `args` name) on a
+ * free loopback port (port 0: it prints the one it got) with `args`; resolves to
+ * { endpoint, log(), stop() } once Azurite's ready line is printed.
  * stop() sends SIGTERM and resolves when the process has exited.
  */
-export function startChildServer(args = []) {
+export function startChildServer(args = [], { inMemory = true } = {}) {
   const binary = serverBinary();
+  const storage = inMemory ? ["--in-memory"] : [];
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, ["--host", "127.0.0.1", "--port", "0", "--in-memory", ...args], {
+    const child = spawn(binary, ["--host", "127.0.0.1", "--port", "0", ...storage, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
     });
     let output = "";
