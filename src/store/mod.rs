@@ -174,13 +174,7 @@ pub trait Kv: Send + Sync + 'static {
         end: Bound<Vec<u8>>,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), StoreError> {
-        for entry in self.range(space, start, end) {
-            let (k, v) = entry?;
-            if !visit(k.as_ref(), v.as_ref()) {
-                break;
-            }
-        }
-        Ok(())
+        visit_entries(self.range(space, start, end), visit)
     }
     /// The key of an entry near the middle of a range holding at least `min_rows` entries
     /// (never the range's first entry), for scanning the range's halves at once; `None` when
@@ -218,6 +212,37 @@ pub trait Kv: Send + Sync + 'static {
     }
     /// Table `table_id` was deleted: its entities are about to be purged and never read again.
     fn forget_table(&self, _table_id: u64) {}
+}
+
+/// Lends the entries of `entries` in order to `visit` until it returns false (the body of
+/// [`Kv::visit`] for a backend that reads ranges as iterators).
+pub fn visit_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    entries: impl Iterator<Item = Result<(K, V), StoreError>>,
+    visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> Result<(), StoreError> {
+    for entry in entries {
+        let (k, v) = entry?;
+        if !visit(k.as_ref(), v.as_ref()) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Bytes a [`Kv`] layered over a backend (the RAM tier, the write-ahead log) holds itself,
+/// shared with the readers that copied them out, or the backend's own.
+pub enum LayeredBytes<T> {
+    Held(Arc<[u8]>),
+    Backend(T),
+}
+
+impl<T: AsRef<[u8]>> AsRef<[u8]> for LayeredBytes<T> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            LayeredBytes::Held(b) => b,
+            LayeredBytes::Backend(b) => b.as_ref(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use super::key::table_prefix;
 use super::memory::{as_slice, middle_key, range_is_valid};
 use super::memory_limit::ProcessLimit;
-use super::{Kv, Space, StoreError};
+use super::{Kv, LayeredBytes, Space, StoreError};
 
 /// A resident row: key and value, shared with the readers that copied them out.
 type Row = (Arc<[u8]>, Arc<[u8]>);
@@ -635,21 +635,6 @@ impl<B: Kv> Drop for TieredKv<B> {
     }
 }
 
-/// Bytes from the copy or from the backend.
-pub enum TierBytes<T> {
-    Ram(Arc<[u8]>),
-    Disk(T),
-}
-
-impl<T: AsRef<[u8]>> AsRef<[u8]> for TierBytes<T> {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            TierBytes::Ram(b) => b,
-            TierBytes::Disk(b) => b.as_ref(),
-        }
-    }
-}
-
 /// A range read from the copy (a chunk of rows at a time, never holding its lock between
 /// calls) or from the backend.
 pub struct TierIter<'a, B: Kv + 'a>(Source<'a, B>);
@@ -664,7 +649,7 @@ enum Source<'a, B: Kv + 'a> {
     Disk(B::Iter<'a>),
 }
 
-type Item<T> = Result<(TierBytes<T>, TierBytes<T>), StoreError>;
+type Item<T> = Result<(LayeredBytes<T>, LayeredBytes<T>), StoreError>;
 
 impl<'a, B: Kv + 'a> Iterator for TierIter<'a, B> {
     type Item = Item<B::Bytes>;
@@ -673,7 +658,7 @@ impl<'a, B: Kv + 'a> Iterator for TierIter<'a, B> {
         match &mut self.0 {
             Source::Disk(inner) => inner
                 .next()
-                .map(|r| r.map(|(k, v)| (TierBytes::Disk(k), TierBytes::Disk(v)))),
+                .map(|r| r.map(|(k, v)| (LayeredBytes::Backend(k), LayeredBytes::Backend(v)))),
             Source::Ram {
                 table,
                 next_start,
@@ -681,7 +666,7 @@ impl<'a, B: Kv + 'a> Iterator for TierIter<'a, B> {
                 buffer,
             } => {
                 if let Some((k, v)) = buffer.next() {
-                    return Some(Ok((TierBytes::Ram(k), TierBytes::Ram(v))));
+                    return Some(Ok((LayeredBytes::Held(k), LayeredBytes::Held(v))));
                 }
                 let start = next_start.take()?;
                 if !range_is_valid(&start, end) {
@@ -700,24 +685,28 @@ impl<'a, B: Kv + 'a> Iterator for TierIter<'a, B> {
                 *buffer = chunk.into_iter();
                 buffer
                     .next()
-                    .map(|(k, v)| Ok((TierBytes::Ram(k), TierBytes::Ram(v))))
+                    .map(|(k, v)| Ok((LayeredBytes::Held(k), LayeredBytes::Held(v))))
             }
         }
     }
 }
 
 impl<B: Kv> Kv for TieredKv<B> {
-    type Bytes = TierBytes<B::Bytes>;
+    type Bytes = LayeredBytes<B::Bytes>;
     type Iter<'a> = TierIter<'a, B>;
 
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Self::Bytes>, StoreError> {
         if space == Space::Entities {
             if let Some(table) = table_of(key).and_then(|id| self.resident(id)) {
                 let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
-                return Ok(rows.get(key).map(|v| TierBytes::Ram(Arc::clone(v))));
+                return Ok(rows.get(key).map(|v| LayeredBytes::Held(Arc::clone(v))));
             }
         }
-        Ok(self.shared.inner.get(space, key)?.map(TierBytes::Disk))
+        Ok(self
+            .shared
+            .inner
+            .get(space, key)?
+            .map(LayeredBytes::Backend))
     }
 
     fn range(&self, space: Space, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self::Iter<'_> {

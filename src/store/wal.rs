@@ -33,7 +33,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{Footprint, Kv, Space, StoreError};
+use super::{visit_entries, Footprint, Kv, LayeredBytes, Space, StoreError};
 
 /// First bytes of every log file: what it is and the format version.
 const HEADER: &[u8; 8] = b"TSWAL\0\0\x01";
@@ -682,21 +682,6 @@ impl<B: Kv> Drop for WalKv<B> {
     }
 }
 
-/// Bytes from the pending map or from the backend.
-pub enum WalBytes<T> {
-    Log(Arc<[u8]>),
-    Inner(T),
-}
-
-impl<T: AsRef<[u8]>> AsRef<[u8]> for WalBytes<T> {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            WalBytes::Log(b) => b,
-            WalBytes::Inner(b) => b.as_ref(),
-        }
-    }
-}
-
 /// A range: the pending entries in it (taken when the range was asked for) merged in key
 /// order with the backend's, pending ones winning and removals hiding the backend's rows.
 /// Taking the pending entries first means an entry missing from them was already in the
@@ -707,7 +692,7 @@ pub struct WalIter<'a, B: Kv + 'a> {
 }
 
 impl<'a, B: Kv + 'a> Iterator for WalIter<'a, B> {
-    type Item = Result<(WalBytes<B::Bytes>, WalBytes<B::Bytes>), StoreError>;
+    type Item = Result<(LayeredBytes<B::Bytes>, LayeredBytes<B::Bytes>), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -719,14 +704,16 @@ impl<'a, B: Kv + 'a> Iterator for WalIter<'a, B> {
             };
             if order == std::cmp::Ordering::Greater {
                 let item = self.inner.next()?;
-                return Some(item.map(|(k, v)| (WalBytes::Inner(k), WalBytes::Inner(v))));
+                return Some(
+                    item.map(|(k, v)| (LayeredBytes::Backend(k), LayeredBytes::Backend(v))),
+                );
             }
             if order == std::cmp::Ordering::Equal {
                 self.inner.next(); // replaced or removed by the pending entry
             }
             let (k, v) = self.log.next()?;
             if let Some(v) = v {
-                return Some(Ok((WalBytes::Log(k), WalBytes::Log(v))));
+                return Some(Ok((LayeredBytes::Held(k), LayeredBytes::Held(v))));
             }
         }
     }
@@ -772,14 +759,18 @@ impl<B: Kv> WalKv<B> {
 }
 
 impl<B: Kv> Kv for WalKv<B> {
-    type Bytes = WalBytes<B::Bytes>;
+    type Bytes = LayeredBytes<B::Bytes>;
     type Iter<'a> = WalIter<'a, B>;
 
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Self::Bytes>, StoreError> {
         if let Some(e) = self.shared.mem().pending[space_index(space)].get(key) {
-            return Ok(e.value.clone().map(WalBytes::Log));
+            return Ok(e.value.clone().map(LayeredBytes::Held));
         }
-        Ok(self.shared.inner.get(space, key)?.map(WalBytes::Inner))
+        Ok(self
+            .shared
+            .inner
+            .get(space, key)?
+            .map(LayeredBytes::Backend))
     }
 
     fn range(&self, space: Space, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self::Iter<'_> {
@@ -805,13 +796,7 @@ impl<B: Kv> Kv for WalKv<B> {
             log: log.into_iter().peekable(),
             inner: self.shared.inner.range(space, start, end).peekable(),
         };
-        for entry in merged {
-            let (k, v) = entry?;
-            if !visit(k.as_ref(), v.as_ref()) {
-                break;
-            }
-        }
-        Ok(())
+        visit_entries(merged, visit)
     }
 
     fn apply(&self, space: Space, batch: Batch) -> Result<(), StoreError> {
