@@ -302,56 +302,35 @@ fn compression_is_chosen_when_a_folder_is_created() {
         String::from_utf8_lossy(&std::fs::read(dir.join("__tablestore__/conf")).unwrap())
             .into_owned()
     };
+    // What a server on `dir` with `extra` arguments and `env` prints at start-up (it is
+    // stopped before the folder is read).
+    let start_up = |dir: &std::path::Path, extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["--location", dir.to_str().unwrap(), "--port", "0"];
+        args.extend_from_slice(extra);
+        Server::start(&args, env).output()
+    };
     let plain = tempfile::tempdir().unwrap();
-    let location = plain.path().to_str().unwrap();
-    let s = Server::start(
-        &[
-            "--location",
-            location,
-            "--port",
-            "0",
-            "--compression",
-            "off",
-        ],
-        &[],
-    );
-    let out = s.output();
+    let out = start_up(plain.path(), &["--compression", "off"], &[]);
     assert!(
         out.contains("Compression: off (--compression zstd"),
         "{out}"
     );
-    drop(s);
     assert!(conf(plain.path()).contains("use_compression: false"));
-    let s = Server::start(&["--location", location, "--port", "0"], &[]);
-    let out = s.output();
+    let out = start_up(plain.path(), &[], &[]);
     assert!(
         out.contains("Compression: off (this data folder was created without it"),
         "{out}"
     );
-    drop(s);
     assert!(conf(plain.path()).contains("use_compression: false"));
 
     let packed = tempfile::tempdir().unwrap();
-    let location = packed.path().to_str().unwrap();
-    let s = Server::start(
-        &["--location", location, "--port", "0"],
-        &[("TABLESTORE_COMPRESSION", "zstd")],
+    let out = start_up(packed.path(), &[], &[("TABLESTORE_COMPRESSION", "zstd")]);
+    assert!(
+        out.contains("Compression: zstd (--compression off"),
+        "{out}"
     );
-    assert!(s.output().contains("Compression: zstd (--compression off"));
-    drop(s);
     assert!(conf(packed.path()).contains("use_compression: true"));
-    let s = Server::start(
-        &[
-            "--location",
-            location,
-            "--port",
-            "0",
-            "--compression",
-            "off",
-        ],
-        &[],
-    );
-    let out = s.output();
+    let out = start_up(packed.path(), &["--compression", "off"], &[]);
     assert!(
         out.contains("Compression: zstd (this data folder was created with it"),
         "{out}"
