@@ -7,7 +7,8 @@
 //! `cargo bench --bench space` with, in the environment:
 //! - `SPACE_ENTITIES` (default 100000): entities per table;
 //! - `SPACE_SEGMENT` (default sled's 524288): sled segment size in bytes;
-//! - `SPACE_ZSTD` (default 1; 0 = uncompressed log): zstd level of the log;
+//! - `SPACE_COMPRESSION` (default lz4, as new folders; zstd = sled's log compression at
+//!   level 1; off): how the folder is compressed;
 //! - `SPACE_FLUSH_OPS` (default 32): single writes per flush, as the group commit shares a
 //!   flush among the requests in flight (the benchmark keeps 32 in flight).
 //!
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use tablestore::model::{EdmDateTime, EdmValue, EntityKey, IfMatch, Property, TableRef};
 use tablestore::model::{WriteKind, WriteOp};
-use tablestore::store::sled_kv::{Layout, SledKv, SledOptions};
+use tablestore::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
 use tablestore::store::{Durability, KeyRange, KvStore, Store, TableId};
 
 const PARTITIONS: usize = 100;
@@ -161,12 +162,17 @@ impl Run {
 
 fn main() {
     let n = env("SPACE_ENTITIES", 100_000);
-    let zstd = env("SPACE_ZSTD", 1) as i32;
+    let compression = match std::env::var("SPACE_COMPRESSION").as_deref() {
+        Ok("zstd") => Compression::Zstd,
+        Ok("off") => Compression::Off,
+        Ok("lz4") | Err(_) => Compression::Lz4,
+        Ok(other) => panic!("SPACE_COMPRESSION={other}: use lz4, zstd or off"),
+    };
     let options = SledOptions {
         cache_capacity: 16 * 1024 * 1024,
         layout: Layout {
             segment_size: env("SPACE_SEGMENT", 512 * 1024),
-            compression: (zstd > 0).then_some(zstd),
+            compression,
         },
         ..SledOptions::default()
     };
@@ -176,12 +182,9 @@ fn main() {
         options,
     };
     println!(
-        "store space: {n} entities per table, segment {} B, zstd {}, a flush every {} single writes",
+        "store space: {n} entities per table, segment {} B, compression {}, a flush every {} single writes",
         run.options.layout.segment_size,
-        run.options
-            .layout
-            .compression
-            .map_or("off".to_string(), |l| format!("level {l}")),
+        run.options.layout.compression.name(),
         run.flush_ops
     );
     println!(

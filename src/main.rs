@@ -40,14 +40,22 @@ fn tune_allocator() {
     }
 }
 
-/// The start-up line saying whether the data folder is compressed, and when that was chosen.
+/// The start-up line saying how the data folder is compressed, and when that was chosen.
 fn compression_line(config: &Config) -> String {
-    let asked = config.compression == CompressionArg::Zstd;
-    match tablestore::store::sled_kv::folder_is_compressed(&config.store_dir()) {
-        Some(true) if asked => "Compression: zstd (--compression off for new folders: faster writes, larger folder)".into(),
-        Some(false) if !asked => "Compression: off (--compression zstd for new folders: smaller folder, slower writes)".into(),
-        Some(true) => "Compression: zstd (this data folder was created with it; --compression applies to new folders)".into(),
-        Some(false) => "Compression: off (this data folder was created without it; --compression applies to new folders)".into(),
+    let asked = match config.compression {
+        CompressionArg::Lz4 => "lz4",
+        CompressionArg::Zstd => "zstd",
+        CompressionArg::Off => "off",
+    };
+    match tablestore::store::sled_kv::folder_compression(&config.store_dir()) {
+        Some(c) if c.name() == asked => format!(
+            "Compression: {asked} (--compression lz4|zstd|off chooses for new data folders)"
+        ),
+        Some(c) => format!(
+            "Compression: {} (this data folder was created with it; --compression {asked} \
+             applies to new folders)",
+            c.name()
+        ),
         None => "Compression: unknown (the data folder has no sled configuration)".into(),
     }
 }

@@ -30,14 +30,16 @@ pub struct Totals {
 const ENCODED_LEN: usize = 16;
 
 impl Totals {
-    /// Counts the entries of a keyspace (a full scan: at start-up only).
+    /// Counts the entries of a keyspace (a full scan: at start-up only); `value_len` says how
+    /// long the value a stored entry holds is (a compressed entry counts uncompressed).
     pub fn count<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         entries: impl Iterator<Item = Result<(K, V), StoreError>>,
+        value_len: impl Fn(&[u8]) -> usize,
     ) -> Result<Totals, StoreError> {
         let totals = Totals::default();
         for entry in entries {
             let (k, v) = entry?;
-            totals.change(k.as_ref().len(), None, Some(v.as_ref().len()));
+            totals.change(k.as_ref().len(), None, Some(value_len(v.as_ref())));
         }
         Ok(totals)
     }
@@ -130,13 +132,13 @@ mod tests {
     #[test]
     fn counts_a_keyspace_and_round_trips() {
         let rows: Rows = vec![Ok((vec![1; 3], vec![2; 7])), Ok((vec![3; 5], vec![]))];
-        let t = Totals::count(rows.into_iter()).unwrap();
+        let t = Totals::count(rows.into_iter(), <[u8]>::len).unwrap();
         assert_eq!(t.get(), (2, 15));
         let back = Totals::decode(&t.encode()).unwrap();
         assert_eq!(back.get(), (2, 15));
         assert!(Totals::decode(&[0; 15]).is_none());
         let failing: Rows = vec![Err(StoreError::Io("x".into()))];
-        assert!(Totals::count(failing.into_iter()).is_err());
+        assert!(Totals::count(failing.into_iter(), <[u8]>::len).is_err());
     }
 
     #[test]

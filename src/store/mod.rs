@@ -18,6 +18,7 @@ pub mod postgres;
 pub mod row;
 pub mod sled_kv;
 pub mod tiered;
+pub mod value_lz4;
 pub mod wal;
 
 use std::ops::Bound;

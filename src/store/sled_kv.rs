@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::footprint::{folder_bytes, Footprint, Totals};
-use super::{Kv, Space, StoreError};
+use super::{value_lz4, Kv, Space, StoreError};
 
 /// Least time between two attempts to reopen a failed store.
 const RECOVERY_INTERVAL: Duration = Duration::from_millis(200);
@@ -40,6 +40,8 @@ pub struct SledKv {
     last_attempt: Mutex<Option<Instant>>,
     /// The entity tree's count and bytes (docs/performance.md, "Disk use").
     totals: Totals,
+    /// Entity values are stored as [`value_lz4`] frames (store format 2).
+    framed: bool,
 }
 
 struct Handles {
@@ -76,43 +78,76 @@ pub struct SledOptions {
     pub layout: Layout,
 }
 
-/// The on-disk layout of sled's log, fixed when a data folder is created.
+/// The on-disk layout of a data folder, fixed when it is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     /// Size of sled's log segments in bytes (a power of two, 256 B … 16 MiB).
     pub segment_size: usize,
-    /// zstd level of sled's log compression, or `None` for an uncompressed log.
-    pub compression: Option<i32>,
+    pub compression: Compression,
 }
 
-impl Layout {
-    /// What folders created before compression was introduced use: sled's defaults.
-    pub const UNCOMPRESSED: Layout = Layout {
-        segment_size: 512 * 1024,
-        compression: None,
-    };
+/// How a data folder keeps its size down (`--compression`), fixed when it is created: sled
+/// refuses to open a folder with another log compression than it was created with, and
+/// values written one way cannot be read the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// Each entity compressed on its own with LZ4 ([`super::value_lz4`], store format 2);
+    /// sled's log uncompressed. New folders since LZ4 was introduced.
+    Lz4,
+    /// sled's zstd compression of its whole log (store format 1): a folder slightly smaller
+    /// than with LZ4, writes about half as fast. New folders before LZ4.
+    Zstd,
+    /// Neither (store format 1): the fastest writes, a folder about twice the data.
+    Off,
 }
 
-impl Default for Layout {
-    fn default() -> Self {
-        Layout {
-            segment_size: 512 * 1024,
-            compression: Some(DEFAULT_ZSTD_LEVEL),
+impl Compression {
+    /// The name `--compression` takes and the start-up line prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+            Compression::Off => "off",
+        }
+    }
+
+    /// The store format a new folder with this compression gets.
+    fn format(self) -> &'static [u8] {
+        match self {
+            Compression::Lz4 => FORMAT_LZ4_VALUES,
+            Compression::Zstd | Compression::Off => FORMAT_RAW_VALUES,
         }
     }
 }
 
-/// zstd level of new folders: level 1 is zstd's fastest; higher levels gain little on the
-/// store's small log messages and cost write throughput (docs/performance.md, "Disk use").
-const DEFAULT_ZSTD_LEVEL: i32 = 1;
-
-/// Whether the sled folder at `path` has a compressed log (`None`: no folder there yet).
-pub fn folder_is_compressed(path: &Path) -> Option<bool> {
-    existing_layout(path).map(|layout| layout.compression.is_some())
+impl Layout {
+    /// sled's segment size with the given compression.
+    pub const fn new(compression: Compression) -> Layout {
+        Layout {
+            segment_size: 512 * 1024,
+            compression,
+        }
+    }
 }
 
-/// sled's own record of a folder's layout (its `conf` file: `segment_size: N`,
-/// `use_compression: bool`, `version: 0.34`, then a CRC); `None` for a new folder.
+impl Default for Layout {
+    fn default() -> Self {
+        Layout::new(Compression::Lz4)
+    }
+}
+
+/// zstd level of folders with a compressed log: level 1 is zstd's fastest; higher levels gain
+/// little on the store's small log messages and cost write throughput.
+const ZSTD_LEVEL: i32 = 1;
+
+/// How the data folder at `path` is compressed (`None`: no folder there yet).
+pub fn folder_compression(path: &Path) -> Option<Compression> {
+    existing_layout(path).map(|layout| layout.compression)
+}
+
+/// A folder's layout as recorded when it was created: sled's `conf` file (`segment_size: N`,
+/// `use_compression: bool`, `version: 0.34`, then a CRC) and the store format in the marker
+/// file. `None` for a new folder.
 fn existing_layout(path: &Path) -> Option<Layout> {
     let bytes = std::fs::read(path.join("conf")).ok()?;
     let text = String::from_utf8_lossy(&bytes);
@@ -121,11 +156,17 @@ fn existing_layout(path: &Path) -> Option<Layout> {
             .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
     };
     let segment_size = field("segment_size:")?.parse().ok()?;
-    let compressed: bool = field("use_compression:")?.parse().ok()?;
+    let log_compressed: bool = field("use_compression:")?.parse().ok()?;
+    let compression = if log_compressed {
+        Compression::Zstd
+    } else if marker_format(path).as_deref() == Some(FORMAT_LZ4_VALUES) {
+        Compression::Lz4
+    } else {
+        Compression::Off
+    };
     Some(Layout {
         segment_size,
-        // The level is not recorded; any level reads a compressed log.
-        compression: compressed.then_some(DEFAULT_ZSTD_LEVEL),
+        compression,
     })
 }
 
@@ -160,8 +201,8 @@ fn open_handles(path: &Path, options: &SledOptions) -> Result<Handles, StoreErro
         .flush_every_ms(options.flush_every_ms)
         .mode(sled::Mode::HighThroughput)
         .segment_size(layout.segment_size)
-        .use_compression(layout.compression.is_some())
-        .compression_factor(layout.compression.unwrap_or(DEFAULT_ZSTD_LEVEL));
+        .use_compression(layout.compression == Compression::Zstd)
+        .compression_factor(ZSTD_LEVEL);
     // sled's file lock outlives a closed database by a moment (its flusher thread exits
     // asynchronously), so a restart in the same process retries briefly; another live
     // instance still gets the error after the wait.
@@ -194,12 +235,16 @@ fn open_handles(path: &Path, options: &SledOptions) -> Result<Handles, StoreErro
     })
 }
 
-/// A file beside sled's own, saying that tablestore initialised the folder's store.
+/// A file beside sled's own, saying that tablestore initialised the folder's store, and in
+/// which format.
 const MARKER_FILE: &str = "tablestore-format";
-const MARKER_TEXT: &str = "tablestore data folder, store format 1\n";
+const MARKER_PREFIX: &str = "tablestore data folder, store format ";
 /// The same fact inside the store (table-metadata keyspace, outside every account's range).
 const FORMAT_KEY: &[u8] = b"\xFF\xFCstore-format";
-const FORMAT: &[u8] = b"1";
+/// Store format 1: entity values stored as they are encoded.
+const FORMAT_RAW_VALUES: &[u8] = b"1";
+/// Store format 2: entity values stored as [`super::value_lz4`] frames.
+const FORMAT_LZ4_VALUES: &[u8] = b"2";
 
 /// Written into the store as its very last write at a clean shutdown, and into the marker
 /// file: if the next start does not find the same value, the log lost its end (truncated or
@@ -211,7 +256,7 @@ const TOTALS_KEY: &[u8] = b"\xFF\xFCentity-totals";
 
 /// The entity totals: those recorded at a clean shutdown, else a count of the entity tree
 /// (a scan, about a second per million entities).
-fn load_totals(handles: &Handles, clean: bool) -> Result<Totals, StoreError> {
+fn load_totals(handles: &Handles, clean: bool, framed: bool) -> Result<Totals, StoreError> {
     if clean {
         if let Some(t) = handles
             .tables
@@ -223,7 +268,12 @@ fn load_totals(handles: &Handles, clean: bool) -> Result<Totals, StoreError> {
         }
     }
     let started = Instant::now();
-    let totals = Totals::count(handles.entities.iter().map(|r| r.map_err(io)))?;
+    let entries = handles.entities.iter().map(|r| r.map_err(io));
+    let totals = if framed {
+        Totals::count(entries, value_lz4::value_len)?
+    } else {
+        Totals::count(entries, <[u8]>::len)?
+    };
     let elapsed = started.elapsed();
     if elapsed > Duration::from_secs(1) {
         tracing::info!(
@@ -236,10 +286,11 @@ fn load_totals(handles: &Handles, clean: bool) -> Result<Totals, StoreError> {
 }
 
 /// The marker file's content: the format line, and after a clean shutdown its token.
-fn marker_text(clean_token: Option<&str>) -> String {
+fn marker_text(format: &[u8], clean_token: Option<&str>) -> String {
+    let format = String::from_utf8_lossy(format);
     match clean_token {
-        Some(t) => format!("{MARKER_TEXT}clean-shutdown {t}\n"),
-        None => MARKER_TEXT.to_string(),
+        Some(t) => format!("{MARKER_PREFIX}{format}\nclean-shutdown {t}\n"),
+        None => format!("{MARKER_PREFIX}{format}\n"),
     }
 }
 
@@ -252,35 +303,54 @@ fn read_marker(path: &Path) -> Option<Option<String>> {
     }))
 }
 
+/// The store format the marker names (`None`: no marker).
+fn marker_format(path: &Path) -> Option<Vec<u8>> {
+    let text = std::fs::read_to_string(path.join(MARKER_FILE)).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(MARKER_PREFIX))
+        .map(|f| f.trim().as_bytes().to_vec())
+}
+
 /// Replaces the marker atomically (write, sync, rename, sync the folder).
-fn write_marker(path: &Path, clean_token: Option<&str>) -> std::io::Result<()> {
+fn write_marker(path: &Path, format: &[u8], clean_token: Option<&str>) -> std::io::Result<()> {
     let tmp = path.join(format!("{MARKER_FILE}.tmp"));
-    std::fs::write(&tmp, marker_text(clean_token))?;
+    std::fs::write(&tmp, marker_text(format, clean_token))?;
     std::fs::File::open(&tmp)?.sync_all()?;
     std::fs::rename(&tmp, path.join(MARKER_FILE))?;
     std::fs::File::open(path)?.sync_all()
 }
 
-/// Checks that an existing store was found where one was initialised, and marks a new one.
-/// sled recovers a damaged log as far as it is readable, which can be nothing at all; the
-/// marker file turns "my data vanished" into a start-up error. Returns whether the last
-/// shutdown was clean (so what it recorded last is current).
-fn check_format(path: &Path, handles: &Handles) -> Result<bool, StoreError> {
+/// What [`check_format`] found.
+struct Checked {
+    /// The last shutdown was clean (so what it recorded last is current).
+    clean: bool,
+    /// Entity values are [`super::value_lz4`] frames (store format 2).
+    framed: bool,
+}
+
+/// Checks that an existing store was found where one was initialised, and marks a new one
+/// with the format `new` asks for. sled recovers a damaged log as far as it is readable,
+/// which can be nothing at all; the marker file turns "my data vanished" into a start-up
+/// error.
+fn check_format(path: &Path, handles: &Handles, new: Compression) -> Result<Checked, StoreError> {
     let marker = read_marker(path);
     let stored = handles.tables.get(FORMAT_KEY).map_err(io)?;
     let marker_error = |e: std::io::Error| StoreError::Io(format!("writing {MARKER_FILE}: {e}"));
+    let framed = |format: &[u8]| format == FORMAT_LZ4_VALUES;
     match (marker, stored) {
-        (_, Some(v)) if v.as_ref() != FORMAT => Err(StoreError::Corrupt(format!(
-            "unknown store format {:?}",
-            String::from_utf8_lossy(&v)
-        ))),
+        (_, Some(v)) if v != FORMAT_RAW_VALUES && v != FORMAT_LZ4_VALUES => {
+            Err(StoreError::Corrupt(format!(
+                "unknown store format {:?} (written by a newer tablestore?)",
+                String::from_utf8_lossy(&v)
+            )))
+        }
         (Some(_), None) => Err(StoreError::Corrupt(
             "the folder holds a tablestore store, but its data is missing or unreadable \
              (damaged or deleted files); refusing to start over it. Move the folder away to \
              start afresh."
                 .into(),
         )),
-        (Some(Some(token)), Some(_)) => {
+        (Some(Some(token)), Some(format)) => {
             let last = handles.tables.get(CLEAN_SHUTDOWN_KEY).map_err(io)?;
             if last.as_deref() != Some(token.as_bytes()) {
                 return Err(StoreError::Corrupt(
@@ -290,17 +360,37 @@ fn check_format(path: &Path, handles: &Handles) -> Result<bool, StoreError> {
                 ));
             }
             // The token is only good for the next start.
-            write_marker(path, None).map_err(marker_error)?;
-            Ok(true)
+            write_marker(path, &format, None).map_err(marker_error)?;
+            Ok(Checked {
+                clean: true,
+                framed: framed(&format),
+            })
         }
-        (Some(None), Some(_)) => Ok(false),
+        (Some(None), Some(format)) => Ok(Checked {
+            clean: false,
+            framed: framed(&format),
+        }),
         (None, stored) => {
-            if stored.is_none() {
-                handles.tables.insert(FORMAT_KEY, FORMAT).map_err(io)?;
-                handles.db.flush().map_err(io)?;
-            }
-            write_marker(path, None).map_err(marker_error)?;
-            Ok(false)
+            let format = match stored {
+                Some(format) => format.to_vec(),
+                None => {
+                    // A folder from before the marker holds raw values; only an empty store
+                    // takes the format asked for.
+                    let format = if handles.entities.is_empty() {
+                        new.format()
+                    } else {
+                        FORMAT_RAW_VALUES
+                    };
+                    handles.tables.insert(FORMAT_KEY, format).map_err(io)?;
+                    handles.db.flush().map_err(io)?;
+                    format.to_vec()
+                }
+            };
+            write_marker(path, &format, None).map_err(marker_error)?;
+            Ok(Checked {
+                clean: false,
+                framed: framed(&format),
+            })
         }
     }
 }
@@ -308,8 +398,8 @@ fn check_format(path: &Path, handles: &Handles) -> Result<bool, StoreError> {
 impl SledKv {
     pub fn open(path: &Path, options: &SledOptions) -> Result<SledKv, StoreError> {
         let handles = open_handles(path, options)?;
-        let clean = check_format(path, &handles)?;
-        let totals = load_totals(&handles, clean)?;
+        let checked = check_format(path, &handles, options.layout.compression)?;
+        let totals = load_totals(&handles, checked.clean, checked.framed)?;
         Ok(SledKv {
             path: path.to_path_buf(),
             options: options.clone(),
@@ -318,7 +408,31 @@ impl SledKv {
             generation: AtomicU64::new(0),
             last_attempt: Mutex::new(None),
             totals,
+            framed: checked.framed,
         })
+    }
+
+    /// The store format of the folder.
+    fn format(&self) -> &'static [u8] {
+        if self.framed {
+            FORMAT_LZ4_VALUES
+        } else {
+            FORMAT_RAW_VALUES
+        }
+    }
+
+    /// Whether values of `space` are [`value_lz4`] frames.
+    fn frames(&self, space: Space) -> bool {
+        self.framed && space == Space::Entities
+    }
+
+    /// The length of the value a stored entry of `space` holds.
+    fn value_len(&self, space: Space, stored: &[u8]) -> usize {
+        if self.frames(space) {
+            value_lz4::value_len(stored)
+        } else {
+            stored.len()
+        }
     }
 
     fn handles(&self) -> Option<Arc<Handles>> {
@@ -392,7 +506,7 @@ impl SledKv {
             match open_handles(&self.path, &self.options) {
                 Ok(handles) => {
                     // Writes that were not flushed are gone: count again.
-                    match load_totals(&handles, false) {
+                    match load_totals(&handles, false, self.framed) {
                         Ok(t) => self.totals.set(&t),
                         Err(e) => tracing::warn!(error = ?e, "recounting the stored entities"),
                     }
@@ -437,17 +551,22 @@ impl Drop for SledKv {
             .and_then(|_| handles.db.flush());
         drop(handles);
         if written.is_ok() {
-            if let Err(e) = write_marker(&self.path, Some(&token)) {
+            if let Err(e) = write_marker(&self.path, self.format(), Some(&token)) {
                 tracing::warn!(error = %e, "could not record the clean shutdown");
             }
         }
     }
 }
 
+/// (key, what is stored under it or `None` to remove it, the length of the value it holds).
+type StoredEntry = (Vec<u8>, Option<Vec<u8>>, Option<usize>);
+
 /// A sled range, or nothing for an empty (inverted) range, which sled would panic on. Holds
 /// the database it reads, so a reopen waits for it.
 pub struct SledIter {
     inner: Option<sled::Iter>,
+    /// Values are [`value_lz4`] frames to decode.
+    framed: bool,
     /// An error to yield first (the store was being reopened).
     error: Option<StoreError>,
     _handles: Option<Arc<Handles>>,
@@ -460,7 +579,11 @@ impl Iterator for SledIter {
         if let Some(e) = self.error.take() {
             return Some(Err(e));
         }
-        self.inner.as_mut()?.next().map(|r| r.map_err(io))
+        let entry = self.inner.as_mut()?.next()?.map_err(io);
+        Some(match entry {
+            Ok((k, v)) if self.framed => value_lz4::decode(&v).map(|v| (k, v)),
+            other => other,
+        })
     }
 }
 
@@ -470,7 +593,11 @@ impl Kv for SledKv {
 
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<sled::IVec>, StoreError> {
         let handles = self.handles().ok_or_else(unavailable)?;
-        handles.tree(space).get(key).map_err(io)
+        let stored = handles.tree(space).get(key).map_err(io)?;
+        match stored {
+            Some(frame) if self.frames(space) => value_lz4::decode(&frame).map(Some),
+            other => Ok(other),
+        }
     }
 
     fn range(&self, space: Space, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> SledIter {
@@ -484,12 +611,14 @@ impl Kv for SledKv {
         let Some(handles) = self.handles() else {
             return SledIter {
                 inner: None,
+                framed: false,
                 error: Some(unavailable()),
                 _handles: None,
             };
         };
         SledIter {
             inner: valid.then(|| handles.tree(space).range::<Vec<u8>, _>((start, end))),
+            framed: self.frames(space),
             error: None,
             _handles: Some(handles),
         }
@@ -501,16 +630,29 @@ impl Kv for SledKv {
         batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     ) -> Result<(), StoreError> {
         let counted = space == Space::Entities;
+        // Compressed before any lock is taken.
+        let frames = self.frames(space);
+        let batch: Vec<StoredEntry> = batch
+            .into_iter()
+            .map(|(k, v)| {
+                let len = v.as_ref().map(Vec::len);
+                let stored = match v {
+                    Some(v) if frames => Some(value_lz4::encode(&v)),
+                    other => other,
+                };
+                (k, stored, len)
+            })
+            .collect();
+        let old_len = |stored: sled::IVec| self.value_len(space, &stored);
         self.write(|h| {
             let tree = h.tree(space);
-            if let [(k, v)] = batch.as_slice() {
+            if let [(k, v, new)] = batch.as_slice() {
                 let old = match v {
                     Some(v) => tree.insert(k.as_slice(), v.as_slice())?,
                     None => tree.remove(k.as_slice())?,
                 };
                 if counted {
-                    let new = v.as_ref().map(Vec::len);
-                    self.totals.change(k.len(), old.map(|o| o.len()), new);
+                    self.totals.change(k.len(), old.map(old_len), *new);
                 }
                 return Ok(());
             }
@@ -522,17 +664,16 @@ impl Kv for SledKv {
                 changes.reserve(batch.len());
                 let mut pending: std::collections::HashMap<&[u8], Option<usize>> =
                     std::collections::HashMap::new();
-                for (k, v) in &batch {
-                    let new = v.as_ref().map(Vec::len);
-                    let old = match pending.insert(k.as_slice(), new) {
+                for (k, _, new) in &batch {
+                    let old = match pending.insert(k.as_slice(), *new) {
                         Some(earlier) => earlier,
-                        None => tree.get(k)?.map(|o| o.len()),
+                        None => tree.get(k)?.map(old_len),
                     };
-                    changes.push((k.len(), old, new));
+                    changes.push((k.len(), old, *new));
                 }
             }
             let mut b = sled::Batch::default();
-            for (k, v) in batch {
+            for (k, v, _) in batch {
                 match v {
                     Some(v) => b.insert(k, v),
                     None => b.remove(k),
@@ -584,6 +725,23 @@ crate::store_conformance!(
     },
 );
 
+/// Store format 1 (entity values as they are, sled's log compressed with zstd): what folders
+/// created before LZ4 hold, and what `--compression zstd` still creates.
+#[cfg(test)]
+mod raw_values {
+    crate::store_conformance!(
+        durable: true,
+        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+            let options = crate::store::sled_kv::SledOptions {
+                layout: crate::store::sled_kv::Layout::new(crate::store::sled_kv::Compression::Zstd),
+                ..crate::store::sled_kv::SledOptions::default()
+            };
+            let kv = crate::store::sled_kv::open_kv_for_tests(dir, &options);
+            crate::store::KvStore::open(kv, crate::store::Durability::Durable).expect("store")
+        },
+    );
+}
+
 /// Opens sled over `dir` with `options`, waiting up to 10 s while a store closed just before
 /// (a background purge or flusher may still hold it) lets go of the folder.
 #[cfg(test)]
@@ -620,6 +778,26 @@ mod tests {
     }
 
     fn insert(store: &dyn Store, table: &str, rows: std::ops::Range<u32>) {
+        let text = EdmValue::String("words repeat and repeat ".repeat(20));
+        write(store, table, rows, WriteKind::Insert, |_| {
+            ("text", text.clone())
+        });
+    }
+
+    fn insert_or_replace(store: &dyn Store, table: &str, rows: std::ops::Range<u32>) {
+        write(store, table, rows, WriteKind::InsertOrReplace, |r| {
+            ("n", EdmValue::Int32(r as i32))
+        });
+    }
+
+    /// Writes rows `00000`… of partition `p` (creating the table) with one property each.
+    fn write(
+        store: &dyn Store,
+        table: &str,
+        rows: std::ops::Range<u32>,
+        kind: WriteKind,
+        property: impl Fn(u32) -> (&'static str, EdmValue),
+    ) {
         let id = match store.get_table(&TableRef::new("a", table)).expect("get") {
             Some(t) => t.id,
             None => {
@@ -630,17 +808,20 @@ mod tests {
             }
         };
         let ops: Vec<WriteOp> = rows
-            .map(|r| WriteOp {
-                kind: WriteKind::Insert,
-                key: EntityKey {
-                    partition_key: "p".into(),
-                    row_key: format!("{r:05}"),
-                },
-                properties: vec![Property {
-                    name: "text".into(),
-                    value: EdmValue::String("words repeat and repeat ".repeat(20)),
-                }],
-                if_match: IfMatch::Any,
+            .map(|r| {
+                let (name, value) = property(r);
+                WriteOp {
+                    kind,
+                    key: EntityKey {
+                        partition_key: "p".into(),
+                        row_key: format!("{r:05}"),
+                    },
+                    properties: vec![Property {
+                        name: name.into(),
+                        value,
+                    }],
+                    if_match: IfMatch::Any,
+                }
             })
             .collect();
         store.commit(id, &ops).expect("commit");
@@ -650,53 +831,170 @@ mod tests {
         String::from_utf8_lossy(&std::fs::read(dir.join("conf")).expect("sled conf")).into_owned()
     }
 
+    fn marker(dir: &Path) -> String {
+        std::fs::read_to_string(dir.join(MARKER_FILE)).expect("marker")
+    }
+
+    fn entity_count(store: &KvStore<SledKv>, table: &str) -> usize {
+        let t = store
+            .get_table(&TableRef::new("a", table))
+            .unwrap()
+            .expect("table");
+        let all = crate::store::key::KeyRange::all();
+        store
+            .scan(t.id, &all)
+            .inspect(|e| assert!(e.is_ok(), "{e:?}"))
+            .count()
+    }
+
+    /// New folders compress each entity with LZ4 (store format 2) over an uncompressed log.
     #[test]
-    fn new_folders_are_compressed() {
+    fn new_folders_compress_each_value() {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path(), Layout::default());
         insert(&*store, "t", 0..10);
         drop(store);
-        assert!(conf(dir.path()).contains("use_compression: true"));
+        assert!(conf(dir.path()).contains("use_compression: false"));
+        assert!(marker(dir.path()).starts_with("tablestore data folder, store format 2\n"));
         assert_eq!(existing_layout(dir.path()), Some(Layout::default()));
+        assert_eq!(folder_compression(dir.path()), Some(Compression::Lz4));
+
+        let store = open(dir.path(), Layout::new(Compression::Off));
+        assert_eq!(entity_count(&store, "t"), 10);
+        let t = store.get_table(&TableRef::new("a", "t")).unwrap().unwrap();
+        let e = store
+            .get_entity(t.id, "p", "00007")
+            .unwrap()
+            .expect("entity");
+        assert_eq!(
+            e.properties[0].value,
+            EdmValue::String("words repeat and repeat ".repeat(20))
+        );
     }
 
-    /// A folder written before compression keeps its uncompressed log: sled refuses to open
-    /// a folder with another compression setting than it was created with.
+    /// Folders of store format 1 (zstd-compressed or uncompressed log, values as they are)
+    /// keep their layout whatever `--compression` says now: sled refuses another log
+    /// compression, and their values are not frames.
     #[test]
-    fn an_uncompressed_folder_from_before_still_opens() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = open(dir.path(), Layout::UNCOMPRESSED);
-        insert(&*store, "old", 0..50);
-        drop(store);
-        assert!(conf(dir.path()).contains("use_compression: false"));
+    fn format_1_folders_keep_their_layout() {
+        for created in [Compression::Zstd, Compression::Off] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = open(dir.path(), Layout::new(created));
+            insert(&*store, "old", 0..50);
+            drop(store);
+            assert!(marker(dir.path()).starts_with("tablestore data folder, store format 1\n"));
+            assert_eq!(folder_compression(dir.path()), Some(created));
 
-        let store = open(dir.path(), Layout::default());
-        let t = store
-            .get_table(&TableRef::new("a", "old"))
-            .unwrap()
-            .expect("table");
-        assert!(store.get_entity(t.id, "p", "00049").unwrap().is_some());
-        insert(&*store, "old", 50..60);
-        assert_eq!(store.footprint().unwrap().entities, 60);
+            let store = open(dir.path(), Layout::default());
+            assert_eq!(entity_count(&store, "old"), 50);
+            insert(&*store, "old", 50..60);
+            assert_eq!(store.footprint().unwrap().entities, 60);
+            drop(store);
+            assert_eq!(folder_compression(dir.path()), Some(created));
+            let store = open(dir.path(), Layout::default());
+            assert_eq!(store.footprint().unwrap().entities, 60);
+            assert_eq!(entity_count(&store, "old"), 60);
+        }
+    }
+
+    /// A folder from before the marker file and the format key holds raw values: it must not
+    /// be taken for a new folder of format 2.
+    #[test]
+    fn a_folder_from_before_the_format_key_stays_format_1() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), Layout::new(Compression::Off));
+        insert(&*store, "old", 0..5);
         drop(store);
-        assert!(conf(dir.path()).contains("use_compression: false"));
+        {
+            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            db.open_tree("tables").unwrap().remove(FORMAT_KEY).unwrap();
+            db.flush().unwrap();
+        }
+        std::fs::remove_file(dir.path().join(MARKER_FILE)).unwrap();
         let store = open(dir.path(), Layout::default());
-        assert_eq!(store.footprint().unwrap().entities, 60);
+        assert_eq!(entity_count(&store, "old"), 5);
+        drop(store);
+        assert!(marker(dir.path()).starts_with("tablestore data folder, store format 1\n"));
+    }
+
+    /// A damaged frame on disk is an error on the reads that meet it (the server answers them
+    /// 500 `InternalError`), never a panic; the other entities stay readable.
+    #[test]
+    fn a_damaged_frame_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path(), Layout::default());
+        insert(&*store, "t", 0..3);
+        drop(store);
+        {
+            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            let entities = db.open_tree("entities").unwrap();
+            let (key, frame) = entities.iter().nth(1).unwrap().unwrap();
+            let mut damaged = frame.to_vec();
+            damaged.truncate(damaged.len() / 2);
+            entities.insert(key, damaged).unwrap();
+            db.flush().unwrap();
+        }
+        let store = open(dir.path(), Layout::default());
+        let t = store.get_table(&TableRef::new("a", "t")).unwrap().unwrap();
+        assert!(store.get_entity(t.id, "p", "00000").unwrap().is_some());
+        assert!(matches!(
+            store.get_entity(t.id, "p", "00001"),
+            Err(StoreError::Corrupt(_))
+        ));
+        let all = crate::store::key::KeyRange::all();
+        let results: Vec<bool> = store.scan(t.id, &all).map(|e| e.is_ok()).collect();
+        assert_eq!(results[..2], [true, false]);
+    }
+
+    /// The logical size counts values, not their compressed frames.
+    #[test]
+    fn logical_size_is_the_same_in_every_layout() {
+        let footprints: Vec<Footprint> = [Compression::Lz4, Compression::Zstd, Compression::Off]
+            .into_iter()
+            .map(|c| {
+                let dir = tempfile::tempdir().unwrap();
+                let store = open(dir.path(), Layout::new(c));
+                insert(&*store, "t", 0..40);
+                // Replace some rows in one batch and delete others.
+                insert_or_replace(&*store, "t", 10..20);
+                let t = store.get_table(&TableRef::new("a", "t")).unwrap().unwrap();
+                let delete = |r: u32| WriteOp {
+                    kind: WriteKind::Delete,
+                    key: EntityKey {
+                        partition_key: "p".into(),
+                        row_key: format!("{r:05}"),
+                    },
+                    properties: vec![],
+                    if_match: IfMatch::Any,
+                };
+                store.commit(t.id, &[delete(30), delete(31)]).unwrap();
+                store.commit(t.id, &[delete(32)]).unwrap();
+                store.footprint().unwrap()
+            })
+            .collect();
+        assert_eq!(footprints[0].entities, 37);
+        for f in &footprints[1..] {
+            assert_eq!(
+                (f.entities, f.logical_bytes),
+                (footprints[0].entities, footprints[0].logical_bytes)
+            );
+        }
     }
 
     #[test]
     fn compression_shrinks_the_folder() {
-        let sizes: Vec<u64> = [Layout::UNCOMPRESSED, Layout::default()]
+        let sizes: Vec<u64> = [Compression::Off, Compression::Lz4, Compression::Zstd]
             .into_iter()
-            .map(|layout| {
+            .map(|c| {
                 let dir = tempfile::tempdir().unwrap();
-                let store = open(dir.path(), layout);
+                let store = open(dir.path(), Layout::new(c));
                 insert(&*store, "t", 0..2000);
                 drop(store);
                 folder_bytes(dir.path())
             })
             .collect();
         assert!(sizes[1] * 2 < sizes[0], "{sizes:?}");
+        assert!(sizes[2] * 2 < sizes[0], "{sizes:?}");
     }
 
     /// After a shutdown that was not clean, the totals recorded by the previous clean one
@@ -711,18 +1009,14 @@ mod tests {
         // What a crash after more writes looks like to the next start: totals that no longer
         // match the data, and no clean-shutdown token.
         {
-            let db = sled::Config::new()
-                .path(dir.path())
-                .use_compression(true)
-                .open()
-                .unwrap();
+            let db = sled::Config::new().path(dir.path()).open().unwrap();
             let tables = db.open_tree("tables").unwrap();
             tables
                 .insert(TOTALS_KEY, Totals::default().encode())
                 .unwrap();
             db.flush().unwrap();
         }
-        write_marker(dir.path(), None).unwrap();
+        write_marker(dir.path(), FORMAT_LZ4_VALUES, None).unwrap();
         let store = open(dir.path(), Layout::default());
         let f = store.footprint().unwrap();
         assert_eq!((f.entities, f.logical_bytes), (30, expected.logical_bytes));

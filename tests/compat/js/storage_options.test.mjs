@@ -1,6 +1,6 @@
-// The on-disk store's start-up options through @azure/data-tables: a data folder created with
-// `--compression off` answers as a compressed one, keeps its layout when restarted without the
-// option (start-up says so), and a RAM tier smaller than the table (`--memory-budget 1`) gives
+// The on-disk store's start-up options through @azure/data-tables: data folders created with
+// every `--compression` (lz4, the default; zstd; off) give the same answers and keep their
+// layout when restarted without the option (start-up says so), and a RAM tier smaller than the table (`--memory-budget 1`) gives
 // the same answers. Servers are started here on folders of their own (TABLESTORE_BIN, set by
 // ./test.sh).
 import { test, describe } from "node:test";
@@ -45,32 +45,39 @@ async function answers(table) {
 }
 
 describe("storage options", { skip }, () => {
-  test("an uncompressed folder answers as a compressed one and keeps its layout", async () => {
+  test("every compression gives the same answers and a folder keeps its layout", async () => {
     const dir = mkdtempSync(join(tmpdir(), "tablestore-js-storage-"));
+    // [--compression, sled's log compressed, store format]: lz4 compresses each entity alone.
+    const layouts = [["lz4", false, "2"], ["zstd", true, "1"], ["off", false, "1"]];
     try {
       const results = {};
-      for (const [folder, args] of [["plain", ["--compression", "off"]], ["packed", []]]) {
-        const server = await start(join(dir, folder), ...args);
+      for (const [name] of layouts) {
+        const server = await start(join(dir, name), "--compression", name);
         try {
           const table = tableOf(server, "jsoptions");
           await fill(table);
-          results[folder] = await answers(table);
+          results[name] = await answers(table);
         } finally {
           await server.stop();
         }
       }
-      assert.deepEqual(results.plain, results.packed);
-      assert.equal(results.plain.count, 899);
-      assert.equal(results.plain.point, -1);
-      const conf = (folder) => readFileSync(join(dir, folder, "__tablestore__", "conf"), "latin1");
-      assert.match(conf("plain"), /use_compression: false/);
-      assert.match(conf("packed"), /use_compression: true/);
-      const again = await start(join(dir, "plain"));
-      try {
-        assert.match(again.log(), /Compression: off \(this data folder was created without it/);
-        assert.deepEqual(await answers(tableOf(again, "jsoptions")), results.packed);
-      } finally {
-        await again.stop();
+      assert.deepEqual(results.zstd, results.lz4);
+      assert.deepEqual(results.off, results.lz4);
+      assert.equal(results.lz4.count, 899);
+      assert.equal(results.lz4.point, -1);
+      const file = (folder, name) => readFileSync(join(dir, folder, "__tablestore__", name), "latin1");
+      for (const [name, logCompressed, format] of layouts) {
+        assert.match(file(name, "conf"), new RegExp(`use_compression: ${logCompressed}`));
+        assert.equal(file(name, "tablestore-format").split("\n")[0], `tablestore data folder, store format ${format}`);
+      }
+      for (const name of ["zstd", "off"]) {
+        const again = await start(join(dir, name));
+        try {
+          assert.match(again.log(), new RegExp(`Compression: ${name} \\(this data folder was created with it`));
+          assert.deepEqual(await answers(tableOf(again, "jsoptions")), results.lz4);
+        } finally {
+          await again.stop();
+        }
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -1,7 +1,7 @@
-"""The on-disk store's start-up options through the SDK: an uncompressed data folder
-(``--compression off``) and a RAM tier too small for the table (``--memory-budget``) answer
-exactly as the default store does, keep what was acknowledged across a restart, and a folder
-keeps the compression it was created with. Each test starts its own tablestore process on a
+"""The on-disk store's start-up options through the SDK: data folders of every compression
+(``--compression lz4``, the default; ``zstd``; ``off``) and a RAM tier too small for the table
+(``--memory-budget``) answer exactly as the default store does, keep what was acknowledged
+across a restart, and a folder keeps the compression it was created with. Each test starts its own tablestore process on a
 data folder of its own (``TABLESTORE_BIN``; ./test.sh sets it).
 """
 
@@ -62,24 +62,36 @@ def conf(folder: Path) -> str:
     return (folder / "__tablestore__" / "conf").read_bytes().decode("latin-1")
 
 
-def test_an_uncompressed_folder_answers_as_the_default_one_and_keeps_its_layout(start_server, tmp_path):
-    plain, packed = tmp_path / "plain", tmp_path / "packed"
+def store_format(folder: Path) -> str:
+    return (folder / "__tablestore__" / "tablestore-format").read_text().splitlines()[0]
+
+
+# (--compression, sled's log compressed, store format): lz4 compresses each entity on its own.
+LAYOUTS = (("lz4", "false", "2"), ("zstd", "true", "1"), ("off", "false", "1"))
+
+
+def test_every_compression_answers_as_the_default_one_and_keeps_its_layout(start_server, tmp_path):
     results = {}
-    for folder, options in ((plain, ["--compression", "off"]), (packed, [])):
-        server = start_server(folder, *options)
+    for name, _, _ in LAYOUTS:
+        server = start_server(tmp_path / name, "--compression", name)
         service = service_of(server)
         fill(service, "options", 600)
-        results[folder] = answers(service, "options")
+        results[name] = answers(service, "options")
         server.stop()
-    assert results[plain] == results[packed]
-    assert results[plain][0] == 599 and results[plain][4] == -1
-    assert "use_compression: false" in conf(plain)
-    assert "use_compression: true" in conf(packed)
-    # Restarted without the option, the folder stays uncompressed and holds every write.
-    server = start_server(plain)
-    assert "Compression: off (this data folder was created without it" in server.log()
-    assert answers(service_of(server), "options") == results[packed]
-    assert "use_compression: false" in conf(plain)
+    assert results["lz4"] == results["zstd"] == results["off"]
+    assert results["lz4"][0] == 599 and results["lz4"][4] == -1
+    for name, log_compressed, fmt in LAYOUTS:
+        assert f"use_compression: {log_compressed}" in conf(tmp_path / name)
+        assert store_format(tmp_path / name) == f"tablestore data folder, store format {fmt}"
+    # Restarted without the option (lz4 by default), a folder keeps its layout and every write.
+    for name in ("zstd", "off"):
+        server = start_server(tmp_path / name)
+        assert f"Compression: {name} (this data folder was created with it" in server.log()
+        assert answers(service_of(server), "options") == results["lz4"]
+        server.stop()
+    server = start_server(tmp_path / "lz4", "--compression", "off")
+    assert "Compression: lz4 (this data folder was created with it" in server.log()
+    assert answers(service_of(server), "options") == results["lz4"]
 
 
 def test_a_ram_tier_smaller_than_the_table_answers_as_the_default_store(start_server, tmp_path):
