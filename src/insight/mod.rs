@@ -240,39 +240,52 @@ impl Insight {
 /// Marker operation of [`Insight::settle`].
 const SETTLE: &str = "_settle";
 
+/// How long the counting thread rests after emptying the queue: requests then queue their
+/// reports without waking it (a wake-up per request was 3 % of a single insert's CPU).
+/// Reports wait at most this long to be counted; [`Insight::settle`] waits for them.
+const REST: Duration = Duration::from_millis(2);
+
 fn count(rx: Receiver<Report>, shared: Arc<Shared>) {
-    while let Ok(report) = rx.recv() {
-        let now = shared.started.elapsed().as_secs();
-        let mut stats = shared.stats.lock().unwrap_or_else(|e| e.into_inner());
-        if report.operation == SETTLE {
-            for w in stats.settle_waiters.drain(..) {
-                let _ = w.send(());
-            }
-            continue;
+    while let Ok(first) = rx.recv() {
+        count_one(first, &shared);
+        while let Ok(report) = rx.try_recv() {
+            count_one(report, &shared);
         }
-        shared.metrics.record(&report);
-        let mut fired = Vec::new();
-        if let Some(account) = &report.account {
-            fired.extend(stats.transaction(account, now));
+        std::thread::sleep(REST);
+    }
+}
+
+fn count_one(report: Report, shared: &Shared) {
+    let now = shared.started.elapsed().as_secs();
+    let mut stats = shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+    if report.operation == SETTLE {
+        for w in stats.settle_waiters.drain(..) {
+            let _ = w.send(());
         }
-        if let Some(o) = &report.observation {
-            fired.extend(stats.observe(o, now));
-        }
-        drop(stats);
-        for a in fired {
-            let info = a.rule.info();
-            tracing::warn!(
-                target: ADVICE_LOG_TARGET,
-                account = %a.account,
-                table = a.table.as_deref().unwrap_or("-"),
-                rule = info.id,
-                guide = %format!("{}: {}", info.guide_page, info.guide_section),
-                observed = %a.example,
-                "design advice: {} {}",
-                info.problem,
-                info.suggestion
-            );
-        }
+        return;
+    }
+    shared.metrics.record(&report);
+    let mut fired = Vec::new();
+    if let Some(account) = &report.account {
+        fired.extend(stats.transaction(account, now));
+    }
+    if let Some(o) = &report.observation {
+        fired.extend(stats.observe(o, now));
+    }
+    drop(stats);
+    for a in fired {
+        let info = a.rule.info();
+        tracing::warn!(
+            target: ADVICE_LOG_TARGET,
+            account = %a.account,
+            table = a.table.as_deref().unwrap_or("-"),
+            rule = info.id,
+            guide = %format!("{}: {}", info.guide_page, info.guide_section),
+            observed = %a.example,
+            "design advice: {} {}",
+            info.problem,
+            info.suggestion
+        );
     }
 }
 
