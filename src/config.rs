@@ -38,10 +38,10 @@ pub enum DurabilityArg {
 /// How a new data folder is compressed (`--compression`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompressionArg {
-    /// Each entity compressed on its own with LZ4: a folder near the size of the data at
-    /// nearly the speed of no compression.
+    /// Each entity compressed on its own with LZ4: nearly the write speed of no compression,
+    /// a folder 1.2–2.3× the data.
     Lz4,
-    /// sled's zstd compression of its whole log: a slightly smaller folder, about half the
+    /// sled's zstd compression of its whole log: a folder 0.7–1.3× the data, about half the
     /// write throughput.
     Zstd,
     /// Uncompressed: the fastest writes, a folder about twice the size of the data.
@@ -215,10 +215,9 @@ pub struct Config {
     )]
     pub write_buffer: u64,
 
-    /// Compression of a new data folder: lz4 (default) compresses each entity on its own and
-    /// keeps the folder near the size of the data; zstd compresses sled's whole log (a little
-    /// smaller, writes about half as fast); off writes fastest with a folder about twice the
-    /// data. A folder keeps what it was created with. Ignored by the in-memory and PostgreSQL
+    /// Compression of a new data folder: lz4 (default) compresses each entity on its own (a
+    /// folder 1.2–2.3× the data); zstd compresses sled's whole log (0.7–1.3×, writes about
+    /// half as fast); off writes fastest with a folder 1.8–3.6× the data. A folder keeps what it was created with. Ignored by the in-memory and PostgreSQL
     /// stores.
     #[arg(long, env = "TABLESTORE_COMPRESSION", value_enum, default_value_t = CompressionArg::Lz4)]
     pub compression: CompressionArg,

@@ -102,8 +102,8 @@ pub enum Compression {
     /// Each entity compressed on its own with LZ4 ([`super::value_lz4`], store format 2);
     /// sled's log uncompressed. New folders since LZ4 was introduced.
     Lz4,
-    /// sled's zstd compression of its whole log (store format 1): a folder slightly smaller
-    /// than with LZ4, writes about half as fast. New folders before LZ4.
+    /// sled's zstd compression of its whole log (store format 1): a smaller folder than with
+    /// LZ4 (the log compresses whole nodes), writes about half as fast. New folders before LZ4.
     Zstd,
     /// Neither (store format 1): the fastest writes, a folder about twice the data.
     Off,
