@@ -9,6 +9,8 @@
 //!   a panic.
 //! * A data folder in use by another running instance: a clear error; the first instance is
 //!   unaffected.
+//! * One damaged entity in a readable folder: the reads that meet it fail with 500
+//!   `InternalError`, the others succeed, the server keeps serving.
 
 mod common;
 
@@ -432,4 +434,49 @@ async fn a_folder_in_use_by_another_instance_is_refused() {
     // The first instance is unaffected.
     assert_eq!(insert(&client, 1, "still here").await.status.as_u16(), 204);
     assert!(first.terminate().success());
+}
+
+/// One entity damaged on disk (its LZ4 frame cut short, written with sled itself while the
+/// server was stopped): the reads that meet it answer 500 `InternalError` in Azure's error
+/// body, every other entity stays readable, and the server keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_entity_fails_the_reads_that_meet_it_not_the_server() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("damaged");
+    populated_folder(&dir).await;
+    {
+        let db = sled::open(dir.join("__tablestore__")).expect("open the stopped store");
+        let entities = db.open_tree("entities").unwrap();
+        // One partition, rows 00000…00199 in key order: the eighth is row 00007.
+        let (key, frame) = entities.iter().nth(7).unwrap().unwrap();
+        entities.insert(key, &frame[..frame.len() / 2]).unwrap();
+        db.flush().unwrap();
+    }
+    let server = ChildServer::start(&dir, &[]);
+    let client = Client::new(&server.endpoint(), Signer::dev());
+    let get = |rk: &str| format!("/full(PartitionKey='p',RowKey='{rk}')");
+    for _ in 0..2 {
+        let r = client.send("GET", &get("00007"), &[], None).await.unwrap();
+        assert_eq!(r.status.as_u16(), 500, "{}", r.text());
+        assert_eq!(r.error_code(), "InternalError", "{}", r.text());
+        let r = client.send("GET", &get("00008"), &[], None).await.unwrap();
+        assert_eq!(r.status.as_u16(), 200, "{}", r.text());
+        assert_eq!(r.json()["n"], 8);
+        // A query that reads through the damaged entity fails whole: no page without it.
+        let r = client.send("GET", "/full()", &[], None).await.unwrap();
+        assert_eq!(r.status.as_u16(), 500, "{}", r.text());
+        assert_eq!(r.error_code(), "InternalError", "{}", r.text());
+        // One that does not meet it is answered.
+        let r = client
+            .send(
+                "GET",
+                "/full()?$filter=PartitionKey%20eq%20'p'%20and%20RowKey%20ge%20'00100'",
+                &[],
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.json()["value"].as_array().map(Vec::len), Some(100));
+    }
+    assert!(server.terminate().success());
 }

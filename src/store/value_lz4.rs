@@ -171,5 +171,19 @@ mod tests {
             prop_assert_eq!(value_len(&frame), value.len());
             prop_assert_eq!(decode(&IVec::from(frame)).unwrap().to_vec(), value);
         }
+
+        /// Whatever bytes a damaged folder holds, decoding answers (a value or `Corrupt`) and
+        /// never panics; a frame that decodes states its value's length.
+        #[test]
+        fn arbitrary_frames_never_panic(
+            tag in 0u8..3,
+            rest in prop::collection::vec(any::<u8>(), 0..600),
+        ) {
+            let frame = [&[tag][..], &rest].concat();
+            match decode(&IVec::from(frame.clone())) {
+                Ok(value) => prop_assert_eq!(value_len(&frame), value.len()),
+                Err(e) => prop_assert!(matches!(e, StoreError::Corrupt(_))),
+            }
+        }
     }
 }
