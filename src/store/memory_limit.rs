@@ -2,11 +2,10 @@
 //!
 //! `--memory-budget` bounds the bytes of table rows the tier keeps; the rest of the server (the
 //! on-disk store's page cache and page table, which grow with the data, request buffers, the
-//! runtime) is outside that count. The tier therefore also watches the whole process: it
-//! measures the memory outside itself (the resident set less its own bytes) and holds no more
-//! than what is left of [`ProcessLimit::limit_bytes`], so that memory takes room from the tier
-//! rather than adding to it, and the server stays near its budget whatever the table sizes
-//! (docs/performance.md, "The RAM tier's budget").
+//! runtime) is outside that count. The tier therefore also watches the whole process: near
+//! [`ProcessLimit::limit_bytes`] it stops loads and gives back the tables that writes are
+//! making larger, and starts no load until there is room again, so the server stays near its
+//! budget whatever the table sizes (docs/performance.md, "The RAM tier's budget"; decision 49).
 
 use std::fmt;
 use std::sync::Arc;
@@ -19,7 +18,9 @@ pub type MemoryProbe = Arc<dyn Fn() -> Option<u64> + Send + Sync>;
 pub struct ProcessLimit {
     /// Resident bytes of the whole process the tier tries to stay under.
     pub limit_bytes: u64,
-    /// The margin the tier keeps below the limit, as the process can grow between two probes.
+    /// The margin the tier keeps below the limit, as the process can grow between two probes:
+    /// within one headroom of the limit a load stops and growing tables are given back until
+    /// an estimated two headrooms are free; a load starts only with two headrooms free.
     pub headroom_bytes: u64,
     pub probe: MemoryProbe,
 }
