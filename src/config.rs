@@ -4,7 +4,8 @@
 //! aliases, so `tablestore` can replace `azurite-table` without changing its command line.
 //! Azurite's blob and queue options are accepted and ignored with a warning.
 //!
-//! Depends on nothing else in the crate but [`crate::store::Durability`].
+//! Depends on nothing else in the crate but the store's [`Durability`] and [`Compression`]
+//! and its test for a PostgreSQL URL.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use clap::builder::BoolishValueParser;
 use clap::parser::ValueSource;
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
+use crate::store::sled_kv::Compression;
 use crate::store::Durability;
 
 /// The well-known development account and its published key.
@@ -217,8 +219,8 @@ pub struct Config {
 
     /// Compression of a new data folder: lz4 (default) compresses each entity on its own (a
     /// folder 1.2–2.3× the data); zstd compresses sled's whole log (0.7–1.3×, writes about
-    /// half as fast); off writes fastest with a folder 1.8–3.6× the data. A folder keeps what it was created with. Ignored by the in-memory and PostgreSQL
-    /// stores.
+    /// half as fast); off writes fastest with a folder 1.8–3.6× the data. A folder keeps what
+    /// it was created with. Ignored by the in-memory and PostgreSQL stores.
     #[arg(long, env = "TABLESTORE_COMPRESSION", value_enum, default_value_t = CompressionArg::Lz4)]
     pub compression: CompressionArg,
 
@@ -622,6 +624,15 @@ impl Config {
         Config::try_parse_args(args, env)
             .ok()
             .filter(|c| !c.healthcheck)
+    }
+
+    /// How a data folder created now is compressed.
+    pub fn new_folder_compression(&self) -> Compression {
+        match self.compression {
+            CompressionArg::Lz4 => Compression::Lz4,
+            CompressionArg::Zstd => Compression::Zstd,
+            CompressionArg::Off => Compression::Off,
+        }
     }
 
     pub fn durability(&self) -> Durability {

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tablestore::config::{connection_string, CompressionArg, Config};
+use tablestore::config::{connection_string, Config};
 use tablestore::data;
 use tablestore::server::{health, open_store, serve, serve_tls, tls, AppState};
 use tracing_subscriber::layer::SubscriberExt;
@@ -42,11 +42,7 @@ fn tune_allocator() {
 
 /// The start-up line saying how the data folder is compressed, and when that was chosen.
 fn compression_line(config: &Config) -> String {
-    let asked = match config.compression {
-        CompressionArg::Lz4 => "lz4",
-        CompressionArg::Zstd => "zstd",
-        CompressionArg::Off => "off",
-    };
+    let asked = config.new_folder_compression().name();
     match tablestore::store::sled_kv::folder_compression(&config.store_dir()) {
         Some(c) if c.name() == asked => format!(
             "Compression: {asked} (--compression lz4|zstd|off chooses for new data folders)"

@@ -23,12 +23,12 @@ use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::auth::Accounts;
-use crate::config::{connection_string, CompressionArg, Config};
+use crate::config::{connection_string, Config};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
 use crate::store::memory_limit::ProcessLimit;
 use crate::store::postgres::PgStore;
-use crate::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
+use crate::store::sled_kv::{Layout, SledKv, SledOptions};
 use crate::store::tiered::{TierOptions, TieredKv};
 use crate::store::wal::{self, WalKv, WalOptions};
 use crate::store::{Kv, KvStore, Store, StoreError};
@@ -134,11 +134,7 @@ pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     std::fs::create_dir_all(&dir).map_err(|e| StoreError::Io(e.to_string()))?;
     let options = SledOptions {
         cache_capacity: config.cache_mb * 1024 * 1024,
-        layout: Layout::new(match config.compression {
-            CompressionArg::Lz4 => Compression::Lz4,
-            CompressionArg::Zstd => Compression::Zstd,
-            CompressionArg::Off => Compression::Off,
-        }),
+        layout: Layout::new(config.new_folder_compression()),
         ..SledOptions::default()
     };
     let kv = SledKv::open(&dir, &options)?;
