@@ -798,23 +798,28 @@ mod tests {
     fn insert(store: &dyn Store, table: &str, rows: std::ops::Range<u32>) {
         let text = EdmValue::String("words repeat and repeat ".repeat(20));
         write(store, table, rows, WriteKind::Insert, |_| {
-            ("text", text.clone())
+            Some(("text", text.clone()))
         });
     }
 
     fn insert_or_replace(store: &dyn Store, table: &str, rows: std::ops::Range<u32>) {
         write(store, table, rows, WriteKind::InsertOrReplace, |r| {
-            ("n", EdmValue::Int32(r as i32))
+            Some(("n", EdmValue::Int32(r as i32)))
         });
     }
 
-    /// Writes rows `00000`… of partition `p` (creating the table) with one property each.
+    fn delete(store: &dyn Store, table: &str, rows: std::ops::Range<u32>) {
+        write(store, table, rows, WriteKind::Delete, |_| None);
+    }
+
+    /// Writes rows `00000`… of partition `p` (creating the table), each with the property
+    /// `property` gives it, all in one commit.
     fn write(
         store: &dyn Store,
         table: &str,
         rows: std::ops::Range<u32>,
         kind: WriteKind,
-        property: impl Fn(u32) -> (&'static str, EdmValue),
+        property: impl Fn(u32) -> Option<(&'static str, EdmValue)>,
     ) {
         let id = match store.get_table(&TableRef::new("a", table)).expect("get") {
             Some(t) => t.id,
@@ -826,20 +831,20 @@ mod tests {
             }
         };
         let ops: Vec<WriteOp> = rows
-            .map(|r| {
-                let (name, value) = property(r);
-                WriteOp {
-                    kind,
-                    key: EntityKey {
-                        partition_key: "p".into(),
-                        row_key: format!("{r:05}"),
-                    },
-                    properties: vec![Property {
+            .map(|r| WriteOp {
+                kind,
+                key: EntityKey {
+                    partition_key: "p".into(),
+                    row_key: format!("{r:05}"),
+                },
+                properties: property(r)
+                    .map(|(name, value)| Property {
                         name: name.into(),
                         value,
-                    }],
-                    if_match: IfMatch::Any,
-                }
+                    })
+                    .into_iter()
+                    .collect(),
+                if_match: IfMatch::Any,
             })
             .collect();
         store.commit(id, &ops).expect("commit");
@@ -975,18 +980,8 @@ mod tests {
                 insert(&*store, "t", 0..40);
                 // Replace some rows in one batch and delete others.
                 insert_or_replace(&*store, "t", 10..20);
-                let t = store.get_table(&TableRef::new("a", "t")).unwrap().unwrap();
-                let delete = |r: u32| WriteOp {
-                    kind: WriteKind::Delete,
-                    key: EntityKey {
-                        partition_key: "p".into(),
-                        row_key: format!("{r:05}"),
-                    },
-                    properties: vec![],
-                    if_match: IfMatch::Any,
-                };
-                store.commit(t.id, &[delete(30), delete(31)]).unwrap();
-                store.commit(t.id, &[delete(32)]).unwrap();
+                delete(&*store, "t", 30..32);
+                delete(&*store, "t", 32..33);
                 store.footprint().unwrap()
             })
             .collect();
