@@ -50,6 +50,16 @@ pub enum CompressionArg {
     Off,
 }
 
+impl From<CompressionArg> for Compression {
+    fn from(arg: CompressionArg) -> Compression {
+        match arg {
+            CompressionArg::Lz4 => Compression::Lz4,
+            CompressionArg::Zstd => Compression::Zstd,
+            CompressionArg::Off => Compression::Off,
+        }
+    }
+}
+
 /// The store `--store` names.
 #[derive(Clone, PartialEq, Eq)]
 pub enum StoreArg {
@@ -628,11 +638,7 @@ impl Config {
 
     /// How a data folder created now is compressed.
     pub fn new_folder_compression(&self) -> Compression {
-        match self.compression {
-            CompressionArg::Lz4 => Compression::Lz4,
-            CompressionArg::Zstd => Compression::Zstd,
-            CompressionArg::Off => Compression::Off,
-        }
+        self.compression.into()
     }
 
     pub fn durability(&self) -> Durability {

@@ -41,6 +41,18 @@ fn fails(args: &[&str]) -> String {
     stderr
 }
 
+/// Exports every table of the data folder `data` to the folder `out`; returns the summary.
+fn export_folder(data: &Path, out: &Path) -> String {
+    ok(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// `n` entities over partitions of 150 (so batches split at 100 and at partition ends), with
 /// typed properties of every kind.
 fn fixture_lines(n: usize, out: &mut String) {
@@ -275,19 +287,94 @@ fn export_resumes_after_kill_9_of_the_exporter() {
     assert!(!progress.exists());
 
     let fresh = work.path().join("fresh");
-    ok(&[
-        "export",
-        "--location",
-        data.to_str().unwrap(),
-        "-q",
-        "--out",
-        fresh.to_str().unwrap(),
-    ]);
+    export_folder(&data, &fresh);
     let resumed = std::fs::read(out.join(DEV_ACCOUNT).join("Big.jsonl")).unwrap();
     let whole = std::fs::read(fresh.join(DEV_ACCOUNT).join("Big.jsonl")).unwrap();
     assert!(
         resumed == whole,
         "the resumed export is the same file as an uninterrupted one"
+    );
+}
+
+/// An import that creates a data folder gives it the compression `--compression` names (lz4
+/// by default), as the server does; an existing folder keeps its own, with a note; the
+/// option needs a data folder.
+#[test]
+fn import_creates_a_data_folder_with_the_compression_asked_for() {
+    let work = tempfile::tempdir().unwrap();
+    let fixture = write_fixture(work.path(), "Orders", 300);
+    let expected = without_timestamps(&fixture);
+    // sled's `conf` ends in a binary checksum.
+    let read = |data: &Path, file: &str| {
+        let bytes = std::fs::read(data.join("__tablestore__").join(file)).unwrap();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    // (--compression, sled's log compressed, store format)
+    let cases = [
+        (None, false, "2"),
+        (Some("lz4"), false, "2"),
+        (Some("zstd"), true, "1"),
+        (Some("off"), false, "1"),
+    ];
+    for (asked, log_compressed, format) in cases {
+        let data = work
+            .path()
+            .join(format!("data-{}", asked.unwrap_or("default")));
+        let mut args = vec!["import", "--location", data.to_str().unwrap(), "-q"];
+        args.extend(asked.iter().flat_map(|c| ["--compression", c]));
+        args.push(fixture.to_str().unwrap());
+        let out = ok(&args);
+        assert!(out.contains("imported 300 entities"), "{asked:?}: {out}");
+        assert!(
+            read(&data, "conf").contains(&format!("use_compression: {log_compressed}")),
+            "{asked:?}"
+        );
+        assert!(
+            read(&data, "tablestore-format")
+                .starts_with(&format!("tablestore data folder, store format {format}\n")),
+            "{asked:?}"
+        );
+        // The entities read back the same in every layout.
+        let out_dir = work
+            .path()
+            .join(format!("out-{}", asked.unwrap_or("default")));
+        export_folder(&data, &out_dir);
+        let exported = out_dir.join(DEV_ACCOUNT).join("Orders.jsonl");
+        assert_eq!(without_timestamps(&exported), expected, "{asked:?}");
+    }
+
+    // A second import into the zstd folder asking for lz4: the folder stays zstd, and says so.
+    let zstd = work.path().join("data-zstd");
+    let out = run(&[
+        "import",
+        "--location",
+        zstd.to_str().unwrap(),
+        "--compression",
+        "lz4",
+        "--mode",
+        "replace",
+        "-q",
+        fixture.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("was created with compression zstd and keeps it"),
+        "{stderr}"
+    );
+    assert!(read(&zstd, "conf").contains("use_compression: true"));
+
+    let e = fails(&[
+        "import",
+        "--connection-string",
+        "UseDevelopmentStorage=true",
+        "--compression",
+        "zstd",
+        fixture.to_str().unwrap(),
+    ]);
+    assert!(
+        e.starts_with("tablestore import: --compression applies to a data folder (--location)"),
+        "{e}"
     );
 }
 
@@ -349,14 +436,7 @@ fn azurite_database_imports_with_types_and_access_policies() {
     ]);
     assert!(out.contains("imported 8 entities in 2 tables"), "{out}");
     let exported = work.path().join("out");
-    ok(&[
-        "export",
-        "--location",
-        data.to_str().unwrap(),
-        "-q",
-        "--out",
-        exported.to_str().unwrap(),
-    ]);
+    export_folder(&data, &exported);
     let typed = std::fs::read_to_string(exported.join(DEV_ACCOUNT).join("Typed.jsonl")).unwrap();
     for expected in [
         r#""Big@odata.type":"Edm.Int64","Big":"9007199254740993""#,
@@ -499,14 +579,7 @@ fn a_million_entities_stream_in_bounded_memory() {
     // (a million entities are ~50 MiB of JSON and several times that as entities in memory).
     assert!(peak(&summary) < 300, "{summary}");
     let out = work.path().join("out");
-    let summary = ok(&[
-        "export",
-        "--location",
-        data.to_str().unwrap(),
-        "-q",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let summary = export_folder(&data, &out);
     assert!(
         summary.contains(&format!("exported {n} entities")),
         "{summary}"

@@ -13,7 +13,8 @@ use super::progress::Progress;
 use super::remote::{RemoteEndpoint, Target};
 use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
 use super::{azurite, peak_rss_bytes, DataError, Endpoint, Mode};
-use crate::config::DEV_ACCOUNT;
+use crate::config::{CompressionArg, DEV_ACCOUNT, STORE_DIR_NAME};
+use crate::store::sled_kv::{folder_compression, Compression};
 use crate::store::Store;
 
 #[derive(Debug, Parser)]
@@ -126,6 +127,10 @@ struct ImportArgs {
     /// Continue an interrupted import from its last checkpoint.
     #[arg(long)]
     resume: bool,
+    /// Compression of a data folder the import creates (as the server's --compression): lz4
+    /// (default), zstd or off. An existing folder keeps what it was created with.
+    #[arg(long, value_enum, value_name = "C")]
+    compression: Option<CompressionArg>,
 }
 
 /// `Some(exit code)` when `args` is an `export` or `import` command line (which it then
@@ -233,7 +238,7 @@ fn export(args: ExportArgs) -> Result<(), DataError> {
     let total = with_endpoints(
         &args.endpoint,
         &args.credentials,
-        false,
+        None,
         &accounts,
         |sources| {
             if Format::of_file(&args.out).is_some() && sources.len() > 1 {
@@ -256,6 +261,12 @@ fn export(args: ExportArgs) -> Result<(), DataError> {
 }
 
 fn import(args: ImportArgs) -> Result<(), DataError> {
+    if args.compression.is_some() && args.endpoint.location.is_none() {
+        return Err(DataError::new(
+            "--compression applies to a data folder (--location): a server compresses its \
+             own folder, so start it with --compression instead",
+        ));
+    }
     let mut progress = Progress::new("imported", args.credentials.quiet);
     let options = ImportOptions {
         mode: args.mode,
@@ -291,16 +302,34 @@ fn with_targets<T>(
 ) -> Result<T, DataError> {
     let default = folder_accounts(&args.credentials.accounts).swap_remove(0);
     let accounts = import_accounts(tables, &default);
-    with_endpoints(&args.endpoint, &args.credentials, true, &accounts, work)
+    let compression = args.compression.map(Compression::from).unwrap_or_default();
+    if let (Some(asked), Some(location)) = (args.compression, &args.endpoint.location) {
+        let existing = folder_compression(&location.join(STORE_DIR_NAME));
+        if let Some(existing) = existing.filter(|e| *e != Compression::from(asked)) {
+            eprintln!(
+                "tablestore import: note: {} was created with compression {} and keeps it; \
+                 --compression applies to new data folders",
+                location.display(),
+                existing.name()
+            );
+        }
+    }
+    with_endpoints(
+        &args.endpoint,
+        &args.credentials,
+        Some(compression),
+        &accounts,
+        work,
+    )
 }
 
-/// Runs `work` with the command's endpoints: in a data folder (`--location`, opened for
-/// writing when `write`, then flushed) one per account of `accounts`, else the one endpoint
-/// `--connection-string` or `--url` names.
+/// Runs `work` with the command's endpoints: in a data folder (`--location`; opened for
+/// writing when `write` gives the compression of a folder created now, then flushed) one per
+/// account of `accounts`, else the one endpoint `--connection-string` or `--url` names.
 fn with_endpoints<T>(
     endpoint: &EndpointArgs,
     credentials: &Credentials,
-    write: bool,
+    write: Option<Compression>,
     accounts: &[String],
     work: impl FnOnce(&[&dyn Endpoint]) -> Result<T, DataError>,
 ) -> Result<T, DataError> {
@@ -310,7 +339,7 @@ fn with_endpoints<T>(
             let endpoints = local_endpoints(&store, accounts, &location.display().to_string());
             let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
             let result = work(&refs);
-            if write {
+            if write.is_some() {
                 store
                     .flush()
                     .map_err(|e| DataError::new(format!("cannot flush the data folder: {e:?}")))?;

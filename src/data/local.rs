@@ -10,17 +10,22 @@ use crate::model::{Entity, TableId, TableName, TableRef, WriteOp};
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
 use crate::store::memory::MemoryKv;
-use crate::store::sled_kv::{SledKv, SledOptions};
+use crate::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
 use crate::store::{Durability, KeyRange, KvStore, Store, StoreError};
 
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
 pub use crate::config::STORE_DIR_NAME;
 
 /// Opens the store of the workspace `location` for a bulk transfer. Writes are flushed at
-/// each checkpoint rather than each batch. A folder a server holds is refused.
-pub fn open_folder(location: &Path, create: bool) -> Result<Arc<dyn Store>, DataError> {
+/// each checkpoint rather than each batch. A folder a server holds is refused. With `create`,
+/// a missing data folder is created with that compression (an existing one keeps its own);
+/// without, it must exist.
+pub fn open_folder(
+    location: &Path,
+    create: Option<Compression>,
+) -> Result<Arc<dyn Store>, DataError> {
     let dir = location.join(STORE_DIR_NAME);
-    if !create && !dir.is_dir() {
+    if create.is_none() && !dir.is_dir() {
         return Err(DataError::new(format!(
             "{} holds no tablestore data (no {STORE_DIR_NAME} folder); check --location",
             location.display()
@@ -32,7 +37,11 @@ pub fn open_folder(location: &Path, create: bool) -> Result<Arc<dyn Store>, Data
             dir.display()
         ))
     })?;
-    let kv = SledKv::open(&dir, &SledOptions::default()).map_err(|e| match e {
+    let options = SledOptions {
+        layout: Layout::new(create.unwrap_or_default()),
+        ..SledOptions::default()
+    };
+    let kv = SledKv::open(&dir, &options).map_err(|e| match e {
         StoreError::Io(m) if m.contains("in use") => DataError::new(format!(
             "the data folder {} is in use by a running server: stop it, or give the server's \
              endpoint with --connection-string instead",

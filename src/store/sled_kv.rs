@@ -97,10 +97,11 @@ pub struct Layout {
 /// How a data folder keeps its size down (`--compression`), fixed when it is created: sled
 /// refuses to open a folder with another log compression than it was created with, and
 /// values written one way cannot be read the other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
     /// Each entity compressed on its own with LZ4 ([`super::value_lz4`], store format 2);
-    /// sled's log uncompressed. New folders since LZ4 was introduced.
+    /// sled's log uncompressed. New folders since LZ4 was introduced (the default).
+    #[default]
     Lz4,
     /// sled's zstd compression of its whole log (store format 1): a smaller folder than with
     /// LZ4 (the log compresses whole nodes), writes about half as fast. New folders before LZ4.
@@ -140,7 +141,7 @@ impl Layout {
 
 impl Default for Layout {
     fn default() -> Self {
-        Layout::new(Compression::Lz4)
+        Layout::new(Compression::default())
     }
 }
 

@@ -1,13 +1,15 @@
 // The on-disk store's start-up options through @azure/data-tables: data folders created with
 // every `--compression` (lz4, the default; zstd; off) give the same answers and keep their
-// layout when restarted without the option (start-up says so), and a RAM tier smaller than the table (`--memory-budget 1`) gives
-// the same answers. Servers are started here on folders of their own (TABLESTORE_BIN, set by
+// layout when restarted without the option (start-up says so), `tablestore import --compression`
+// creates folders of each layout that serve the same answers, and a RAM tier smaller than the table
+// (`--memory-budget 1`) gives the same answers. Servers are started here on folders of their own (TABLESTORE_BIN, set by
 // ./test.sh).
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { execFileSync } from "node:child_process";
 import { AzureNamedKeyCredential, TableClient } from "@azure/data-tables";
 import { ACCOUNT_KEY, ACCOUNT_NAME, CLIENT_OPTIONS, all, serverBinary, startChildServer } from "./helpers.mjs";
 
@@ -77,6 +79,37 @@ describe("storage options", { skip }, () => {
           assert.deepEqual(await answers(tableOf(again, "jsoptions")), results.lz4);
         } finally {
           await again.stop();
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("an import into a new folder takes the compression asked for", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "tablestore-js-import-"));
+    const run = (...args) => execFileSync(serverBinary(), args, { stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const source = await start(join(dir, "source"));
+      let expected;
+      try {
+        const table = tableOf(source, "jsmoved");
+        await fill(table);
+        expected = await answers(table);
+      } finally {
+        await source.stop();
+      }
+      run("export", "--location", join(dir, "source"), "-q", "--out", join(dir, "dump"));
+      for (const [name, logCompressed] of [["lz4", false], ["zstd", true], ["off", false]]) {
+        const folder = join(dir, `imported-${name}`);
+        run("import", "--location", folder, "--compression", name, "-q", join(dir, "dump"));
+        assert.match(readFileSync(join(folder, "__tablestore__", "conf"), "latin1"), new RegExp(`use_compression: ${logCompressed}`));
+        const server = await start(folder);
+        try {
+          assert.match(server.log(), new RegExp(`Compression: ${name} \\(`));
+          assert.deepEqual(await answers(tableOf(server, "jsmoved")), expected);
+        } finally {
+          await server.stop();
         }
       }
     } finally {

@@ -7,6 +7,7 @@ data folder of its own (``TABLESTORE_BIN``; ./test.sh sets it).
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional
 
@@ -14,7 +15,7 @@ import pytest
 from azure.data.tables import TableServiceClient, UpdateMode
 
 from conftest import ACCOUNT_KEY, ACCOUNT_NAME, CLIENT_KWARGS
-from support import ChildServer, child_servers
+from support import ChildServer, child_servers, server_binary
 
 
 @pytest.fixture
@@ -92,6 +93,29 @@ def test_every_compression_answers_as_the_default_one_and_keeps_its_layout(start
     server = start_server(tmp_path / "lz4", "--compression", "off")
     assert "Compression: lz4 (this data folder was created with it" in server.log()
     assert answers(service_of(server), "options") == results["lz4"]
+
+
+def test_an_import_into_a_new_folder_takes_the_compression_asked_for(start_server, tmp_path):
+    """Export a table, import it into new folders of each compression with
+    ``tablestore import --location … --compression …``, and serve them: the SDK reads the same."""
+    source = start_server(tmp_path / "source")
+    fill(service_of(source), "moved", 600)
+    expected = answers(service_of(source), "moved")
+    source.stop()
+    binary = server_binary()
+    dump = tmp_path / "dump"
+    subprocess.run([binary, "export", "--location", str(tmp_path / "source"), "-q", "--out", str(dump)],
+                   check=True, stdin=subprocess.DEVNULL, capture_output=True)
+    for name, log_compressed, fmt in LAYOUTS:
+        folder = tmp_path / f"imported-{name}"
+        subprocess.run([binary, "import", "--location", str(folder), "--compression", name, "-q", str(dump)],
+                       check=True, stdin=subprocess.DEVNULL, capture_output=True)
+        assert f"use_compression: {log_compressed}" in conf(folder)
+        assert store_format(folder) == f"tablestore data folder, store format {fmt}"
+        server = start_server(folder)
+        assert f"Compression: {name} (" in server.log()
+        assert answers(service_of(server), "moved") == expected
+        server.stop()
 
 
 def test_a_ram_tier_smaller_than_the_table_answers_as_the_default_store(start_server, tmp_path):
