@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 
 use common::batch::BatchBody;
 use common::child::{command, ChildServer, Client, Signer};
+use rand::{RngExt as _, SeedableRng as _};
+use rand_pcg::Pcg64;
 use serde_json::{json, Map, Value};
 
 const TABLE: &str = "crashtest";
@@ -44,27 +46,22 @@ fn seed() -> u64 {
         })
 }
 
-/// xorshift64*: small, seedable, good enough to pick operations.
+/// The seeded generator that picks operations (Pcg64: the same run for the same seed).
 #[derive(Clone)]
-struct Rng(u64);
+struct Rng(Pcg64);
 
 impl Rng {
     fn new(seed: u64) -> Rng {
-        Rng(seed.max(1))
+        Rng(Pcg64::seed_from_u64(seed))
     }
     fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.random()
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.random_range(0..n)
     }
     fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo)
+        self.0.random_range(lo..hi)
     }
 }
 

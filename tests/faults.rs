@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use common::batch::BatchBody;
 use common::child::{ChildServer, Client, Signer};
+use rand::{RngExt as _, SeedableRng as _};
+use rand_pcg::Pcg64;
 use serde_json::json;
 
 /// A file system mounted for one test, unmounted (lazily) when dropped.
@@ -142,15 +144,10 @@ async fn disk_full(args: &[&str], strict: bool) {
     let keep = (8 + 3) * 1024 * 1024;
     std::fs::write(&balloon, vec![0u8; free.saturating_sub(keep) as usize]).unwrap();
 
-    // Letters that do not repeat: the store compresses its log, so "xxx…" would never fill it.
-    let mut seed = 0x2545_F491_4F6C_DD1Du64;
+    // Letters that do not repeat: the store compresses entities, so "xxx…" would never fill it.
+    let mut rng = Pcg64::seed_from_u64(1);
     let data: String = (0..30_000)
-        .map(|_| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            char::from(b'a' + (seed % 26) as u8)
-        })
+        .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
         .collect();
     let mut acknowledged = Vec::new();
     let mut failures = 0;
@@ -348,15 +345,8 @@ async fn unusable_or_corrupted_data_folders_fail_cleanly() {
     let len = std::fs::metadata(d.join("__tablestore__").join("db"))
         .unwrap()
         .len() as usize;
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let noise: Vec<u8> = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let mut rng = Pcg64::seed_from_u64(2);
+    let noise: Vec<u8> = (0..len).map(|_| rng.random()).collect();
     std::fs::write(d.join("__tablestore__").join("db"), noise).unwrap();
     assert_refuses_to_start(&d, "random bytes in db");
 

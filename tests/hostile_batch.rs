@@ -9,6 +9,8 @@ mod common;
 use common::batch::BatchBody;
 use common::child::{Client, Signer};
 use common::TestServer;
+use rand::{RngExt as _, SeedableRng as _};
+use rand_pcg::Pcg64;
 
 const CT: &str = "multipart/mixed; boundary=batch_h";
 
@@ -190,13 +192,8 @@ async fn malformed_multipart_is_refused_and_nothing_is_applied() {
 async fn random_mutations_of_a_valid_batch_never_apply_half() {
     let (t, client) = setup().await;
     let base = format!("{}/devstoreaccount1", t.server.endpoint());
-    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = Pcg64::seed_from_u64(3);
+    let mut next = || rng.random::<u64>();
     let mut applied = 0;
     for round in 0..150 {
         let parts: String = (0..5)

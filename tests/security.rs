@@ -9,6 +9,8 @@ mod common;
 use common::batch::BatchBody;
 use common::child::Signer;
 use common::Reply;
+use rand::{RngExt as _, SeedableRng as _};
+use rand_pcg::Pcg64;
 use reqwest::Method;
 use serde_json::json;
 use tablestore::auth::canonical::ServiceSasFields;
@@ -19,15 +21,8 @@ const SECRET1: &str = "acct1-secret-value-7f3a";
 const SECRET2: &str = "acct2-secret-value-9c1e";
 
 fn key(seed: u8) -> Vec<u8> {
-    let mut x = u64::from(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) + 1;
-    (0..64)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    let mut rng = Pcg64::seed_from_u64(u64::from(seed));
+    (0..64).map(|_| rng.random()).collect()
 }
 
 fn b64(bytes: &[u8]) -> String {

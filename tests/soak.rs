@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use common::batch::BatchBody;
 use common::child::{Client, Signer};
+use rand::{RngExt as _, SeedableRng as _};
+use rand_pcg::Pcg64;
 use serde_json::{json, Value};
 use tablestore::config::Config;
 use tablestore::server::RunningServer;
@@ -56,12 +58,9 @@ fn is_torn(e: &Value) -> bool {
 }
 
 async fn incrementer(client: Client, id: usize, stop: Arc<AtomicBool>, stats: Arc<Stats>) {
-    let mut x = (id as u64 + 1) * 0x9E37_79B9;
+    let mut rng = Pcg64::seed_from_u64(id as u64);
     while !stop.load(Ordering::Relaxed) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let c = (x % COUNTERS as u64) as usize;
+        let c = rng.random_range(0..COUNTERS);
         let r = client
             .send("GET", &counter_path(c), &[], None)
             .await
@@ -74,7 +73,7 @@ async fn incrementer(client: Client, id: usize, stop: Arc<AtomicBool>, stats: Ar
         let body = json!({"count": n + 1, "shadow": n + 1})
             .to_string()
             .into_bytes();
-        let method = if x.is_multiple_of(2) { "PUT" } else { "MERGE" };
+        let method = if rng.random::<bool>() { "PUT" } else { "MERGE" };
         let w = client
             .send(method, &counter_path(c), &[("If-Match", &etag)], Some(body))
             .await
