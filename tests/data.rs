@@ -363,6 +363,21 @@ fn import_creates_a_data_folder_with_the_compression_asked_for() {
         "{stderr}"
     );
     assert!(read(&zstd, "conf").contains("use_compression: true"));
+    // A folder a server holds is refused, without the note.
+    let server = ChildServer::start(&zstd, &[]);
+    let e = fails(&[
+        "import",
+        "--location",
+        zstd.to_str().unwrap(),
+        "--compression",
+        "lz4",
+        fixture.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("in use by a running server") && !e.contains("note:"),
+        "{e}"
+    );
+    drop(server);
 
     let e = fails(&[
         "import",

@@ -303,24 +303,35 @@ fn with_targets<T>(
     let default = folder_accounts(&args.credentials.accounts).swap_remove(0);
     let accounts = import_accounts(tables, &default);
     let compression = args.compression.map(Compression::from).unwrap_or_default();
-    if let (Some(asked), Some(location)) = (args.compression, &args.endpoint.location) {
-        let existing = folder_compression(&location.join(STORE_DIR_NAME));
-        if let Some(existing) = existing.filter(|e| *e != Compression::from(asked)) {
-            eprintln!(
-                "tablestore import: note: {} was created with compression {} and keeps it; \
-                 --compression applies to new data folders",
-                location.display(),
-                existing.name()
-            );
-        }
-    }
+    // Said once the folder is open (not when it is refused, e.g. in use by a server).
+    let kept = kept_compression_note(args.compression, args.endpoint.location.as_deref());
     with_endpoints(
         &args.endpoint,
         &args.credentials,
         Some(compression),
         &accounts,
-        work,
+        |targets| {
+            if let Some(note) = &kept {
+                eprintln!("{note}");
+            }
+            work(targets)
+        },
     )
+}
+
+/// What an import says when `--compression` asks for another compression than the existing
+/// data folder at `location` was created with (which it keeps).
+fn kept_compression_note(asked: Option<CompressionArg>, location: Option<&Path>) -> Option<String> {
+    let (asked, location) = asked.zip(location)?;
+    let existing = folder_compression(&location.join(STORE_DIR_NAME))?;
+    (existing != Compression::from(asked)).then(|| {
+        format!(
+            "tablestore import: note: {} was created with compression {} and keeps it; \
+             --compression applies to new data folders",
+            location.display(),
+            existing.name()
+        )
+    })
 }
 
 /// Runs `work` with the command's endpoints: in a data folder (`--location`; opened for
