@@ -42,15 +42,17 @@ fn tune_allocator() {
 
 /// The start-up line saying how the data folder is compressed, and when that was chosen.
 fn compression_line(config: &Config) -> String {
-    let asked = config.new_folder_compression().name();
+    let asked = config.new_folder_compression();
     match tablestore::store::sled_kv::folder_compression(&config.store_dir()) {
-        Some(c) if c.name() == asked => format!(
-            "Compression: {asked} (--compression lz4|zstd|off chooses for new data folders)"
+        Some(c) if c == asked => format!(
+            "Compression: {} (--compression lz4|zstd|off chooses for new data folders)",
+            asked.name()
         ),
         Some(c) => format!(
-            "Compression: {} (this data folder was created with it; --compression {asked} \
+            "Compression: {} (this data folder was created with it; --compression {} \
              applies to new folders)",
-            c.name()
+            c.name(),
+            asked.name()
         ),
         None => "Compression: unknown (the data folder has no sled configuration)".into(),
     }
