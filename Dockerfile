@@ -4,6 +4,12 @@
 #   docker build -t tablestore .
 #   docker run -p 10002:10002 -v tablestore-data:/data tablestore
 #
+# From a binary already built for Debian bookworm (glibc), without the Rust image: the `prebuilt`
+# target copies `tablestore` from the build context, so give it a folder holding only that file
+# (scripts/ci/docker.sh builds the CI image so, from the binary the tests built):
+#
+#   docker build --target prebuilt -t tablestore -f Dockerfile path/to/folder-with-binary
+#
 # The image listens on 0.0.0.0:10002, keeps its data in the /data volume
 # (/data/__tablestore__), runs as the unprivileged user 10002, and answers the
 # HEALTHCHECK through `tablestore --healthcheck` (GET /_health; no curl needed).
@@ -28,14 +34,14 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
  && strip /out/tablestore \
  && /out/tablestore --version
 
-FROM debian:${DEBIAN_RELEASE}-slim
+# Everything of the image but the binary, shared by the two ways to get it (below).
+FROM debian:${DEBIAN_RELEASE}-slim AS runtime
 ARG UID=10002
 RUN groupadd --system --gid "${UID}" tablestore \
  && useradd --system --uid "${UID}" --gid tablestore --home-dir /data --no-create-home \
       --shell /usr/sbin/nologin tablestore \
  && mkdir -p /data \
  && chown tablestore:tablestore /data
-COPY --from=builder /out/tablestore /usr/local/bin/tablestore
 # A folder mounted at /seed is imported before the server listens (docs/data.md).
 ENV TABLESTORE_HOST=0.0.0.0 \
     TABLESTORE_PORT=10002 \
@@ -49,3 +55,11 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \
   CMD ["tablestore", "--healthcheck"]
 ENTRYPOINT ["tablestore"]
 CMD []
+
+# `--target prebuilt`: the binary from the build context (see the top of this file).
+FROM runtime AS prebuilt
+COPY tablestore /usr/local/bin/tablestore
+
+# The default target: the binary the builder stage compiled.
+FROM runtime
+COPY --from=builder /out/tablestore /usr/local/bin/tablestore

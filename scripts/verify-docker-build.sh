@@ -13,14 +13,9 @@
 #      trip, that the store is written under <data>/__tablestore__ by that UID, that SIGTERM
 #      stops the server cleanly and that the health check then exits 1.
 #
-# A real image build was also verified on this machine kind (2026-11-21) with Debian's podman
-# and runc (crun cannot run under this kernel's hybrid cgroups): no container registry is
-# reachable, so the two base images were local stand-ins — a `debootstrap bookworm` root
-# imported as debian:bookworm-slim, and the same root plus the machine's Rust toolchain and CA
-# bundle as rust:1-bookworm — then `podman --runtime runc build --format docker --pull=never
-# --network host -t tablestore .` (`--format docker` keeps the HEALTHCHECK), and the container
-# ran as user 10002 with the /data volume, passed `podman healthcheck run` (also with
-# `--tablePort` changed on the command line) and stopped cleanly on SIGTERM.
+# scripts/ci/docker.sh (a CI stage) calls this with --binary, then builds the image for real with
+# podman (`--target prebuilt`, from that binary) and runs it: health check, SDK round trips,
+# the documented commands, SIGTERM, volumes.
 #
 # Usage: scripts/verify-docker-build.sh                 (from anywhere in the repository)
 #        scripts/verify-docker-build.sh --binary PATH   skip step 2's release build and lay out
@@ -61,7 +56,10 @@ step "checking the Dockerfile"
 [[ -f "$dockerfile" && -f "$root/.dockerignore" ]] || fail "Dockerfile or .dockerignore missing"
 require() { grep -Eq -- "$1" "$dockerfile" || fail "Dockerfile lacks: $2"; }
 require '^FROM rust:.* AS builder' 'a rust builder stage'
-require '^FROM debian:.*-slim' 'a debian slim runtime stage'
+require '^FROM debian:.*-slim AS runtime$' 'a debian slim runtime stage named runtime'
+require '^FROM runtime AS prebuilt$' 'the prebuilt target (the runtime stage with a built binary)'
+[[ $(grep '^FROM ' "$dockerfile" | tail -n1) == "FROM runtime" ]] \
+  || fail "the last stage (the default target) is not \`FROM runtime\` with the builder's binary"
 require '^USER tablestore' 'a non-root USER'
 require '^VOLUME \["/data"\]' 'the /data volume'
 require '^EXPOSE 10002' 'EXPOSE 10002'
