@@ -9,8 +9,10 @@
 #      wait for GET /_health, run the Python and JS SDK suites and the Azure CLI
 #      scenario (scripts/ci/azure-cli.sh) against it, stop it
 #   4. the SDK documentation examples; scripts/ci/packages.sh (wheel and npm package of the
-#      binary just built, installed fresh and exercised) and scripts/ci/docker.sh (image build
-#      where a container engine runs, else said to be skipped; the image's runtime layout);
+#      binary just built, installed fresh and exercised) and scripts/ci/docker.sh (the image
+#      built from that binary with Debian's podman, which it installs with apt when missing,
+#      on a Debian base it makes with debootstrap and caches; every documented `docker run`
+#      and Compose service of the image run and checked; needs root);
 #      scripts/ci/postgres.sh (the PostgreSQL store: Rust subset and SDK suites on a
 #      PostgreSQL it starts; `postgres.sh install` runs before cargo test)
 #   5. print a summary; exit non-zero if anything failed
