@@ -215,17 +215,14 @@ pub struct Config {
     )]
     pub memory_budget: u64,
 
-    /// Write-ahead log of the on-disk store, in MiB: acknowledged writes are logged (one sync
-    /// for many requests) and reach the store in large background batches; writes wait while
-    /// more than this is not yet in the store. 0 (the default) writes straight to the store.
-    /// Ignored by the in-memory and PostgreSQL stores.
+    /// Removed (the write-ahead log it sized): kept only to answer its use with a sentence.
     #[arg(
-        long,
+        long = "write-buffer",
         env = "TABLESTORE_WRITE_BUFFER",
-        default_value_t = 0,
+        hide = true,
         value_name = "MIB"
     )]
-    pub write_buffer: u64,
+    pub removed_write_buffer: Option<String>,
 
     /// Compression of a new data folder: lz4 (default) compresses each entity on its own (a
     /// folder 1.2–2.3× the data); zstd compresses sled's whole log (0.7–1.3×, writes about
@@ -514,7 +511,7 @@ impl Config {
             log_level: "warn".into(),
             cache_mb: 16,
             memory_budget: 256,
-            write_buffer: 0,
+            removed_write_buffer: None,
             compression: CompressionArg::Lz4,
             silent: false,
             debug: None,
@@ -596,6 +593,16 @@ impl Config {
         let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         config.location_on_command_line = on_command_line("location");
         config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
+        if let Some(source) = matches.value_source("removed_write_buffer") {
+            let given = match source {
+                ValueSource::EnvVariable => "TABLESTORE_WRITE_BUFFER",
+                _ => "--write-buffer",
+            };
+            return Err(Config::command().error(
+                clap::error::ErrorKind::UnknownArgument,
+                format!("{given} was removed: the write-ahead log it sized measured slower than the store's own log on every write workload (docs/performance.md); drop it (a data folder's old log is applied at start-up)"),
+            ));
+        }
         if config.in_memory && config.postgres().is_some() {
             return Err(Config::command().error(
                 clap::error::ErrorKind::ArgumentConflict,

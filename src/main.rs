@@ -9,6 +9,7 @@ use std::time::Duration;
 use tablestore::config::{connection_string, Config};
 use tablestore::data;
 use tablestore::server::{health, open_store, serve, serve_tls, tls, AppState};
+use tablestore::store::StoreError;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -169,14 +170,6 @@ async fn main() -> ExitCode {
             0 => println!("Memory budget: off (every read goes to disk; --memory-budget MIB)"),
             mib => println!("Memory budget: {mib} MiB for tables read from RAM (--memory-budget)"),
         }
-        match config.write_buffer {
-            0 => println!(
-                "Write buffer: off (every write goes straight to disk; --write-buffer MIB)"
-            ),
-            mib => println!(
-                "Write buffer: {mib} MiB of logged writes ahead of the store (--write-buffer)"
-            ),
-        }
         println!("{}", compression_line(&config));
     }
     // Azurite 3.35's readiness line, word for word: log-watching wait strategies written for
@@ -268,26 +261,21 @@ fn listen_error(config: &Config, e: &std::io::Error) -> String {
 
 /// One sentence for a data folder that cannot be opened: what is wrong and what to do, never
 /// the error's debug text.
-fn store_error(config: &Config, e: &tablestore::store::StoreError) -> String {
+fn store_error(config: &Config, e: &StoreError) -> String {
     if config.postgres().is_some() {
         // The PostgreSQL store's errors are already one sentence naming the database.
         return match e {
-            tablestore::store::StoreError::Io(text)
-            | tablestore::store::StoreError::Unavailable(text)
-            | tablestore::store::StoreError::Corrupt(text) => text.clone(),
+            StoreError::Io { .. }
+            | StoreError::Database { .. }
+            | StoreError::Unavailable { .. }
+            | StoreError::Corrupt(_) => e.to_string(),
             _ => "the PostgreSQL store could not be opened: check the database --store names"
                 .to_string(),
         };
     }
     let dir = config.store_dir();
     let shown = dir.display();
-    let text = match e {
-        tablestore::store::StoreError::Io(text) | tablestore::store::StoreError::Corrupt(text) => {
-            text.clone()
-        }
-        other => format!("{other:?}"),
-    };
-    if text.contains("in use by another process") {
+    if *e == StoreError::FolderInUse {
         let hint = match config.port {
             0 => String::new(),
             port => format!(" (is one already running on port {port}?)"),
@@ -303,21 +291,24 @@ fn store_error(config: &Config, e: &tablestore::store::StoreError) -> String {
             file.display()
         );
     }
-    if text.contains("os error 13") || text.contains("ermission denied") {
-        return format!(
-            "permission denied for the data folder {shown}: pass --location with a folder you can write to, or fix its permissions"
-        );
-    }
-    if text.contains("os error 28") {
-        return format!(
-            "the disk holding {shown} is full: free some space or pass --location on another disk"
-        );
+    match e.io_kind() {
+        Some(std::io::ErrorKind::PermissionDenied) => {
+            return format!(
+                "permission denied for the data folder {shown}: pass --location with a folder you can write to, or fix its permissions"
+            )
+        }
+        Some(std::io::ErrorKind::StorageFull) => {
+            return format!(
+                "the disk holding {shown} is full: free some space or pass --location on another disk"
+            )
+        }
+        _ => {}
     }
     match e {
-        tablestore::store::StoreError::Corrupt(_) => format!(
-            "the data folder {shown} holds data this tablestore cannot read ({text}): move it aside or pass --location with another folder"
+        StoreError::Corrupt(_) => format!(
+            "the data folder {shown} holds data this tablestore cannot read ({e}): move it aside or pass --location with another folder"
         ),
-        _ => format!("cannot open the data folder {shown} ({text}): check the folder or pass --location with another one"),
+        _ => format!("cannot open the data folder {shown} ({e}): check the folder or pass --location with another one"),
     }
 }
 
@@ -407,7 +398,6 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tablestore::store::StoreError;
 
     /// Store and port errors become one sentence naming the folder or port and what to do
     /// (the permission case cannot be produced for real when the tests run as root).
@@ -421,7 +411,7 @@ mod tests {
             .unwrap();
         let denied = store_error(
             &config,
-            &StoreError::Io("Permission denied (os error 13)".into()),
+            &StoreError::io("sled", std::io::ErrorKind::PermissionDenied.into()),
         );
         assert!(
             denied.starts_with("permission denied for the data folder"),
@@ -429,10 +419,7 @@ mod tests {
         );
         assert!(denied.contains("--location"), "{denied}");
         assert!(!denied.contains("os error"), "{denied}");
-        let in_use = store_error(
-            &config,
-            &StoreError::Io("the data folder is in use by another process (x)".into()),
-        );
+        let in_use = store_error(&config, &StoreError::FolderInUse);
         assert!(in_use.contains("another tablestore is using"), "{in_use}");
         let busy = listen_error(&config, &std::io::ErrorKind::AddrInUse.into());
         assert!(busy.contains("is already in use"), "{busy}");

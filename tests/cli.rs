@@ -339,8 +339,8 @@ fn compression_is_chosen_when_a_folder_is_created() {
     }
 }
 
-/// The on-disk store shows its RAM tier's budget and its write buffer at start-up: 256 MiB and
-/// off by default, off with 0 (by flag or environment); the in-memory store has neither.
+/// The on-disk store shows its RAM tier's budget at start-up: 256 MiB by default, off with 0
+/// (by flag or environment); the in-memory store has none.
 #[test]
 fn the_memory_budget_is_shown_at_start_up() {
     let dir = tempfile::tempdir().unwrap();
@@ -351,36 +351,38 @@ fn the_memory_budget_is_shown_at_start_up() {
         out.contains("Memory budget: 256 MiB for tables read from RAM"),
         "{out}"
     );
-    assert!(out.contains("Write buffer: off"), "{out}");
     drop(s);
     let s = Server::start(
-        &[
-            "--location",
-            location,
-            "--port",
-            "0",
-            "--write-buffer",
-            "32",
-        ],
-        &[],
-    );
-    let out = s.output();
-    assert!(
-        out.contains("Write buffer: 32 MiB of logged writes ahead of the store"),
-        "{out}"
-    );
-    drop(s);
-    let s = Server::start(
-        &["--location", location, "--port", "0", "--write-buffer", "0"],
+        &["--location", location, "--port", "0"],
         &[("TABLESTORE_MEMORY_BUDGET", "0")],
     );
-    let out = s.output();
-    assert!(out.contains("Memory budget: off"), "{out}");
-    assert!(out.contains("Write buffer: off"), "{out}");
+    assert!(s.output().contains("Memory budget: off"), "{}", s.output());
     drop(s);
     let s = Server::start(&["--in-memory", "--port", "0"], &[]);
     assert!(!s.output().contains("Memory budget"));
-    assert!(!s.output().contains("Write buffer"));
+}
+
+/// `--write-buffer` (and its environment variable) sized the write-ahead log, which was
+/// removed: either is answered with one sentence saying so and why, and nothing starts.
+#[test]
+fn the_removed_write_buffer_is_answered_with_one_sentence() {
+    let by_flag = run(&["--in-memory", "--port", "0", "--write-buffer", "32"]);
+    let by_env = Command::new(BIN)
+        .args(["--in-memory", "--port", "0"])
+        .env_clear()
+        .env("TABLESTORE_WRITE_BUFFER", "32")
+        .output()
+        .unwrap();
+    for (out, named) in [
+        (by_flag, "--write-buffer"),
+        (by_env, "TABLESTORE_WRITE_BUFFER"),
+    ] {
+        assert!(!out.status.success(), "{named} started a server");
+        let said = String::from_utf8_lossy(&out.stderr);
+        let first = said.lines().next().unwrap_or_default();
+        assert!(first.contains(&format!("{named} was removed")), "{said}");
+        assert!(first.contains("slower"), "says why: {said}");
+    }
 }
 
 #[tokio::test]
@@ -498,7 +500,7 @@ fn version_is_printed() {
 
 #[test]
 fn bad_command_lines_fail_with_a_message() {
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--tableHots", "0.0.0.0"],
             "unexpected argument '--tableHots'",
@@ -506,7 +508,6 @@ fn bad_command_lines_fail_with_a_message() {
         (&["--debug"], "a value is required for '--debug <FILE>'"),
         (&["--tablePort", "http"], "invalid value 'http'"),
         (&["--memory-budget", "lots"], "invalid value 'lots'"),
-        (&["--write-buffer", "lots"], "invalid value 'lots'"),
         (&["--compression", "gzip"], "invalid value 'gzip'"),
         (&["azurite-blob"], "only the Table service"),
     ];

@@ -60,7 +60,10 @@ impl Kv for Recording {
         std::thread::sleep(self.flush_delay);
         self.flushes.fetch_add(1, Ordering::SeqCst);
         if self.fail_flushes.load(Ordering::SeqCst) {
-            return Err(StoreError::Io("No space left on device".into()));
+            return Err(StoreError::io(
+                "writing",
+                std::io::Error::from(std::io::ErrorKind::StorageFull),
+            ));
         }
         self.durable_upto.fetch_max(covers, Ordering::SeqCst);
         Ok(())
@@ -215,7 +218,7 @@ fn a_failed_flush_fails_the_commit_and_a_later_one_succeeds() {
     let err = store
         .commit(table, &[upsert("p", "r", 1)])
         .expect_err("flush failed");
-    assert!(matches!(err.error, StoreError::Io(_)), "{err:?}");
+    assert!(matches!(err.error, StoreError::Io { .. }), "{err:?}");
     rec.fail_flushes.store(false, Ordering::SeqCst);
     store.commit(table, &[upsert("p", "r", 2)]).expect("commit");
     let e = store

@@ -105,23 +105,10 @@ fn assert_server_busy(r: &common::Reply, dir: &Path) {
     );
 }
 
-/// Writing straight to sled (`--write-buffer 0`): once the disk is full every write fails
-/// until space is freed.
+/// Once the disk is full every write fails (nothing frees space by itself) until space is
+/// freed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_freed() {
-    disk_full(&[], true).await
-}
-
-/// With the write-ahead log (`--write-buffer 32`): writes fail the same way when the disk is full, but
-/// a background cycle that moves the log into sled's (compressed) files and deletes it frees
-/// space, so a write may succeed again between failures; every acknowledged one is kept.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn disk_full_with_the_write_ahead_log_fails_writes_with_server_busy_and_loses_nothing() {
-    disk_full(&["--write-buffer", "32"], false).await
-}
-
-/// `strict`: no write may succeed after the first failure (nothing frees space by itself).
-async fn disk_full(args: &[&str], strict: bool) {
     let root = tempfile::tempdir().unwrap();
     let mnt = root.path().join("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
@@ -134,7 +121,7 @@ async fn disk_full(args: &[&str], strict: bool) {
     };
     println!("disk-full test on a {}", mount.how);
     let data_dir = mnt.join("data");
-    let server = ChildServer::start(&data_dir, args);
+    let server = ChildServer::start(&data_dir, &[]);
     let client = Client::new(&server.endpoint(), Signer::dev());
     client.create_table("full").await;
     // A balloon takes most of the space, so the store fills up after a few writes (the
@@ -155,10 +142,7 @@ async fn disk_full(args: &[&str], strict: bool) {
     for rk in 0..2000 {
         let r = insert(&client, rk, &data).await;
         if r.status.as_u16() == 204 {
-            assert!(
-                failures == 0 || !strict,
-                "a write succeeded after the disk was full"
-            );
+            assert_eq!(failures, 0, "a write succeeded after the disk was full");
             failures = 0;
             acknowledged.push((rk, r.header("etag").unwrap().to_string()));
         } else {
@@ -177,8 +161,7 @@ async fn disk_full(args: &[&str], strict: bool) {
         acknowledged.len()
     );
 
-    // Batches and table creation fail the same way, at the top level (checked where nothing
-    // frees space by itself).
+    // Batches and table creation fail the same way, at the top level.
     let mut batch = BatchBody::new(&client.account_url());
     let entity = String::from_utf8(entity(9999, &data)).unwrap();
     batch.op(
@@ -187,10 +170,8 @@ async fn disk_full(args: &[&str], strict: bool) {
         &[("Prefer", "return-no-content")],
         Some(&entity),
     );
-    if strict {
-        let r = client.send_batch(&batch).await.unwrap();
-        assert_server_busy(&r, &data_dir);
-    }
+    let r = client.send_batch(&batch).await.unwrap();
+    assert_server_busy(&r, &data_dir);
 
     // Reads keep working and see every acknowledged write.
     for (rk, etag) in &acknowledged {
@@ -240,7 +221,7 @@ async fn disk_full(args: &[&str], strict: bool) {
     // Nothing acknowledged was damaged, also after a restart.
     let status = server.terminate();
     assert!(status.success(), "{status:?}");
-    let server = ChildServer::start(&data_dir, args);
+    let server = ChildServer::start(&data_dir, &[]);
     let client = Client::new(&server.endpoint(), Signer::dev());
     for (rk, etag) in &acknowledged {
         let r = client

@@ -333,3 +333,102 @@ async fn acknowledged_writes_are_on_disk_without_a_clean_shutdown() {
     stop(t2).await;
     stop(t).await;
 }
+
+/// A copy of the data folder a build with the (since removed) write-ahead log left behind
+/// after `kill -9`: the table and all 70 writes are only in its `wal` folder
+/// (tests/fixtures/legacy-wal/README.md says how it was made).
+fn legacy_wal_folder() -> tempfile::TempDir {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/legacy-wal");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = tablestore::config::STORE_DIR_NAME;
+    copy_dir(&fixture.join(store), &dir.path().join(store));
+    dir
+}
+
+/// What the fixture's two imports wrote: (PartitionKey, RowKey) -> (Name, Age, Score).
+fn legacy_wal_expected() -> std::collections::BTreeMap<(String, String), (String, i64, String)> {
+    (0..60i64)
+        .map(|i| {
+            let merged = i % 6 == 0;
+            let name = if merged {
+                format!("renamed-{i}")
+            } else {
+                format!("name-{i}")
+            };
+            let age = if merged { i + 100 } else { i };
+            (
+                (format!("p{}", i % 3), format!("r{i:03}")),
+                (name, age, (i * 1000).to_string()),
+            )
+        })
+        .collect()
+}
+
+/// A data folder holding a write-ahead log from an earlier build is drained into the store at
+/// start-up and the log removed: nothing acknowledged is lost, and the next start (without
+/// the log) serves the same entities.
+#[tokio::test]
+async fn a_write_ahead_log_from_an_earlier_build_is_drained_at_start_up() {
+    let dir = legacy_wal_folder();
+    let wal = dir
+        .path()
+        .join(tablestore::config::STORE_DIR_NAME)
+        .join("wal");
+    assert!(wal.is_dir(), "the fixture holds a log");
+    for round in 0..2 {
+        let t = start_on(dir.path()).await;
+        assert!(!wal.exists(), "round {round}: the drained log is removed");
+        let r = t
+            .send("GET", "/people()", &[("Accept", JSON_MINIMAL)], None)
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "round {round}: {}", r.text());
+        let found: std::collections::BTreeMap<_, _> = r.json()["value"]
+            .as_array()
+            .expect("value")
+            .iter()
+            .map(|e| {
+                (
+                    (
+                        e["PartitionKey"].as_str().expect("pk").to_string(),
+                        e["RowKey"].as_str().expect("rk").to_string(),
+                    ),
+                    (
+                        e["Name"].as_str().expect("Name").to_string(),
+                        e["Age"].as_i64().expect("Age"),
+                        e["Score"].as_str().expect("Score").to_string(),
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(found, legacy_wal_expected(), "round {round}");
+        stop(t).await;
+    }
+}
+
+/// A log from an earlier build damaged before its end stops the start with one sentence that
+/// names it, rather than dropping acknowledged writes; the log is kept for the user.
+#[tokio::test]
+async fn a_damaged_write_ahead_log_from_an_earlier_build_stops_the_start() {
+    let dir = legacy_wal_folder();
+    let log = dir
+        .path()
+        .join(tablestore::config::STORE_DIR_NAME)
+        .join("wal/00000000000000000001.log");
+    let mut bytes = std::fs::read(&log).expect("read the log");
+    // Inside the first record's payload (after the 8-byte file header and its length/CRC).
+    bytes[8 + 8 + 4] ^= 0xFF;
+    std::fs::write(&log, &bytes).expect("damage the log");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tablestore"))
+        .args(["--port", "0", "--location"])
+        .arg(dir.path())
+        .output()
+        .expect("run tablestore");
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    let said = said.trim();
+    assert!(said.contains("write-ahead log"), "{said}");
+    assert!(said.contains("is damaged"), "{said}");
+    assert_eq!(said.lines().count(), 1, "one sentence: {said}");
+    assert!(!said.contains("Corrupt("), "no debug text: {said}");
+    assert!(log.exists(), "the damaged log is kept");
+}

@@ -146,7 +146,7 @@ fn migrations_apply_once_and_newer_schemas_are_refused() {
             schema::CURRENT + 1
         ),
     );
-    let Err(StoreError::Io(message)) = PgStore::open(&url) else {
+    let Err(StoreError::Database { message, .. }) = PgStore::open(&url) else {
         panic!("a newer schema must be refused")
     };
     assert!(
@@ -176,7 +176,7 @@ fn start_up_errors_are_one_sentence() {
         .local_addr()
         .unwrap()
         .port();
-    let Err(StoreError::Unavailable(message)) =
+    let Err(StoreError::Unavailable { message, .. }) =
         PgStore::open(&format!("postgres://tablestore@127.0.0.1:{port}/nowhere"))
     else {
         panic!("an unreachable database must be Unavailable")
@@ -190,7 +190,7 @@ fn start_up_errors_are_one_sentence() {
     assert_one_sentence(&message);
 
     let missing = cluster.url("no_such_database");
-    let Err(StoreError::Io(message)) = PgStore::open(&missing) else {
+    let Err(StoreError::Database { message, .. }) = PgStore::open(&missing) else {
         panic!("a missing database must be refused")
     };
     assert!(
@@ -206,7 +206,7 @@ fn start_up_errors_are_one_sentence() {
     cluster.psql(&db, "CREATE ROLE limited_user LOGIN");
     cluster.psql(&db, "REVOKE CREATE ON SCHEMA public FROM PUBLIC");
     let limited = url.replacen("tablestore@", "limited_user@", 1);
-    let Err(StoreError::Io(message)) = PgStore::open(&limited) else {
+    let Err(StoreError::Database { message, .. }) = PgStore::open(&limited) else {
         panic!("a user without CREATE must be refused")
     };
     assert!(
@@ -315,7 +315,7 @@ fn a_stopped_database_is_unavailable_and_the_store_recovers_when_it_is_back() {
         .unwrap();
     cluster.stop();
     match store.get_entity(t, "p", "r") {
-        Err(StoreError::Unavailable(message)) => {
+        Err(StoreError::Unavailable { message, .. }) => {
             assert!(message.contains("PostgreSQL"), "{message}");
             assert_one_sentence(&message);
         }
@@ -324,7 +324,10 @@ fn a_stopped_database_is_unavailable_and_the_store_recovers_when_it_is_back() {
     let err = store
         .commit(t, &[write(WriteKind::Insert, "p", "r2", 1, IfMatch::Any)])
         .expect_err("the database is down");
-    assert!(matches!(err.error, StoreError::Unavailable(_)), "{err:?}");
+    assert!(
+        matches!(err.error, StoreError::Unavailable { .. }),
+        "{err:?}"
+    );
     cluster.start_again();
     // The same store handle (the pool) reconnects by itself.
     let e = store.get_entity(t, "p", "r").unwrap().expect("kept");

@@ -42,7 +42,7 @@ pub fn open_folder(
         ..SledOptions::default()
     };
     let kv = SledKv::open(&dir, &options).map_err(|e| match e {
-        StoreError::Io(m) if m.contains("in use") => DataError::new(format!(
+        StoreError::FolderInUse => DataError::new(format!(
             "the data folder {} is in use by a running server: stop it, or give the server's \
              endpoint with --connection-string instead",
             location.display()
@@ -53,8 +53,8 @@ pub fn open_folder(
             store_message(&other)
         )),
     })?;
-    // A server that crashed may have left writes in its write-ahead log.
-    crate::store::wal::recover_log(&kv, &dir).map_err(|e| {
+    // A server of an earlier build may have left writes in its write-ahead log.
+    crate::store::legacy_log::drain(&kv, &dir).map_err(|e| {
         DataError::new(format!(
             "cannot open the data folder: {}",
             store_message(&e)
@@ -76,9 +76,8 @@ pub fn open_memory() -> Arc<dyn Store> {
 
 fn store_message(e: &StoreError) -> String {
     match e {
-        StoreError::Io(m) => format!("I/O error: {m}"),
         StoreError::Corrupt(m) => format!("the stored data is damaged: {m}"),
-        other => format!("{other:?}"),
+        other => other.to_string(),
     }
 }
 

@@ -30,8 +30,7 @@ use crate::store::memory_limit::ProcessLimit;
 use crate::store::postgres::PgStore;
 use crate::store::sled_kv::{Layout, SledKv, SledOptions};
 use crate::store::tiered::{TierOptions, TieredKv};
-use crate::store::wal::{self, WalKv, WalOptions};
-use crate::store::{Kv, KvStore, Store, StoreError};
+use crate::store::{legacy_log, Kv, KvStore, Store, StoreError};
 pub use connections::ServeLimits;
 
 /// Shared by every request.
@@ -131,26 +130,15 @@ pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
         return Ok(KvStore::open(MemoryKv::new(), config.durability())?);
     }
     let dir = config.store_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| StoreError::Io(e.to_string()))?;
+    std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("creating the data folder", e))?;
     let options = SledOptions {
         cache_capacity: config.cache_mb * 1024 * 1024,
         layout: Layout::new(config.new_folder_compression()),
         ..SledOptions::default()
     };
     let kv = SledKv::open(&dir, &options)?;
-    if config.write_buffer == 0 {
-        wal::recover_log(&kv, &dir)?;
-        return over_tier(kv, config);
-    }
-    let mut wal_options = WalOptions::with_buffer_mib(config.write_buffer);
-    // Tests slow the background cycle down to build a long log (tests/crash.rs).
-    if let Some(ms) = std::env::var("TABLESTORE_WRITE_APPLY_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-    {
-        wal_options.apply_interval = std::time::Duration::from_millis(ms);
-    }
-    over_tier(WalKv::open(kv, &dir, wal_options)?, config)
+    legacy_log::drain(&kv, &dir)?;
+    over_tier(kv, config)
 }
 
 /// The store over `kv`, with the RAM tier in front unless its budget is 0.

@@ -137,7 +137,7 @@ mod tests {
         let back = Totals::decode(&t.encode()).unwrap();
         assert_eq!(back.get(), (2, 15));
         assert!(Totals::decode(&[0; 15]).is_none());
-        let failing: Rows = vec![Err(StoreError::Io("x".into()))];
+        let failing: Rows = vec![Err(StoreError::Corrupt("x".into()))];
         assert!(Totals::count(failing.into_iter(), <[u8]>::len).is_err());
     }
 

@@ -12,6 +12,7 @@ pub mod codec;
 pub mod conformance;
 pub mod footprint;
 pub mod key;
+pub(crate) mod legacy_log;
 pub mod memory;
 pub mod memory_limit;
 pub mod postgres;
@@ -19,8 +20,8 @@ pub mod row;
 pub mod sled_kv;
 pub mod tiered;
 pub mod value_lz4;
-pub mod wal;
 
+use std::borrow::Cow;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -33,7 +34,10 @@ pub use footprint::Footprint;
 pub use key::{KeyBound, KeyRange};
 pub use row::{StoredRow, StoredRows};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a store operation failed: first the outcomes of the request itself (each answered with
+/// its own Azure code), then failures of the store, which keep their cause as
+/// [`std::error::Error::source`]. Callers decide on the variant, never on the text.
+#[derive(Debug, Clone)]
 pub enum StoreError {
     TableNotFound,
     TableAlreadyExists,
@@ -43,14 +47,147 @@ pub enum StoreError {
     PreconditionFailed,
     /// A merge would make the entity exceed a whole-entity limit.
     EntityLimit(EntityLimitError),
-    /// The backend failed (disk full, I/O error); the message is for logs only.
-    Io(String),
+    /// Another process (a running server) holds the data folder.
+    FolderInUse,
+    /// Writes are refused while the file system has less free space than the reserve.
+    DiskFull {
+        free: u64,
+        reserve: u64,
+    },
+    /// An earlier write failed and the store reopens itself; writes are refused meanwhile.
+    Reopening(&'static str),
+    /// The backend failed while doing `doing`; the source says why.
+    Io {
+        doing: Cow<'static, str>,
+        source: ErrorSource,
+    },
+    /// The database refused the work or the configuration; `message` is one sentence for
+    /// the user (it names the database and what to do).
+    Database {
+        message: String,
+        source: Option<ErrorSource>,
+    },
     /// The database behind the store cannot be reached (down, restarting, connection lost);
-    /// the request may succeed when retried. The message says what happened, in one sentence.
-    Unavailable(String),
-    /// Stored bytes could not be decoded.
+    /// the request may succeed when retried. `message` is one sentence.
+    Unavailable {
+        message: String,
+        source: Option<ErrorSource>,
+    },
+    /// Stored bytes could not be decoded, or the folder is not the store it should be.
     Corrupt(String),
 }
+
+/// The cause of a [`StoreError`], shared so that the error stays cheap to clone (a failed
+/// flush is reported to every writer that waited for it).
+pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
+
+impl StoreError {
+    /// An I/O failure while doing `doing`.
+    pub fn io(doing: impl Into<Cow<'static, str>>, source: std::io::Error) -> StoreError {
+        StoreError::Io {
+            doing: doing.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// The database refused: `message` is one sentence for the user.
+    pub fn database(message: impl Into<String>) -> StoreError {
+        StoreError::Database {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The database cannot be reached now: `message` is one sentence for the user.
+    pub fn unavailable(message: impl Into<String>) -> StoreError {
+        StoreError::Unavailable {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// The kind of the I/O error behind this one, if an I/O error caused it.
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+        let mut cause = std::error::Error::source(self);
+        while let Some(e) = cause {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                return Some(io.kind());
+            }
+            cause = e.source();
+        }
+        None
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::TableNotFound => f.write_str("the table does not exist"),
+            StoreError::TableAlreadyExists => f.write_str("the table already exists"),
+            StoreError::EntityNotFound => f.write_str("the entity does not exist"),
+            StoreError::EntityAlreadyExists => f.write_str("the entity already exists"),
+            StoreError::PreconditionFailed => f.write_str("the entity's ETag does not match"),
+            StoreError::EntityLimit(l) => write!(f, "the entity would exceed a limit ({l:?})"),
+            StoreError::FolderInUse => f.write_str("the data folder is in use by another process"),
+            StoreError::DiskFull { free, reserve } => write!(
+                f,
+                "not enough free disk space: {free} bytes free, {reserve} kept in reserve"
+            ),
+            StoreError::Reopening(why) => f.write_str(why),
+            StoreError::Io { doing, source } => write!(f, "{doing}: {source}"),
+            StoreError::Database { message, .. } | StoreError::Unavailable { message, .. } => {
+                f.write_str(message)
+            }
+            StoreError::Corrupt(what) => f.write_str(what),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Io { source, .. } => Some(&**source as _),
+            StoreError::Database { source, .. } | StoreError::Unavailable { source, .. } => {
+                source.as_deref().map(|s| s as _)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Equal when of the same kind with the same details (a failure's cause compares by its text).
+impl PartialEq for StoreError {
+    fn eq(&self, other: &StoreError) -> bool {
+        use StoreError::*;
+        match (self, other) {
+            (TableNotFound, TableNotFound)
+            | (TableAlreadyExists, TableAlreadyExists)
+            | (EntityNotFound, EntityNotFound)
+            | (EntityAlreadyExists, EntityAlreadyExists)
+            | (PreconditionFailed, PreconditionFailed)
+            | (FolderInUse, FolderInUse) => true,
+            (EntityLimit(a), EntityLimit(b)) => a == b,
+            (
+                DiskFull {
+                    free: a,
+                    reserve: r,
+                },
+                DiskFull {
+                    free: b,
+                    reserve: s,
+                },
+            ) => a == b && r == s,
+            (Reopening(a), Reopening(b)) => a == b,
+            (Corrupt(a), Corrupt(b)) => a == b,
+            (Io { .. }, Io { .. })
+            | (Database { .. }, Database { .. })
+            | (Unavailable { .. }, Unavailable { .. }) => self.to_string() == other.to_string(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for StoreError {}
 
 /// Failure of one operation of a [`Store::commit`]; nothing of the commit was applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -400,8 +537,8 @@ impl<B: Kv> KvStore<B> {
             if self.kv.generation() != generation {
                 // The backend was reopened after a failure between the write and the flush:
                 // the write may be gone, so it must not be acknowledged.
-                return Err(StoreError::Io(
-                    "the store was reopened before the write was flushed".into(),
+                return Err(StoreError::Reopening(
+                    "the store was reopened before the write was flushed",
                 ));
             }
         }

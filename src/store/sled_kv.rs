@@ -9,7 +9,8 @@
 //! sled refuses every later write until the database is reopened. So after a failed write or
 //! flush, the next write (`Kv::begin_write`) first checks that the file system has room again
 //! and, if so, reopens the database on the same folder (waiting for running reads to let go
-//! of the old one). Reads keep working meanwhile; writes answer `StoreError::Io` until room
+//! of the old one). Reads keep working meanwhile; writes answer `StoreError::DiskFull` or
+//! `StoreError::Reopening` until room
 //! is back. Reopening recovers exactly what sled had made durable, so writes acknowledged in
 //! durable mode are kept, and writes that were not flushed are gone; the generation number
 //! changes, so a commit whose write went to the old database is never acknowledged.
@@ -74,7 +75,7 @@ pub struct SledOptions {
     pub cache_capacity: u64,
     /// Background flush interval; `None` flushes only when asked.
     pub flush_every_ms: Option<u64>,
-    /// Writes are refused (`StoreError::Io`, answered 503 ServerBusy) while the file system
+    /// Writes are refused (`StoreError::DiskFull`, answered 503 ServerBusy) while the file system
     /// has less free space than this, so sled never runs into a full disk: a write that
     /// fails inside sled poisons the database until it is reopened, and reads that happen to
     /// reorganise pages fail with it. 8 MiB covers the largest request (a 4 MiB batch) and
@@ -193,12 +194,16 @@ impl Default for SledOptions {
 fn io(e: sled::Error) -> StoreError {
     match e {
         sled::Error::Corruption { .. } => StoreError::Corrupt(e.to_string()),
-        other => StoreError::Io(other.to_string()),
+        sled::Error::Io(source) => StoreError::io("sled", source),
+        other => StoreError::Io {
+            doing: "sled".into(),
+            source: Arc::new(other),
+        },
     }
 }
 
 fn unavailable() -> StoreError {
-    StoreError::Io("the store is being reopened after a failed write".into())
+    StoreError::Reopening("the store is being reopened after a failed write")
 }
 
 fn open_handles(path: &Path, options: &SledOptions) -> Result<Handles, StoreError> {
@@ -228,9 +233,9 @@ fn open_handles(path: &Path, options: &SledOptions) -> Result<Handles, StoreErro
             Err(sled::Error::Io(ref inner))
                 if inner.to_string().contains("could not acquire lock") =>
             {
-                return Err(StoreError::Io(format!(
-                    "the data folder is in use by another process ({inner})"
-                )))
+                // sled says so only in its message (an `Other` I/O error); from here on the
+                // variant says it.
+                return Err(StoreError::FolderInUse);
             }
             Err(other) => return Err(io(other)),
         }
@@ -344,7 +349,7 @@ struct Checked {
 fn check_format(path: &Path, handles: &Handles, new: Compression) -> Result<Checked, StoreError> {
     let marker = read_marker(path);
     let stored = handles.tables.get(FORMAT_KEY).map_err(io)?;
-    let marker_error = |e: std::io::Error| StoreError::Io(format!("writing {MARKER_FILE}: {e}"));
+    let marker_error = |e| StoreError::io(format!("writing {MARKER_FILE}"), e);
     let framed = |format: &[u8]| format == FORMAT_LZ4_VALUES;
     match (marker, stored) {
         (_, Some(v)) if v != FORMAT_RAW_VALUES && v != FORMAT_LZ4_VALUES => {
@@ -473,16 +478,17 @@ impl SledKv {
         if now_ms < self.roomy_until_ms.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let free = fs4::available_space(&self.path).map_err(|e| StoreError::Io(e.to_string()))?;
+        let free = fs4::available_space(&self.path)
+            .map_err(|e| StoreError::io("reading the free disk space", e))?;
         if free > self.options.min_free_bytes.saturating_mul(ROOMY) {
             let until = now_ms + FREE_SPACE_RECHECK.as_millis() as u64;
             self.roomy_until_ms.store(until, Ordering::Relaxed);
         }
         if free < self.options.min_free_bytes {
-            return Err(StoreError::Io(format!(
-                "not enough free disk space: {free} bytes free, {} kept in reserve",
-                self.options.min_free_bytes
-            )));
+            return Err(StoreError::DiskFull {
+                free,
+                reserve: self.options.min_free_bytes,
+            });
         }
         Ok(())
     }
@@ -492,8 +498,8 @@ impl SledKv {
         {
             let mut last = self.last_attempt.lock().unwrap_or_else(|e| e.into_inner());
             if last.is_some_and(|t| t.elapsed() < RECOVERY_INTERVAL) {
-                return Err(StoreError::Io(
-                    "a previous write failed (is the disk full?); retrying shortly".into(),
+                return Err(StoreError::Reopening(
+                    "a previous write failed (is the disk full?); retrying shortly",
                 ));
             }
             *last = Some(Instant::now());
@@ -514,8 +520,8 @@ impl SledKv {
         }
         if Arc::strong_count(&old) > 1 {
             *current = Some(old);
-            return Err(StoreError::Io(
-                "cannot reopen the store while reads are running".into(),
+            return Err(StoreError::Reopening(
+                "cannot reopen the store while reads are running",
             ));
         }
         drop(old);

@@ -1263,7 +1263,7 @@ mod model {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::store::conformance::model_check::{self, After};
+    use crate::store::conformance::model_check;
 
     const BUDGET: u64 = 1500;
 
@@ -1292,7 +1292,7 @@ mod model {
                 open,
                 |kv, ids, t| {
                     kv.evict(ids[t].0);
-                    Ok(After::Continue)
+                    Ok(())
                 },
                 |kv| {
                     prop_assert!(kv.usage().used_bytes <= BUDGET);

@@ -20,17 +20,21 @@ pub fn store_error(e: StoreError) -> ApiError {
         StoreError::EntityAlreadyExists => ApiError::new(ErrorCode::EntityAlreadyExists),
         StoreError::PreconditionFailed => ApiError::new(ErrorCode::UpdateConditionNotSatisfied),
         StoreError::EntityLimit(l) => crate::protocol::json::entity_limit_error(l),
-        StoreError::Io(msg) => {
-            tracing::error!(error = %msg, "store I/O failure");
+        StoreError::Unavailable { .. } => {
+            tracing::warn!(error = %e, "the store's database is unavailable");
             ApiError::new(ErrorCode::ServerBusy)
         }
-        StoreError::Unavailable(msg) => {
-            tracing::warn!(error = %msg, "the store's database is unavailable");
-            ApiError::new(ErrorCode::ServerBusy)
-        }
-        StoreError::Corrupt(msg) => {
-            tracing::error!(error = %msg, "stored data could not be decoded");
+        StoreError::Corrupt(_) => {
+            tracing::error!(error = %e, "stored data could not be decoded");
             ApiError::new(ErrorCode::InternalError)
+        }
+        StoreError::FolderInUse
+        | StoreError::DiskFull { .. }
+        | StoreError::Reopening(_)
+        | StoreError::Io { .. }
+        | StoreError::Database { .. } => {
+            tracing::error!(error = %e, "the store failed");
+            ApiError::new(ErrorCode::ServerBusy)
         }
     }
 }
@@ -107,8 +111,8 @@ mod tests {
     /// Azure's message ("Common REST API error codes"); the reason goes to the log only.
     #[test]
     fn an_unavailable_database_is_server_busy() {
-        let e = store_error(StoreError::Unavailable(
-            "cannot reach the PostgreSQL database t at 127.0.0.1:5432 (refused)".into(),
+        let e = store_error(StoreError::unavailable(
+            "cannot reach the PostgreSQL database t at 127.0.0.1:5432 (refused)",
         ));
         assert_eq!(e.code, ErrorCode::ServerBusy);
         assert_eq!(e.status().as_u16(), 503);

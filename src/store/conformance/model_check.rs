@@ -1,7 +1,6 @@
 //! The model check: random operation sequences run against a store under test and against
 //! the memory store side by side, with clean reopens in between plus the steps that matter
-//! for that store alone (eviction for the RAM tier, waits and crashes for the write-ahead
-//! log). After every step both must give the same answers, and at the end hold the same
+//! for that store alone (eviction for the RAM tier). After every step both must give the same answers, and at the end hold the same
 //! data. Each store's test module supplies how to open it, its extra steps and what must
 //! hold after each step, and runs [`run`] from its own `proptest!` (so each keeps its case
 //! count and its regression file).
@@ -28,13 +27,6 @@ pub(crate) enum Step<X> {
     Reopen,
     /// A step of the store under test's own.
     Extra(X),
-}
-
-/// What the harness does after an extra step.
-pub(crate) enum After {
-    Continue,
-    /// Drop the store under test and open it again (after the step armed, say, a crash).
-    Reopen,
 }
 
 /// Sequences of 1 to 39 steps: commits, reads, scans and reopens in the weights 6:3:2:1,
@@ -118,7 +110,7 @@ fn contents(store: &dyn Store, t: TableId) -> Vec<(String, Vec<Property>)> {
 pub(crate) fn run<K: Kv, X>(
     steps: Vec<Step<X>>,
     open: impl Fn(&Path) -> Arc<KvStore<K>>,
-    extra: impl Fn(&K, &[TableId], X) -> Result<After, TestCaseError>,
+    extra: impl Fn(&K, &[TableId], X) -> Result<(), TestCaseError>,
     invariant: impl Fn(&K) -> Result<(), TestCaseError>,
 ) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().expect("a temporary folder");
@@ -150,7 +142,10 @@ pub(crate) fn run<K: Kv, X>(
                 false
             }
             Step::Reopen => true,
-            Step::Extra(x) => matches!(extra(&store.kv, &ids, x)?, After::Reopen),
+            Step::Extra(x) => {
+                extra(&store.kv, &ids, x)?;
+                false
+            }
         };
         if reopen {
             // The old handle must let go of the folder before the new one opens it.

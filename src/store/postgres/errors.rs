@@ -79,21 +79,21 @@ pub fn from_db_error(target: &Target, e: &tokio_postgres::Error) -> StoreError {
     let code = db.code();
     let (user, database) = (&target.user, &target.database);
     if *code == SqlState::INSUFFICIENT_PRIVILEGE {
-        return StoreError::Io(format!(
+        return StoreError::database(format!(
             "the PostgreSQL user {user} lacks a right tablestore needs in database {database} ({}): grant it (e.g. GRANT CREATE ON SCHEMA public TO {user}) or use a user that owns the database",
             db.message()
         ));
     }
     if *code == SqlState::INVALID_PASSWORD || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
     {
-        return StoreError::Io(format!(
+        return StoreError::database(format!(
             "PostgreSQL at {} refused the login of user {user} ({}): check the user and password in --store",
             target.host,
             db.message()
         ));
     }
     if *code == SqlState::INVALID_CATALOG_NAME {
-        return StoreError::Io(format!(
+        return StoreError::database(format!(
             "PostgreSQL at {} has no database {database}: create it (createdb {database}) or name another one in --store",
             target.host
         ));
@@ -104,13 +104,13 @@ pub fn from_db_error(target: &Target, e: &tokio_postgres::Error) -> StoreError {
         || *code == SqlState::TOO_MANY_CONNECTIONS
         || code.code().starts_with("08")
     {
-        return StoreError::Unavailable(format!(
+        return StoreError::unavailable(format!(
             "PostgreSQL at {} is not accepting work ({}); retry shortly",
             target.host,
             db.message()
         ));
     }
-    StoreError::Io(format!(
+    StoreError::database(format!(
         "PostgreSQL at {} answered {} ({})",
         target.host,
         code.code(),
@@ -131,7 +131,7 @@ fn unavailable(target: &Target, e: &tokio_postgres::Error) -> StoreError {
         }
         source = s.source();
     }
-    StoreError::Unavailable(format!(
+    StoreError::unavailable(format!(
         "cannot reach the PostgreSQL database {} at {} ({reason}): check that it is running and that --store names it",
         target.database, target.host
     ))
@@ -141,11 +141,11 @@ fn unavailable(target: &Target, e: &tokio_postgres::Error) -> StoreError {
 pub fn from_pool_error(target: &Target, e: PoolError) -> StoreError {
     match e {
         PoolError::Backend(e) => from_db_error(target, &e),
-        PoolError::Timeout(_) => StoreError::Unavailable(format!(
+        PoolError::Timeout(_) => StoreError::unavailable(format!(
             "no connection to the PostgreSQL database {} at {} became free in time: the database is slow or unreachable",
             target.database, target.host
         )),
-        other => StoreError::Unavailable(format!(
+        other => StoreError::unavailable(format!(
             "the connection pool for PostgreSQL at {} failed ({other})",
             target.host
         )),

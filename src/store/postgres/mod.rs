@@ -101,13 +101,13 @@ impl PgStore {
     /// the user's default search path: tests give each server a schema of its own.
     pub fn open_in_schema(url: &str, schema: Option<&str>) -> Result<Arc<PgStore>, StoreError> {
         let mut config = tokio_postgres::Config::from_str(url.trim()).map_err(|e| {
-            StoreError::Io(format!(
+            StoreError::database(format!(
                 "the store URL is not a valid PostgreSQL URL ({e}): use postgres://user[:password]@host[:port]/database"
             ))
         })?;
         if config.get_user().is_none() {
-            return Err(StoreError::Io(
-                "the store URL names no database user: use postgres://user[:password]@host[:port]/database".into(),
+            return Err(StoreError::database(
+                "the store URL names no database user: use postgres://user[:password]@host[:port]/database",
             ));
         }
         if config.get_connect_timeout().is_none() {
@@ -121,7 +121,7 @@ impl PgStore {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_')
             {
-                return Err(StoreError::Io(format!(
+                return Err(StoreError::database(format!(
                     "the schema name {schema} may hold only letters, digits and _"
                 )));
             }
@@ -133,7 +133,7 @@ impl PgStore {
         }
         let target = Target::from_config(&config);
         let bridge = Bridge::new().map_err(|e| {
-            StoreError::Io(format!("cannot start the PostgreSQL store's threads: {e}"))
+            StoreError::database(format!("cannot start the PostgreSQL store's threads: {e}"))
         })?;
         let manager = Manager::from_config(
             config,
@@ -148,7 +148,7 @@ impl PgStore {
             .create_timeout(Some(CONNECT_TIMEOUT))
             .recycle_timeout(Some(CONNECT_TIMEOUT))
             .build()
-            .map_err(|e| StoreError::Io(format!("cannot set up the connection pool: {e}")))?;
+            .map_err(|e| StoreError::database(format!("cannot set up the connection pool: {e}")))?;
         let shared = Arc::new(Shared {
             pool,
             target,
@@ -203,7 +203,7 @@ impl PgStore {
         let s = Arc::clone(&self.shared);
         self.bridge.spawn(async move {
             if let Err(e) = s.purge(table_id).await {
-                tracing::warn!(table_id, error = %message(&e), "purging a deleted table failed; a later start resumes it");
+                tracing::warn!(table_id, error = %e, "purging a deleted table failed; a later start resumes it");
             }
         });
     }
@@ -438,14 +438,6 @@ async fn query_page(
         .collect())
 }
 
-/// One-line text of a store error for logs.
-fn message(e: &StoreError) -> String {
-    match e {
-        StoreError::Io(m) | StoreError::Unavailable(m) | StoreError::Corrupt(m) => m.clone(),
-        other => format!("{other:?}"),
-    }
-}
-
 /// Why one attempt of a transaction ended without committing.
 enum Abort<E> {
     /// Serialization failure, deadlock, or a row that changed under us: run it again.
@@ -525,7 +517,7 @@ impl Shared {
             };
             match migrated {
                 Ok(schema::Migrated::Newer(found)) => {
-                    return Err(StoreError::Io(format!(
+                    return Err(StoreError::database(format!(
                         "the database {} at {} holds a tablestore schema of version {found}, newer than this tablestore's ({}): run a newer tablestore, or point --store at another database",
                         self.target.database, self.target.host, schema::CURRENT
                     )));
@@ -573,7 +565,7 @@ impl Shared {
                 Ok(v) => return Ok(v),
                 Err(e) => {
                     let err = from_db_error(&self.target, &e);
-                    if matches!(err, StoreError::Unavailable(_)) && !retried {
+                    if matches!(err, StoreError::Unavailable { .. }) && !retried {
                         retried = true;
                         continue;
                     }
@@ -611,7 +603,7 @@ impl Shared {
                 Err(e) => {
                     drop(Object::take(client));
                     let err = match classify(&self.target, &e) {
-                        DbFailure::Retry => StoreError::Unavailable(format!(
+                        DbFailure::Retry => StoreError::unavailable(format!(
                             "a scan on PostgreSQL at {} conflicted with concurrent writes; retry the request",
                             self.target.host
                         )),
@@ -637,7 +629,7 @@ impl Shared {
                 Err(e) => {
                     drop(Object::take(client));
                     let err = from_db_error(&self.target, &e);
-                    let again = matches!(err, StoreError::Unavailable(_))
+                    let again = matches!(err, StoreError::Unavailable { .. })
                         || matches!(classify(&self.target, &e), DbFailure::Retry);
                     if again && attempt < 3 {
                         backoff(attempt).await;
@@ -756,7 +748,7 @@ impl Shared {
     /// after [`MAX_ATTEMPTS`].
     async fn before_retry(&self, n: u32) -> Result<(), StoreError> {
         if n >= MAX_ATTEMPTS {
-            return Err(StoreError::Unavailable(format!(
+            return Err(StoreError::unavailable(format!(
                 "a transaction on PostgreSQL at {} kept conflicting with concurrent ones ({MAX_ATTEMPTS} attempts)",
                 self.target.host
             )));
@@ -1185,7 +1177,9 @@ impl Store for PgStore {
     fn footprint(&self) -> Option<Footprint> {
         let s = Arc::clone(&self.shared);
         self.run(async move { s.footprint().await })
-            .inspect_err(|e| tracing::warn!(error = %message(e), "reading the PostgreSQL store's size failed"))
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "reading the PostgreSQL store's size failed"),
+            )
             .ok()
     }
 
@@ -1258,7 +1252,9 @@ mod tests {
 
     #[test]
     fn bad_urls_are_one_sentence() {
-        let Err(StoreError::Io(m)) = PgStore::open("postgres://u@h:notaport/db") else {
+        let Err(StoreError::Database { message: m, .. }) =
+            PgStore::open("postgres://u@h:notaport/db")
+        else {
             panic!("a bad port must be refused")
         };
         assert!(
@@ -1266,7 +1262,7 @@ mod tests {
             "{m}"
         );
         assert!(!m.contains("Error {"), "{m}");
-        let Err(StoreError::Io(m)) = PgStore::open("postgres://h/db") else {
+        let Err(StoreError::Database { message: m, .. }) = PgStore::open("postgres://h/db") else {
             panic!("a URL without a user must be refused")
         };
         assert!(m.contains("names no database user"), "{m}");
