@@ -57,7 +57,8 @@ Examples:
   tablestore-bench --workloads insert,point-read --duration 5 --concurrency 16
   tablestore-bench --endpoint http://127.0.0.1:10002/devstoreaccount1,http://127.0.0.1:10012/devstoreaccount1
   tablestore-bench --server-pid $(pgrep -n tablestore) --data-dir /tmp/data --json out.json
-  tablestore-bench compare --baseline azurite.json --candidate tablestore.json";
+  tablestore-bench compare --baseline azurite.json --candidate tablestore.json --floor floor.json
+  tablestore-bench floor --port 10102     # the HTTP floor: answers every workload, stores nothing";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -79,6 +80,20 @@ pub struct Cli {
 pub enum Command {
     /// Compare two --json result files and print a markdown table of ratios.
     Compare(CompareArgs),
+    /// Serve the HTTP floor: a trivial Table endpoint that answers every workload's requests
+    /// without storing anything, on tablestore's HTTP stack (docs/performance.md).
+    Floor(FloorArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FloorArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+
+    /// Port to listen on (0: any free port, printed at start-up).
+    #[arg(long, default_value_t = 10002)]
+    pub port: u16,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -90,6 +105,11 @@ pub struct CompareArgs {
     /// Results of the server being measured (e.g. tablestore).
     #[arg(long)]
     pub candidate: PathBuf,
+
+    /// Results of the same run against the HTTP floor (`tablestore-bench floor`): adds the
+    /// candidate's rates as a ratio to the floor's.
+    #[arg(long)]
+    pub floor: Option<PathBuf>,
 
     /// Write the markdown here instead of standard output.
     #[arg(long)]
@@ -422,6 +442,12 @@ mod tests {
         ])
         .unwrap();
         assert!(matches!(c.command, Some(Command::Compare(_))));
+        let c = Cli::try_parse_from(["tablestore-bench", "floor", "--port", "0"]).unwrap();
+        match c.command {
+            Some(Command::Floor(f)) => assert_eq!((f.host.as_str(), f.port), ("127.0.0.1", 0)),
+            other => panic!("not the floor: {other:?}"),
+        }
+        assert!(Cli::try_parse_from(["tablestore-bench", "floor", "--port", "70000"]).is_err());
         let c = Cli::try_parse_from(["tablestore-bench", "--duration", "0"]).unwrap();
         assert!(c.run.validate().is_err());
         let c = Cli::try_parse_from(["tablestore-bench", "--table-prefix", "1x"]).unwrap();

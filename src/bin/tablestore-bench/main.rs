@@ -9,10 +9,12 @@
 //! - `procstat`: server CPU and memory from `/proc`, data folder size.
 //! - `run`: preload, workload phases, measurement.
 //! - `report`: JSON results, the human table, `compare`.
+//! - `floor`: `tablestore-bench floor`, the trivial endpoint the results are measured against.
 
 mod cli;
 mod client;
 mod data;
+mod floor;
 mod hist;
 mod procstat;
 mod report;
@@ -31,10 +33,19 @@ use crate::client::{ClientConfig, Targets};
 use crate::report::RunReport;
 use crate::sign::Signer;
 
+/// mimalloc, as tablestore uses: the floor then runs on the server's allocator, and the load
+/// generator's many small short-lived buffers are served faster than by glibc's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Compare(c)) => compare(&c),
+        Some(Command::Floor(f)) => {
+            floor::tune_allocator();
+            floor::run(&f)
+        }
         None => bench(cli.run),
     };
     match result {
@@ -55,7 +66,8 @@ fn read_report(path: &std::path::Path) -> Result<RunReport, String> {
 fn compare(c: &CompareArgs) -> Result<(), String> {
     let base = read_report(&c.baseline)?;
     let cand = read_report(&c.candidate)?;
-    let md = report::compare_markdown(&base, &cand);
+    let floor = c.floor.as_deref().map(read_report).transpose()?;
+    let md = report::compare_markdown(&base, &cand, floor.as_ref());
     match &c.out {
         Some(p) => std::fs::write(p, md).map_err(|e| format!("cannot write {}: {e}", p.display())),
         None => {

@@ -342,136 +342,249 @@ fn num(v: Option<f64>, prec: usize) -> String {
         .unwrap_or_else(|| "–".into())
 }
 
-/// Markdown comparison of two runs. Every ratio column is oriented so that a value above 1
-/// means the candidate did better.
-pub fn compare_markdown(base: &RunReport, cand: &RunReport) -> String {
+/// The rate a workload is compared by: entities/s for the batch workloads, operations/s
+/// otherwise.
+fn rate(w: &WorkloadReport) -> f64 {
+    if is_batch(&w.name) {
+        w.entities_per_s
+    } else {
+        w.ops_per_s
+    }
+}
+
+/// Which way a resource figure is better, for its ratio column.
+#[derive(Clone, Copy)]
+enum Better {
+    Lower,
+    Higher,
+    /// Not a figure to rank (no ratio).
+    Neither,
+}
+
+fn server_cpu(w: &WorkloadReport) -> Option<f64> {
+    w.server.as_ref().and_then(|s| s.cpu_us_per_op)
+}
+
+fn error_count(w: &WorkloadReport) -> u64 {
+    w.errors.values().sum::<u64>() + w.bad_results
+}
+
+/// Markdown comparison of a candidate run with a baseline run and, when given, a run against
+/// the HTTP floor (`tablestore-bench floor`) in the same session. Every ratio column is
+/// oriented so that a value above 1 means the candidate did better; against the floor, which
+/// does no work, the ratio says what share of the bare HTTP stack's rate the candidate keeps.
+/// Every rate has its p99 beside it.
+pub fn compare_markdown(base: &RunReport, cand: &RunReport, floor: Option<&RunReport>) -> String {
     let bn = base.label.clone().unwrap_or_else(|| "baseline".into());
     let cn = cand.label.clone().unwrap_or_else(|| "candidate".into());
+    let fname = floor
+        .and_then(|f| f.label.clone())
+        .unwrap_or_else(|| "floor".into());
     let mut s = String::new();
-    let _ = writeln!(s, "### {cn} vs {bn}\n");
+    match floor {
+        Some(_) => {
+            let _ = writeln!(s, "### {cn} vs {bn}, and the HTTP floor\n");
+        }
+        None => {
+            let _ = writeln!(s, "### {cn} vs {bn}\n");
+        }
+    }
     let _ = writeln!(
         s,
         "Ratios are oriented so that **> 1 means {cn} is better** (throughput {cn}/{bn}; \
          latency, CPU and memory {bn}/{cn}). Throughput is entities/s for batch-insert and \
-         bulk-load, operations/s otherwise (a scan-filter operation is one full scan).\n"
+         bulk-load, operations/s otherwise (a scan-filter operation is one full scan); the \
+         p99 latency in ms follows each rate."
     );
-    let _ = writeln!(
-        s,
-        "| workload | {cn} ops/s (ent/s) | {bn} ops/s (ent/s) | throughput | {cn} p50 ms | {bn} p50 ms | {cn} p99 ms | {bn} p99 ms | p99 | {cn} CPU µs/op | {bn} CPU µs/op | CPU | errors ({cn} / {bn}) |"
-    );
-    let _ = writeln!(
-        s,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-    );
-    for cw in &cand.workloads {
-        let Some(bw) = base.workloads.iter().find(|w| w.name == cw.name) else {
-            continue;
-        };
-        let tput = |w: &WorkloadReport| {
-            if is_batch(&w.name) {
-                w.entities_per_s
-            } else {
-                w.ops_per_s
-            }
-        };
-        let cpu = |w: &WorkloadReport| w.server.as_ref().and_then(|s| s.cpu_us_per_op);
-        let errs = |w: &WorkloadReport| w.errors.values().sum::<u64>() + w.bad_results;
+    if floor.is_some() {
         let _ = writeln!(
             s,
-            "| {} | {:.0} | {:.0} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} / {} |",
-            cw.name,
-            tput(cw),
-            tput(bw),
-            ratio(Some(tput(cw)), Some(tput(bw))),
-            cw.latency.p50_ms,
-            bw.latency.p50_ms,
-            cw.latency.p99_ms,
-            bw.latency.p99_ms,
-            ratio(Some(bw.latency.p99_ms), Some(cw.latency.p99_ms)),
-            num(cpu(cw), 0),
-            num(cpu(bw), 0),
-            ratio(cpu(bw), cpu(cw)),
-            errs(cw),
-            errs(bw)
+            "\n`{fname}` is `tablestore-bench floor`, a trivial endpoint on tablestore's HTTP \
+             stack that answers without storing anything; `{cn}/{fname}` is the share of the \
+             bare HTTP stack's rate that {cn} keeps (at most about 1)."
         );
     }
     let _ = writeln!(s);
-    let _ = writeln!(s, "| resource | {cn} | {bn} | ratio |");
-    let _ = writeln!(s, "|---|---:|---:|---:|");
-    let hwm = |r: &RunReport| {
-        r.server
-            .as_ref()
-            .and_then(|s| s.vmhwm_kib)
-            .map(|k| k as f64 / 1024.0)
-    };
-    let _ = writeln!(
-        s,
-        "| peak RSS (VmHWM), MiB | {} | {} | {} |",
-        num(hwm(cand), 1),
-        num(hwm(base), 1),
-        ratio(hwm(base), hwm(cand))
+    // The candidate's workloads that the baseline ran too, with the baseline's figures.
+    let pairs: Vec<(&WorkloadReport, &WorkloadReport)> = cand
+        .workloads
+        .iter()
+        .filter_map(|cw| Some((cw, base.workloads.iter().find(|w| w.name == cw.name)?)))
+        .collect();
+    let floor_w = |name: &str| floor.and_then(|f| f.workloads.iter().find(|w| w.name == name));
+    let mut head = format!(
+        "| workload | {cn} ops/s (ent/s) | p99 ms | {bn} ops/s (ent/s) | p99 ms | {cn}/{bn} |"
+    );
+    let mut rule = "|---|---:|---:|---:|---:|---:|".to_string();
+    if floor.is_some() {
+        head.push_str(&format!(" {fname} ops/s (ent/s) | p99 ms | {cn}/{fname} |"));
+        rule.push_str("---:|---:|---:|");
+    }
+    match floor {
+        Some(_) => head.push_str(&format!(" errors ({cn} / {bn} / {fname}) |")),
+        None => head.push_str(&format!(" errors ({cn} / {bn}) |")),
+    }
+    rule.push_str("---|");
+    let _ = writeln!(s, "{head}\n{rule}");
+    for &(cw, bw) in &pairs {
+        let mut row = format!(
+            "| {} | {:.0} | {:.2} | {:.0} | {:.2} | {} |",
+            cw.name,
+            rate(cw),
+            cw.latency.p99_ms,
+            rate(bw),
+            bw.latency.p99_ms,
+            ratio(Some(rate(cw)), Some(rate(bw))),
+        );
+        let mut errors = format!("{} / {}", error_count(cw), error_count(bw));
+        if floor.is_some() {
+            match floor_w(&cw.name) {
+                Some(fw) => {
+                    row.push_str(&format!(
+                        " {:.0} | {:.2} | {} |",
+                        rate(fw),
+                        fw.latency.p99_ms,
+                        ratio(Some(rate(cw)), Some(rate(fw)))
+                    ));
+                    errors.push_str(&format!(" / {}", error_count(fw)));
+                }
+                None => {
+                    row.push_str(" – | – | – |");
+                    errors.push_str(" / –");
+                }
+            }
+        }
+        let _ = writeln!(s, "{row} {errors} |");
+    }
+    let _ = writeln!(s);
+    let mut head = format!(
+        "| workload | {cn} p50 ms | {bn} p50 ms | p99 ({bn}/{cn}) | {cn} CPU µs/op | {bn} CPU µs/op | CPU ({bn}/{cn}) |"
+    );
+    let mut rule = "|---|---:|---:|---:|---:|---:|---:|".to_string();
+    if floor.is_some() {
+        head.push_str(&format!(" {fname} p50 ms | {fname} CPU µs/op |"));
+        rule.push_str("---:|---:|");
+    }
+    let _ = writeln!(s, "{head}\n{rule}");
+    for &(cw, bw) in &pairs {
+        let mut row = format!(
+            "| {} | {:.2} | {:.2} | {} | {} | {} | {} |",
+            cw.name,
+            cw.latency.p50_ms,
+            bw.latency.p50_ms,
+            ratio(Some(bw.latency.p99_ms), Some(cw.latency.p99_ms)),
+            num(server_cpu(cw), 0),
+            num(server_cpu(bw), 0),
+            ratio(server_cpu(bw), server_cpu(cw)),
+        );
+        if floor.is_some() {
+            let fw = floor_w(&cw.name);
+            row.push_str(&format!(
+                " {} | {} |",
+                num(fw.map(|w| w.latency.p50_ms), 2),
+                num(fw.and_then(server_cpu), 0)
+            ));
+        }
+        let _ = writeln!(s, "{row}");
+    }
+    let _ = writeln!(s);
+    match floor {
+        Some(_) => {
+            let _ = writeln!(s, "| resource | {cn} | {bn} | ratio | {fname} |");
+            let _ = writeln!(s, "|---|---:|---:|---:|---:|");
+        }
+        None => {
+            let _ = writeln!(s, "| resource | {cn} | {bn} | ratio |");
+            let _ = writeln!(s, "|---|---:|---:|---:|");
+        }
+    }
+    // One row: the candidate, the baseline, their ratio (oriented by `better`) and,
+    // with a floor run, the floor's figure.
+    let mut resource =
+        |what: &str, get: &dyn Fn(&RunReport) -> Option<f64>, prec: usize, better: Better| {
+            let r = match better {
+                Better::Lower => ratio(get(base), get(cand)),
+                Better::Higher => ratio(get(cand), get(base)),
+                Better::Neither => String::new(),
+            };
+            let r = if r.is_empty() {
+                " |".to_string()
+            } else {
+                format!(" {r} |")
+            };
+            let mut row = format!(
+                "| {what} | {} | {} |{r}",
+                num(get(cand), prec),
+                num(get(base), prec)
+            );
+            if let Some(f) = floor {
+                row.push_str(&format!(" {} |", num(get(f), prec)));
+            }
+            let _ = writeln!(s, "{row}");
+        };
+    resource(
+        "peak RSS (VmHWM), MiB",
+        &|r| {
+            r.server
+                .as_ref()
+                .and_then(|s| s.vmhwm_kib)
+                .map(|k| k as f64 / 1024.0)
+        },
+        1,
+        Better::Lower,
     );
     // Sampled during the workloads: available even when the server is gone by the end of the
     // run (VmHWM is read from a live process only).
-    let sampled = |r: &RunReport| {
-        r.workloads
-            .iter()
-            .filter_map(|w| w.server.as_ref()?.rss_peak_kib)
-            .max()
-            .map(|k| k as f64 / 1024.0)
-    };
-    let _ = writeln!(
-        s,
-        "| highest RSS sampled during a workload, MiB | {} | {} | {} |",
-        num(sampled(cand), 1),
-        num(sampled(base), 1),
-        ratio(sampled(base), sampled(cand))
+    resource(
+        "highest RSS sampled during a workload, MiB",
+        &|r| {
+            r.workloads
+                .iter()
+                .filter_map(|w| w.server.as_ref()?.rss_peak_kib)
+                .max()
+                .map(|k| k as f64 / 1024.0)
+        },
+        1,
+        Better::Lower,
     );
-    let cpu_total = |r: &RunReport| r.server.as_ref().and_then(|s| s.cpu_seconds_total);
-    let _ = writeln!(
-        s,
-        "| server CPU over the run, s | {} | {} | {} |",
-        num(cpu_total(cand), 1),
-        num(cpu_total(base), 1),
-        ratio(cpu_total(base), cpu_total(cand))
+    resource(
+        "server CPU over the run, s",
+        &|r| r.server.as_ref().and_then(|s| s.cpu_seconds_total),
+        1,
+        Better::Lower,
     );
-    let preload = |r: &RunReport| {
-        r.preload
-            .as_ref()
-            .filter(|p| p.mode != "existing")
-            .map(|p| p.entities_per_s)
-    };
-    let _ = writeln!(
-        s,
-        "| preload, entities/s | {} | {} | {} |",
-        num(preload(cand), 0),
-        num(preload(base), 0),
-        ratio(preload(cand), preload(base))
+    resource(
+        "preload, entities/s",
+        &|r| {
+            r.preload
+                .as_ref()
+                .filter(|p| p.mode != "existing")
+                .map(|p| p.entities_per_s)
+        },
+        0,
+        Better::Higher,
     );
-    let disk = |r: &RunReport| {
-        r.data_dir
-            .as_ref()
-            .and_then(|d| d.bytes_at_end)
-            .map(|b| b as f64 / (1u64 << 20) as f64)
-    };
-    let _ = writeln!(
-        s,
-        "| data folder at the end, MiB | {} | {} | {} |",
-        num(disk(cand), 1),
-        num(disk(base), 1),
-        ratio(disk(base), disk(cand))
+    resource(
+        "data folder at the end, MiB",
+        &|r| {
+            r.data_dir
+                .as_ref()
+                .and_then(|d| d.bytes_at_end)
+                .map(|b| b as f64 / (1u64 << 20) as f64)
+        },
+        1,
+        Better::Lower,
     );
-    let data = |r: &RunReport| {
-        r.data_dir
-            .as_ref()
-            .and_then(|d| d.logical_bytes_at_end)
-            .map(|b| b as f64 / (1u64 << 20) as f64)
-    };
-    let _ = writeln!(
-        s,
-        "| data held at the end (server's own count), MiB | {} | {} | |",
-        num(data(cand), 1),
-        num(data(base), 1)
+    resource(
+        "data held at the end (server's own count), MiB",
+        &|r| {
+            r.data_dir
+                .as_ref()
+                .and_then(|d| d.logical_bytes_at_end)
+                .map(|b| b as f64 / (1u64 << 20) as f64)
+        },
+        1,
+        Better::Neither,
     );
     s
 }
@@ -568,6 +681,46 @@ mod tests {
     }
 
     #[test]
+    fn compare_with_the_floor_puts_both_ratios_side_by_side() {
+        let cand = sample("tablestore", 2000.0, 2.0);
+        let base = sample("azurite", 1000.0, 8.0);
+        let mut floor = sample("floor", 8000.0, 0.5);
+        floor.workloads[0].errors.clear();
+        floor.workloads[0].server.as_mut().unwrap().cpu_us_per_op = Some(12.0);
+        floor.server.as_mut().unwrap().vmhwm_kib = Some(1024);
+        let md = compare_markdown(&base, &cand, Some(&floor));
+        assert!(
+            md.starts_with("### tablestore vs azurite, and the HTTP floor"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| workload | tablestore ops/s (ent/s) | p99 ms | azurite ops/s (ent/s) | p99 ms | tablestore/azurite | floor ops/s (ent/s) | p99 ms | tablestore/floor | errors (tablestore / azurite / floor) |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "| insert | 2000 | 2.00 | 1000 | 8.00 | 2.00× | 8000 | 0.50 | 0.25× | 1 / 1 / 0 |"
+            ),
+            "{md}"
+        );
+        // The floor's p50 and server CPU per operation close the latency row.
+        assert!(md.contains("| 1.00× | 0.00 | 12 |"), "{md}");
+        assert!(
+            md.contains("| peak RSS (VmHWM), MiB | 2.0 | 2.0 | 1.00× | 1.0 |"),
+            "{md}"
+        );
+        // A workload the floor run lacks shows dashes, not a wrong ratio.
+        floor.workloads[0].name = "upsert".into();
+        let md = compare_markdown(&base, &cand, Some(&floor));
+        assert!(
+            md.contains("| insert | 2000 | 2.00 | 1000 | 8.00 | 2.00× | – | – | – | 1 / 1 / – |"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn older_result_files_still_read() {
         // Written before the logical sizes existed.
         let mut v = serde_json::to_value(sample("old", 1.0, 1.0)).unwrap();
@@ -588,15 +741,26 @@ mod tests {
     fn compare_orients_ratios() {
         let cand = sample("tablestore", 2000.0, 2.0);
         let base = sample("azurite", 1000.0, 8.0);
-        let md = compare_markdown(&base, &cand);
-        assert!(md.contains("| insert | 2000 | 1000 | 2.00× | "), "{md}");
-        assert!(md.contains("| 4.00× |"), "{md}");
+        let md = compare_markdown(&base, &cand, None);
+        // The rate, then its p99, for each server; then the ratio.
+        assert!(
+            md.contains("| insert | 2000 | 2.00 | 1000 | 8.00 | 2.00× | 1 / 1 |"),
+            "{md}"
+        );
+        // p99 ratio baseline/candidate, CPU per operation and its ratio.
+        assert!(md.contains("| 4.00× | 100 | 100 | 1.00× |"), "{md}");
+        assert!(!md.contains("floor"), "{md}");
         assert!(
             md.contains("| data folder at the end, MiB | 3.0 | 3.0 | 1.00× |"),
             "{md}"
         );
         assert!(
             md.contains("| data held at the end (server's own count), MiB | 2.0 | 2.0 | |"),
+            "{md}"
+        );
+        let md = compare_markdown(&base, &cand, None);
+        assert!(
+            md.contains("| peak RSS (VmHWM), MiB | 2.0 | 2.0 | 1.00× |\n"),
             "{md}"
         );
         let json = serde_json::to_string(&cand).unwrap();
