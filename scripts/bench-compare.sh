@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs the same tablestore-bench workloads against tablestore and against Azurite, one after
-# the other, each on a free loopback port with its data in a fresh temporary folder, and writes
-# both JSON results and a markdown table of ratios. Tables are kept (the data folders are
+# Runs the same tablestore-bench workloads against tablestore, against Azurite and against the
+# HTTP floor (`tablestore-bench floor`: a trivial endpoint on tablestore's HTTP stack that stores
+# nothing), one after the other, each on a free loopback port (the two servers with their data
+# in a fresh temporary folder), and writes the JSON results and a markdown table of ratios:
+# tablestore to Azurite and tablestore to the floor. Tables are kept (the data folders are
 # temporary) so the folder sizes measured after each server stops include all the data.
 # See docs/performance.md.
 #
@@ -18,7 +20,8 @@
 #   SKIP_BUILD=1       use the existing target/release binaries
 #   TABLESTORE_BIN, BENCH_BIN   binaries to run instead of target/release's (with SKIP_BUILD=1)
 #   KEEP_DATA=1        keep the temporary data folders
-#   ONLY=tablestore|azurite   run one server only (no comparison)
+#   ONLY=tablestore|azurite|floor   run only these (comma separated, e.g. ONLY=tablestore,floor);
+#                      a comparison is written when tablestore and another one ran
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,6 +34,16 @@ ONLY=${ONLY:-}
 
 say() { printf '[bench-compare] %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
+
+# Whether this run includes $1 (tablestore, azurite or floor).
+runs() { [[ -z "$ONLY" || ",$ONLY," == *",$1,"* ]]; }
+IFS=, read -r -a ONLY_LIST <<<"$ONLY"
+for name in ${ONLY_LIST[@]+"${ONLY_LIST[@]}"}; do
+    case "$name" in
+        tablestore | azurite | floor) ;;
+        *) die "ONLY=$ONLY: name tablestore, azurite or floor, comma separated" ;;
+    esac
+done
 
 mkdir -p "$OUT_DIR"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
@@ -90,9 +103,10 @@ if [[ "${SKIP_BUILD:-}" != 1 ]]; then
 fi
 TABLESTORE="${TABLESTORE_BIN:-$ROOT/target/release/tablestore}"
 BENCH="${BENCH_BIN:-$ROOT/target/release/tablestore-bench}"
-[[ -x "$TABLESTORE" && -x "$BENCH" ]] || die "missing $TABLESTORE or $BENCH (run without SKIP_BUILD=1)"
+[[ -x "$BENCH" ]] || die "missing $BENCH (run without SKIP_BUILD=1)"
+! runs tablestore || [[ -x "$TABLESTORE" ]] || die "missing $TABLESTORE (run without SKIP_BUILD=1)"
 
-if [[ "$ONLY" != tablestore ]]; then
+if runs azurite; then
     AZ=${AZURITE_TABLE:-$AZURITE_PREFIX/node_modules/.bin/azurite-table}
     if [[ ! -x "$AZ" ]]; then
         [[ -z "${AZURITE_TABLE:-}" ]] || die "AZURITE_TABLE=$AZURITE_TABLE is not executable"
@@ -104,13 +118,16 @@ if [[ "$ONLY" != tablestore ]]; then
     fi
 fi
 
-# Runs the benchmark against the server in $SERVER_PID at port $1, data folder $2, label $3.
+# Runs the benchmark against the server in $SERVER_PID at port $1, data folder $2 (empty for
+# none: the floor), label $3.
 run_bench() {
     local port=$1 data=$2 label=$3
+    local data_args=()
+    [[ -z "$data" ]] || data_args=(--data-dir "$data")
     say "benchmarking $label (pid $SERVER_PID, port $port)"
     "$BENCH" --endpoint "http://127.0.0.1:$port/devstoreaccount1" --wait-ready 60 \
-        --server-pid "$SERVER_PID" --data-dir "$data" --label "$label" --keep-tables \
-        --json "$OUT_DIR/$label.json" "${BENCH_ARGS[@]}" | tee "$OUT_DIR/$label.txt"
+        --server-pid "$SERVER_PID" ${data_args[@]+"${data_args[@]}"} --label "$label" --keep-tables \
+        --json "$OUT_DIR/$label.json" ${BENCH_ARGS[@]+"${BENCH_ARGS[@]}"} | tee "$OUT_DIR/$label.txt"
 }
 
 # Size of a data folder once its server has stopped (and flushed), in bytes.
@@ -119,7 +136,7 @@ disk_after_stop() {
 }
 
 # ---- tablestore -------------------------------------------------------------------------
-if [[ "$ONLY" != azurite ]]; then
+if runs tablestore; then
     PORT=$(free_port)
     mkdir -p "$WORK/tablestore"
     say "starting tablestore on 127.0.0.1:$PORT (${SERVER_ARGS[*]})"
@@ -132,7 +149,7 @@ if [[ "$ONLY" != azurite ]]; then
 fi
 
 # ---- Azurite ----------------------------------------------------------------------------
-if [[ "$ONLY" != tablestore ]]; then
+if runs azurite; then
     PORT=$(free_port)
     mkdir -p "$WORK/azurite"
     say "starting $("$AZ" --version 2>/dev/null | head -n1 | sed 's/^/Azurite /') on 127.0.0.1:$PORT (disk persistence)"
@@ -161,16 +178,39 @@ if [[ "$ONLY" != tablestore ]]; then
     disk_after_stop "$WORK/azurite" azurite
 fi
 
+# ---- the HTTP floor ---------------------------------------------------------------------
+# The same load generator against a trivial endpoint on tablestore's HTTP stack (tokio, hyper
+# HTTP/1.1 keep-alive, the same settings and allocator) that answers without storing anything:
+# what the machine allows before any server does its work. No data folder.
+if runs floor; then
+    PORT=$(free_port)
+    say "starting the HTTP floor (tablestore-bench floor) on 127.0.0.1:$PORT"
+    "$BENCH" floor --host 127.0.0.1 --port "$PORT" >"$OUT_DIR/floor-server.log" 2>&1 &
+    SERVER_PID=$!
+    run_bench "$PORT" "" floor
+    stop_server
+fi
+
 # ---- comparison -------------------------------------------------------------------------
-if [[ -z "$ONLY" ]]; then
-    "$BENCH" compare --baseline "$OUT_DIR/azurite.json" --candidate "$OUT_DIR/tablestore.json" \
-        --out "$OUT_DIR/comparison.md"
+# tablestore against Azurite, with the floor's columns beside; or against the floor alone.
+if runs tablestore && { runs azurite || runs floor; }; then
+    COMPARE=(--candidate "$OUT_DIR/tablestore.json")
+    if runs azurite; then
+        COMPARE+=(--baseline "$OUT_DIR/azurite.json")
+        ! runs floor || COMPARE+=(--floor "$OUT_DIR/floor.json")
+    else
+        COMPARE+=(--baseline "$OUT_DIR/floor.json")
+    fi
+    "$BENCH" compare "${COMPARE[@]}" --out "$OUT_DIR/comparison.md"
     TS_DISK=$(cat "$OUT_DIR/tablestore.disk-bytes" 2>/dev/null || true)
     AZ_DISK=$(cat "$OUT_DIR/azurite.disk-bytes" 2>/dev/null || true)
     if [[ -n "$TS_DISK" && -n "$AZ_DISK" ]]; then
-        awk -v t="$TS_DISK" -v a="$AZ_DISK" 'BEGIN {
+        # The resource table has a floor column when the floor ran; it holds no data folder.
+        FLOOR_CELL=""
+        ! runs floor || FLOOR_CELL=" – |"
+        awk -v t="$TS_DISK" -v a="$AZ_DISK" -v f="$FLOOR_CELL" 'BEGIN {
             r = (t > 0) ? sprintf("%.2f×", a / t) : "–";
-            printf("| data folder after the server stopped, MiB | %.1f | %.1f | %s |\n", t / 1048576, a / 1048576, r) }' \
+            printf("| data folder after the server stopped, MiB | %.1f | %.1f | %s |%s\n", t / 1048576, a / 1048576, r, f) }' \
             >>"$OUT_DIR/comparison.md"
     fi
     cat "$OUT_DIR/comparison.md"
