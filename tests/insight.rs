@@ -73,17 +73,23 @@ async fn query_to_the_end(t: &TestServer, filter: &str) -> u64 {
     let mut extra = String::new();
     for pages in 1..=1000 {
         let r = query(t, filter, &extra).await;
-        match (
-            r.header("x-ms-continuation-NextPartitionKey"),
-            r.header("x-ms-continuation-NextRowKey"),
-        ) {
-            (Some(pk), Some(rk)) => {
-                extra = format!("&NextPartitionKey={}&NextRowKey={}", enc(pk), enc(rk))
-            }
-            _ => return pages,
+        match continuation(&r) {
+            Some(next) => extra = next,
+            None => return pages,
         }
     }
     panic!("the query did not end in 1,000 pages");
+}
+
+/// The query string that asks for the page after `r`, if there is one.
+fn continuation(r: &Reply) -> Option<String> {
+    let pk = r.header("x-ms-continuation-NextPartitionKey")?;
+    let rk = r.header("x-ms-continuation-NextRowKey")?;
+    Some(format!(
+        "&NextPartitionKey={}&NextRowKey={}",
+        enc(pk),
+        enc(rk)
+    ))
 }
 
 /// (class, examined, returned, pages) from the debug headers.
@@ -169,8 +175,18 @@ async fn the_guides_query_shapes_on_a_hundred_thousand_entities() {
 
 /// GET an insight path signed by `signer` (or unsigned).
 async fn get(t: &TestServer, path: &str, signer: Option<&Signer>) -> Reply {
-    let url = format!("{}{path}", t.server.endpoint());
-    let mut req = t.client.get(&url);
+    get_at(&t.client, &t.server.endpoint(), path, signer).await
+}
+
+/// [`get`] from any server at `endpoint`.
+async fn get_at(
+    http: &reqwest::Client,
+    endpoint: &str,
+    path: &str,
+    signer: Option<&Signer>,
+) -> Reply {
+    let url = format!("{endpoint}{path}");
+    let mut req = http.get(&url);
     if let Some(s) = signer {
         let parsed = reqwest::Url::parse(&url).expect("url");
         let (date, authorization) = s.sign(parsed.path(), parsed.query());
@@ -426,4 +442,181 @@ async fn the_store_size_is_reported_and_survives_restarts_and_crashes() {
     let server = ChildServer::start(dir.path(), &["--disable-auth"]);
     let (e, l, _, _) = store_figures(&server.endpoint()).await;
     assert_eq!((e, l), (entities, logical));
+}
+
+/// The advice a server has raised, account and table rules alike, as `table: rule` lines.
+fn all_advice(insight: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, account) in insight["accounts"].as_object().expect("accounts") {
+        for a in account["advice"].as_array().expect("account advice") {
+            out.push(format!("{name}: {} ({})", a["id"], a["example"]));
+        }
+        for t in account["tables"].as_array().expect("tables") {
+            for a in t["advice"].as_array().expect("table advice") {
+                out.push(format!("{}: {} ({})", t["name"], a["id"], a["example"]));
+            }
+        }
+    }
+    out
+}
+
+/// Follows a query's continuation to its end; returns the entities it returned.
+async fn read_to_the_end(client: &Client, table: &str, filter: &str) -> usize {
+    let mut extra = String::new();
+    let mut seen = 0;
+    loop {
+        let path = format!("/{table}()?$filter={}{extra}", enc(filter));
+        let r = client.send("GET", &path, &[], None).await.expect("query");
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+        seen += r.json()["value"].as_array().map_or(0, Vec::len);
+        match continuation(&r) {
+            Some(next) => extra = next,
+            None => return seen,
+        }
+    }
+}
+
+/// Posts change sets of 100 inserts: `batches` per partition, round-robin over `partitions`.
+async fn batches_of_100(client: &Client, table: &str, partitions: &[&str], batches: u32) {
+    for b in 0..batches {
+        for pk in partitions {
+            let mut batch = common::batch::BatchBody::new(&client.account_url());
+            for r in 0..100 {
+                let body = format!(
+                    r#"{{"PartitionKey":"{pk}","RowKey":"{:06}","Kind":"event","N":{r}}}"#,
+                    b * 100 + r
+                );
+                batch.op("POST", &format!("/{table}"), &[], Some(&body));
+            }
+            let r = client.send_batch(&batch).await.expect("batch");
+            assert_eq!(r.status, StatusCode::ACCEPTED, "{}", r.text());
+            assert!(!r.text().contains("HTTP/1.1 4"), "{}", r.text());
+        }
+    }
+}
+
+/// The precision suite over a real server: an import, a seed, batches of 100 into a few
+/// partitions, reads of a large partition and an application's ordinary mix of calls raise no
+/// advice at all, while the statistics show the traffic was counted. (Each rule's own
+/// scenario, with exact rates, is in `src/insight/tests.rs`; the table-scan advice over HTTP
+/// is `insight_and_metrics_need_the_account_key`.)
+#[tokio::test]
+async fn ordinary_workloads_raise_no_advice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A 2,000-entity export (20 partitions of 100, key order) to import, and a seed folder.
+    let mut export = String::new();
+    for p in 0..20 {
+        for r in 0..100 {
+            export.push_str(&format!(
+                "{{\"PartitionKey\":\"dept{p:02}\",\"RowKey\":\"{r:04}\",\"Name\":\"n{r}\",\"Age\":{r}}}\n"
+            ));
+        }
+    }
+    let file = dir.path().join("people.jsonl");
+    std::fs::write(&file, export).expect("export file");
+    let seed = dir.path().join("seed");
+    std::fs::create_dir(&seed).expect("seed folder");
+    let mut orders = String::new();
+    for c in 0..10 {
+        for o in 0..50 {
+            orders.push_str(&format!(
+                "{{\"PartitionKey\":\"customer{c}\",\"RowKey\":\"{o:05}\",\"Total\":{}}}\n",
+                o * 3
+            ));
+        }
+    }
+    std::fs::write(seed.join("orders.jsonl"), orders).expect("seed file");
+
+    let data = dir.path().join("data");
+    let seed_arg = seed.to_string_lossy().to_string();
+    let server = ChildServer::start(&data, &["--seed", &seed_arg]);
+    let client = Client::new(&server.endpoint(), Signer::dev());
+
+    // `tablestore import` over HTTP: change sets of 100, one partition after the other.
+    let out = std::process::Command::new(common::child::binary())
+        .args(["import", "-q", "--url", &client.account_url()])
+        .args(["--account-key", tablestore::config::DEV_ACCOUNT_KEY])
+        .arg(&file)
+        .output()
+        .expect("run tablestore import");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Full change sets round-robin into a few partitions.
+    client.create_table("events").await;
+    batches_of_100(&client, "events", &["tenant1", "tenant2", "tenant3"], 4).await;
+
+    // A large partition, read whole (page by page) twice, and by key.
+    client.create_table("big").await;
+    batches_of_100(&client, "big", &["all"], 30).await;
+    for _ in 0..2 {
+        assert_eq!(
+            read_to_the_end(&client, "big", "PartitionKey eq 'all'").await,
+            3000
+        );
+    }
+    for r in (0..3000).step_by(100) {
+        let path = format!("/big(PartitionKey='all',RowKey='{r:06}')");
+        let reply = client.send("GET", &path, &[], None).await.expect("read");
+        assert_eq!(reply.status, StatusCode::OK);
+    }
+
+    // An application's ordinary calls on the seeded and imported tables.
+    for filter in [
+        "PartitionKey eq 'customer3' and RowKey eq '00007'",
+        "PartitionKey eq 'customer4' and RowKey ge '00010' and RowKey lt '00020'",
+        "PartitionKey eq 'customer5' and Total gt 20",
+        "PartitionKey eq 'dept07'",
+        "Age gt 10",
+    ] {
+        let table = if filter.contains("customer") {
+            "orders"
+        } else {
+            "people"
+        };
+        assert!(
+            read_to_the_end(&client, table, filter).await > 0,
+            "{filter}"
+        );
+    }
+    for r in 0..20 {
+        let path = format!("/orders(PartitionKey='customer1',RowKey='{r:05}')");
+        let body = format!(r#"{{"Total":{r},"Paid":true}}"#).into_bytes();
+        let reply = client
+            .send("MERGE", &path, &[("If-Match", "*")], Some(body))
+            .await
+            .expect("merge");
+        assert_eq!(reply.status, StatusCode::NO_CONTENT, "{}", reply.text());
+    }
+    let reply = client
+        .send("GET", "/Tables", &[], None)
+        .await
+        .expect("tables");
+    assert_eq!(reply.status, StatusCode::OK);
+
+    let signer = Signer::dev();
+    let path = "/_tablestore/insight?settle";
+    let insight = get_at(&client.http, &server.endpoint(), path, Some(&signer))
+        .await
+        .json();
+    let tables = insight["accounts"][DEV_ACCOUNT]["tables"]
+        .as_array()
+        .expect("tables");
+    let table = |name: &str| {
+        tables
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not counted: {insight}"))
+    };
+    // The traffic was seen: the import's 2,000 inserts in change sets of 100, the events'
+    // and the large partition's change sets, the reads.
+    assert_eq!(table("people")["inserts"], 2000);
+    assert_eq!(table("people")["batch_operations"]["max"], 100);
+    assert_eq!(table("events")["inserts"], 1200);
+    assert_eq!(table("big")["returned"].as_u64(), Some(6000));
+    assert!(table("orders")["queries"]["point query"].as_u64() >= Some(1));
+    assert_eq!(all_advice(&insight), Vec::<String>::new(), "{insight:#}");
 }

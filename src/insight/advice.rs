@@ -12,8 +12,18 @@ pub const LARGE_SCAN: u64 = 1000;
 pub const PARTITION_TARGET_PER_SECOND: u64 = 2000;
 /// Public scalability target of one storage account, transactions per second.
 pub const ACCOUNT_TARGET_PER_SECOND: u64 = 20_000;
+/// Consecutive whole seconds a rate rule's target must be passed in: a sustained load, not a
+/// spike (the targets are "high-end targets", and one busy second is not throttling).
+pub const SUSTAINED_SECONDS: u64 = 5;
 /// Inserts a table must see before the prepend/append rule judges their spread.
 pub const APPEND_MIN_INSERTS: u64 = 500;
+/// Distinct seconds those inserts must arrive in: a stream of inserts over time, which is what
+/// the anti-pattern describes, not one bulk load (an import in key order also fills one
+/// partition after the other, but for a moment, not "at any given time").
+pub const APPEND_MIN_SECONDS: u64 = 60;
+/// Times the first or last partition must have moved on to a new PartitionKey: a sequence of
+/// partitions taking all inserts in turn. A table of one or two partitions never qualifies.
+pub const APPEND_MIN_EDGE_MOVES: u64 = 2;
 /// Partition scans filtering on the same property before an index is suggested.
 pub const PARTITION_SCAN_REPEATS: u64 = 5;
 /// Fraction of a limit that counts as "near" it (90 %).
@@ -31,9 +41,11 @@ pub fn is_wide_entity(properties: usize) -> bool {
     is_near(properties, MAX_CUSTOM_PROPERTIES)
 }
 
-/// A batch near 100 operations or the 4 MiB payload limit.
-pub fn is_large_batch(operations: usize, body_bytes: usize) -> bool {
-    is_near(operations, crate::batch::MAX_OPERATIONS) || is_near(body_bytes, MAX_REQUEST_BODY)
+/// A batch near the 4 MiB payload limit. The operation count is not judged: a change set of
+/// 100 operations is within the limit and is what the guide recommends (batch writes to one
+/// partition), and the count is the client's own choice, not something the data can push over.
+pub fn is_large_batch(body_bytes: usize) -> bool {
+    is_near(body_bytes, MAX_REQUEST_BODY)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -96,21 +108,21 @@ impl Rule {
                 "prepend-append",
                 "Table design patterns",
                 "Prepend/append anti-pattern",
-                "Almost every insert goes to the first or the last partition of the key space (e.g. a PartitionKey that is the current time), so one partition takes all writes.",
+                "For a sustained stream of inserts, almost every insert went to the first or the last partition of the key space, and that edge kept moving on to new PartitionKeys (as with a PartitionKey that is the current time): at any moment one partition takes all writes.",
                 "Spread inserts over partitions with a compound PartitionKey (e.g. department + employee id) and keep the time order in the RowKey.",
             ),
             Rule::HotPartition => (
                 "hot-partition",
                 "Scalability and performance targets for Table storage",
                 "Target throughput for a single table partition (1 KiB entities): up to 2,000 entities per second",
-                "One partition served more than 2,000 entities in one second; Azure answers such load with 503 Server Busy.",
+                "One partition served more than 2,000 entities per second for 5 seconds in a row; past what a partition can handle Azure begins to answer 503 Server Busy or 500 Operation Timeout.",
                 "Spread the load over more partitions (see \"Design scalable and performant tables\", Partitions, and the Prepend/append anti-pattern) and retry with exponential backoff.",
             ),
             Rule::AccountTarget => (
                 "account-target",
                 "Scalability and performance targets for Table storage",
                 "Maximum request rate per storage account: 20,000 transactions per second (1 KiB entities)",
-                "The account handled more than 20,000 transactions in one second.",
+                "The account handled more than 20,000 transactions per second for 5 seconds in a row; past its target Azure begins to answer 503 Server Busy.",
                 "Spread the application over several storage accounts, or batch writes to one partition into entity group transactions.",
             ),
             Rule::LargeEntity => (
@@ -131,7 +143,7 @@ impl Rule {
                 "large-batch",
                 "Design scalable and performant tables",
                 "Entity Group Transactions",
-                "Entity group transactions come within 10% of the 100 operation or 4 MiB payload limit.",
+                "Entity group transactions come within 10% of the 4 MiB payload limit, so slightly larger entities will be refused.",
                 "Leave headroom: split the change set into smaller transactions where atomicity allows, or keep large values out of the entities (Large entities pattern).",
             ),
             Rule::ExaminedFarMoreThanReturned => (
@@ -171,9 +183,28 @@ mod tests {
     }
 
     #[test]
+    fn the_rate_rules_state_the_thresholds_they_use() {
+        let in_a_row = format!("for {SUSTAINED_SECONDS} seconds in a row");
+        for (rule, target) in [
+            (Rule::HotPartition, "2,000 entities per second"),
+            (Rule::AccountTarget, "20,000 transactions per second"),
+        ] {
+            let problem = rule.info().problem;
+            assert!(
+                problem.contains(target) && problem.contains(&in_a_row),
+                "{problem}"
+            );
+        }
+        assert_eq!(PARTITION_TARGET_PER_SECOND, 2000);
+        assert_eq!(ACCOUNT_TARGET_PER_SECOND, 20_000);
+    }
+
+    #[test]
     fn near_limit_thresholds() {
-        assert!(is_large_batch(90, 0) && !is_large_batch(89, 0));
-        assert!(is_large_batch(1, MAX_REQUEST_BODY * 9 / 10 + 1));
+        // 100 operations are within the limit; only the payload is judged.
+        assert!(!is_large_batch(100 * 400));
+        assert!(is_large_batch(MAX_REQUEST_BODY * 9 / 10 + 1));
+        assert!(!is_large_batch(MAX_REQUEST_BODY * 8 / 10));
         assert!(is_wide_entity(227) && !is_wide_entity(226));
         assert!(is_large_entity(MAX_ENTITY_SIZE) && !is_large_entity(MAX_ENTITY_SIZE / 2));
     }

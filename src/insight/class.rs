@@ -119,18 +119,18 @@ pub fn single_partition(plan: &Plan) -> Option<String> {
     found
 }
 
-/// Names of the non-key properties a filter compares (sorted, without duplicates): what an
-/// index entity or an intra-partition secondary index would have to serve.
+/// Names of the properties a filter compares, keys included (sorted, without duplicates):
+/// what an index entity or an intra-partition secondary index would have to serve, and what
+/// the advice says a scan filtered on.
 pub fn filtered_properties(filter: Option<&Expr>) -> Vec<String> {
     fn walk(e: &Expr, out: &mut Vec<String>) {
         match e {
-            Expr::Compare(c) => {
-                if let Property::Named(n) = &c.property {
-                    out.push(n.clone());
-                } else if c.property == Property::Timestamp {
-                    out.push("Timestamp".to_string());
-                }
-            }
+            Expr::Compare(c) => out.push(match &c.property {
+                Property::Named(n) => n.clone(),
+                Property::PartitionKey => "PartitionKey".to_string(),
+                Property::RowKey => "RowKey".to_string(),
+                Property::Timestamp => "Timestamp".to_string(),
+            }),
             Expr::Not(inner) => walk(inner, out),
             Expr::And(a, b) | Expr::Or(a, b) => {
                 walk(a, out);
@@ -228,7 +228,12 @@ mod tests {
         let e =
             filter::parse("PartitionKey eq 'a' and (Age gt 3 or not (Name eq 'x' and Age lt 9))")
                 .expect("parses");
-        assert_eq!(filtered_properties(Some(&e)), vec!["Age", "Name"]);
+        assert_eq!(
+            filtered_properties(Some(&e)),
+            vec!["Age", "Name", "PartitionKey"]
+        );
+        let by_row = filter::parse("RowKey eq '0005'").expect("parses");
+        assert_eq!(filtered_properties(Some(&by_row)), vec!["RowKey"]);
         assert!(filtered_properties(None).is_empty());
     }
 }

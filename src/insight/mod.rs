@@ -53,7 +53,7 @@ pub enum Event {
         returned: u64,
         /// The one partition a point, range or partition-scan query reads.
         partition: Option<String>,
-        /// Non-key properties the filter compares.
+        /// Properties the filter compares, keys included.
         properties: Vec<String>,
     },
     /// Get Entity.

@@ -21,6 +21,8 @@ pub const HOT_PARTITIONS: usize = 32;
 const SECOND_PARTITIONS: usize = 16;
 /// Filtered properties kept per table.
 const FILTERED_PROPERTIES: usize = 16;
+/// Partitions per table whose run of seconds over the target is followed at once.
+const HOT_STREAKS: usize = 16;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
@@ -67,8 +69,16 @@ struct TableStats {
     partitions: TopK,
     second: u64,
     partitions_this_second: TopK,
+    /// Partitions over the per-partition target in the latest seconds, and for how many
+    /// consecutive seconds.
+    hot_streaks: Vec<Streak>,
     inserts: u64,
     edge_inserts: u64,
+    /// Times the first or the last partition moved on to a new PartitionKey.
+    edge_moves: u64,
+    /// Distinct seconds in which inserts arrived, and the latest of them.
+    insert_seconds: u64,
+    last_insert_second: Option<u64>,
     lowest_partition: Option<String>,
     highest_partition: Option<String>,
     scanned_properties: TopK,
@@ -92,8 +102,12 @@ impl TableStats {
             partitions: TopK::new(HOT_PARTITIONS),
             second: 0,
             partitions_this_second: TopK::new(SECOND_PARTITIONS),
+            hot_streaks: Vec::new(),
             inserts: 0,
             edge_inserts: 0,
+            edge_moves: 0,
+            insert_seconds: 0,
+            last_insert_second: None,
             lowest_partition: None,
             highest_partition: None,
             scanned_properties: TopK::new(FILTERED_PROPERTIES),
@@ -101,8 +115,9 @@ impl TableStats {
         }
     }
 
-    /// Counts `entities` served (returned or written) by `partition` at second `now`; true (with the partition's
-    /// guaranteed count) when that second passes the per-partition target.
+    /// Counts `entities` served (returned or written) by `partition` at second `now`. Returns
+    /// the partition's guaranteed count this second once it has passed the per-partition
+    /// target in each of [`advice::SUSTAINED_SECONDS`] consecutive seconds.
     fn touch_partition(&mut self, partition: &str, entities: u64, now: u64) -> Option<u64> {
         self.partitions.add(partition, entities.max(1));
         if self.second != now {
@@ -112,8 +127,51 @@ impl TableStats {
         self.partitions_this_second.add(partition, entities);
         let c = self.partitions_this_second.get(partition)?;
         let guaranteed = c.count - c.error;
-        (guaranteed > advice::PARTITION_TARGET_PER_SECOND).then_some(guaranteed)
+        if guaranteed <= advice::PARTITION_TARGET_PER_SECOND {
+            return None;
+        }
+        let seconds = self.over_target(partition, now);
+        (seconds >= advice::SUSTAINED_SECONDS).then_some(guaranteed)
     }
+
+    /// Records that `partition` is over its target at second `now`; returns how many
+    /// consecutive seconds (this one included) it has been.
+    fn over_target(&mut self, partition: &str, now: u64) -> u64 {
+        let key = super::topk::bounded_key(partition);
+        if let Some(s) = self.hot_streaks.iter_mut().find(|s| s.partition == key) {
+            if s.last + 1 == now {
+                s.seconds += 1;
+            } else if s.last != now {
+                s.seconds = 1;
+            }
+            s.last = now;
+            return s.seconds;
+        }
+        // Runs that ended before the previous second are broken and can go.
+        self.hot_streaks.retain(|s| s.last + 1 >= now);
+        if self.hot_streaks.len() >= HOT_STREAKS {
+            // Bounded: the shortest run makes room.
+            if let Some(i) =
+                (0..self.hot_streaks.len()).min_by_key(|&i| self.hot_streaks[i].seconds)
+            {
+                self.hot_streaks.swap_remove(i);
+            }
+        }
+        self.hot_streaks.push(Streak {
+            partition: key,
+            last: now,
+            seconds: 1,
+        });
+        1
+    }
+}
+
+/// A partition's run of consecutive seconds over the per-partition target.
+#[derive(Debug, Clone)]
+struct Streak {
+    partition: String,
+    last: u64,
+    seconds: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -181,9 +239,16 @@ impl Stats {
         let a = self.accounts.entry(account.to_string()).or_default();
         a.transactions.add(now, 1);
         let in_second = a.transactions.at(now);
-        if in_second > advice::ACCOUNT_TARGET_PER_SECOND {
+        let over = |second: u64| a.transactions.at(second) > advice::ACCOUNT_TARGET_PER_SECOND;
+        let sustained = now + 1 >= advice::SUSTAINED_SECONDS
+            && (0..advice::SUSTAINED_SECONDS).all(|back| over(now - back));
+        if sustained {
+            let seconds = advice::SUSTAINED_SECONDS;
             if let Some(example) = fire(&mut a.advice, Rule::AccountTarget, now, || {
-                format!("{in_second} transactions in one second")
+                format!(
+                    "more than {} transactions in each of {seconds} consecutive seconds ({in_second} in the last)",
+                    advice::ACCOUNT_TARGET_PER_SECOND
+                )
             }) {
                 return vec![NewAdvice {
                     account: account.to_string(),
@@ -242,9 +307,7 @@ impl Stats {
                     hot = t.touch_partition(p, returned, now).map(|n| (p.clone(), n));
                 }
                 if let Some((p, n)) = hot {
-                    check(t, Rule::HotPartition, &|| {
-                        format!("partition '{p}' served {n} entities in one second")
-                    });
+                    check(t, Rule::HotPartition, &|| hot_example(&p, "served", n));
                 }
                 let wasteful = examined >= advice::LARGE_SCAN && returned * 10 < examined;
                 match class {
@@ -257,15 +320,20 @@ impl Stats {
                         });
                     }
                     QueryClass::PartitionScan
-                        if examined >= 100 && returned * 2 < examined && !properties.is_empty() =>
+                        if examined >= 100
+                            && returned * 2 < examined
+                            && properties.iter().any(|p| !is_key(p)) =>
                     {
+                        // Only non-key properties want an index of their own.
+                        let indexable: Vec<&String> =
+                            properties.iter().filter(|p| !is_key(p)).collect();
                         let mut repeated = None;
-                        for p in properties {
+                        for p in &indexable {
                             t.scanned_properties.add(p, 1);
                         }
                         for c in t.scanned_properties.top() {
                             if c.count - c.error >= advice::PARTITION_SCAN_REPEATS
-                                && properties.contains(&c.key)
+                                && indexable.contains(&&c.key)
                             {
                                 repeated = Some(c);
                                 break;
@@ -296,7 +364,7 @@ impl Stats {
                 t.entities_window.add(now, 1);
                 if let Some(n) = t.touch_partition(partition, 1, now) {
                     check(t, Rule::HotPartition, &|| {
-                        format!("partition '{partition}' served {n} entities in one second")
+                        hot_example(partition, "served", n)
                     });
                 }
             }
@@ -305,7 +373,7 @@ impl Stats {
                 if let Some(b) = batch {
                     t.batch_operations.add(b.operations as u64);
                     t.batch_bytes.add(b.body_bytes as u64);
-                    if advice::is_large_batch(b.operations, b.body_bytes) {
+                    if advice::is_large_batch(b.body_bytes) {
                         let (ops, bytes) = (b.operations, b.body_bytes);
                         check(t, Rule::LargeBatch, &|| {
                             format!("a batch of {ops} operations, {bytes} bytes")
@@ -383,6 +451,8 @@ impl Stats {
                 "batch_bytes": t.batch_bytes,
                 "inserts": t.inserts,
                 "inserts_at_first_or_last_partition": t.edge_inserts,
+                "insert_seconds": t.insert_seconds,
+                "first_or_last_partition_moves": t.edge_moves,
                 "hot_partitions": partitions,
                 "advice": t.advice.values().collect::<Vec<_>>(),
             });
@@ -426,12 +496,29 @@ impl Stats {
                 t.partitions.key_bytes()
                     + t.partitions_this_second.key_bytes()
                     + t.scanned_properties.key_bytes()
+                    + t.hot_streaks
+                        .iter()
+                        .map(|s| s.partition.len())
+                        .sum::<usize>()
                     + t.lowest_partition.as_ref().map_or(0, String::len)
                     + t.highest_partition.as_ref().map_or(0, String::len)
             })
             .sum();
         (self.tables.len(), keys)
     }
+}
+
+/// The example of a hot partition: what it did in each second of its run.
+fn hot_example(partition: &str, did: &str, last_second: u64) -> String {
+    format!(
+        "partition '{partition}' {did} more than {} entities in each of {} consecutive seconds ({last_second} in the last)",
+        advice::PARTITION_TARGET_PER_SECOND,
+        advice::SUSTAINED_SECONDS
+    )
+}
+
+fn is_key(property: &str) -> bool {
+    property == "PartitionKey" || property == "RowKey"
 }
 
 fn describe(properties: &[String]) -> String {
@@ -448,9 +535,7 @@ type Check<'a> = dyn FnMut(&mut TableStats, Rule, &dyn Fn() -> String) + 'a;
 fn record_entity(t: &mut TableStats, e: &EntityFacts, now: u64, check: &mut Check<'_>) {
     if let Some(n) = t.touch_partition(&e.partition, 1, now) {
         let p = e.partition.clone();
-        check(t, Rule::HotPartition, &|| {
-            format!("partition '{p}' took {n} entities in one second")
-        });
+        check(t, Rule::HotPartition, &|| hot_example(&p, "took", n));
     }
     if e.deleted {
         return;
@@ -471,9 +556,21 @@ fn record_entity(t: &mut TableStats, e: &EntityFacts, now: u64, check: &mut Chec
     }
     if e.inserted {
         t.inserts += 1;
+        if t.last_insert_second != Some(now) {
+            t.last_insert_second = Some(now);
+            t.insert_seconds += 1;
+        }
         let pk = super::topk::bounded_key(&e.partition);
+        let first = t.highest_partition.is_none();
         let at_end = t.highest_partition.as_ref().is_none_or(|h| pk >= *h);
         let at_start = t.lowest_partition.as_ref().is_none_or(|l| pk <= *l);
+        // A new PartitionKey beyond either end: the edge moved.
+        let moved = !first
+            && (t.highest_partition.as_ref().is_some_and(|h| pk > *h)
+                || t.lowest_partition.as_ref().is_some_and(|l| pk < *l));
+        if moved {
+            t.edge_moves += 1;
+        }
         if at_end {
             t.highest_partition = Some(pk.clone());
         }
@@ -483,12 +580,17 @@ fn record_entity(t: &mut TableStats, e: &EntityFacts, now: u64, check: &mut Chec
         if at_end || at_start {
             t.edge_inserts += 1;
         }
-        if t.inserts >= advice::APPEND_MIN_INSERTS && t.edge_inserts * 10 >= t.inserts * 9 {
-            let (edge, all) = (t.edge_inserts, t.inserts);
+        if t.inserts >= advice::APPEND_MIN_INSERTS
+            && t.edge_inserts * 10 >= t.inserts * 9
+            && t.insert_seconds >= advice::APPEND_MIN_SECONDS
+            && t.edge_moves >= advice::APPEND_MIN_EDGE_MOVES
+        {
+            let (edge, all, seconds, moves) =
+                (t.edge_inserts, t.inserts, t.insert_seconds, t.edge_moves);
             let p = e.partition.clone();
             check(t, Rule::PrependAppend, &|| {
                 format!(
-                    "{edge} of {all} inserts went to the first or last partition (latest '{p}')"
+                    "{edge} of {all} inserts, arriving over {seconds} seconds, went to the first or last partition, which moved on to a new PartitionKey {moves} times (latest '{p}')"
                 )
             });
         }

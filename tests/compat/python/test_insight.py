@@ -16,6 +16,7 @@ import urllib.request
 from email.utils import formatdate
 
 import pytest
+from azure.data.tables import UpdateMode
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ACCOUNT_KEY, ACCOUNT_NAME, endpoint
@@ -108,3 +109,35 @@ def test_insight_lists_the_table_and_its_query_classes(table):
     # The whole server's data: the entities of every account's tables, and their size.
     store = json.loads(body)["store"]
     assert store["entities"] >= 5 and store["logicalBytes"] > 5 * 20
+
+
+def test_an_applications_ordinary_traffic_raises_no_advice(table):
+    """Precision: what an application does every day through the SDK raises no design
+    advice. Change sets of 100 (the most a change set may hold, as the guide recommends for
+    writes to one partition) round-robin into a few partitions, single inserts, upserts and
+    merges, point reads, a range query, a whole partition read page by page, and deletes."""
+    for b in range(4):
+        for pk in ("tenant1", "tenant2", "tenant3"):
+            table.submit_transaction(
+                [("create", {"PartitionKey": pk, "RowKey": f"{b * 100 + r:06}", "N": r}) for r in range(100)]
+            )
+    for r in range(20):
+        table.create_entity({"PartitionKey": "tenant4", "RowKey": f"{r:06}", "N": r})
+        table.upsert_entity({"PartitionKey": "tenant4", "RowKey": f"{r:06}", "N": r, "Seen": True})
+        table.update_entity({"PartitionKey": "tenant1", "RowKey": f"{r:06}", "Paid": True}, mode=UpdateMode.MERGE)
+        assert table.get_entity("tenant2", f"{r * 7:06}")["N"] == (r * 7) % 100
+    rows = list(table.query_entities("PartitionKey eq 'tenant3' and RowKey ge '000100' and RowKey lt '000150'"))
+    assert len(rows) == 50
+    for _ in range(2):
+        pages = list(table.query_entities("PartitionKey eq 'tenant1'", results_per_page=100).by_page())
+        assert sum(len(list(p)) for p in pages) == 400
+    for r in range(10):
+        table.delete_entity("tenant4", f"{r:06}")
+
+    status, _, body = signed_get("/_tablestore/insight?settle")
+    assert status == 200
+    account = json.loads(body)["accounts"][ACCOUNT_NAME]
+    mine = next(t for t in account["tables"] if t["name"] == table.table_name)
+    assert mine["inserts"] == 1200 + 40  # the change sets, the inserts and the upserts
+    assert mine["batch_operations"]["max"] == 100
+    assert mine["advice"] == [], mine["advice"]
