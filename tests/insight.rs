@@ -330,6 +330,18 @@ async fn the_console_is_served_with_its_safety_headers_and_turns_off() {
     assert_eq!(r.json()["accounts"][0], DEV_ACCOUNT);
     let r = get(&t, "/_tablestore/console", None).await;
     assert_eq!(r.status, StatusCode::OK, "the redirect is followed");
+    // The icon: the page links it, and a browser's own `/favicon.ico` gets it too (it was a
+    // 403 AuthenticationFailed), while an SDK-shaped request keeps the service's answer.
+    for path in ["/_tablestore/console/favicon.svg", "/favicon.ico"] {
+        let r = get(&t, path, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.text());
+        assert_eq!(r.header("content-type"), Some("image/svg+xml"), "{path}");
+        assert!(r.text().starts_with("<svg"), "{path}");
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    }
+    let r = get(&t, "/favicon.ico", Some(&Signer::dev())).await;
+    assert_ne!(r.status, StatusCode::OK);
+    assert_ne!(r.header("content-type"), Some("image/svg+xml"));
 
     let mut config = tablestore::config::Config::for_tests();
     config.no_console = true;
@@ -337,6 +349,8 @@ async fn the_console_is_served_with_its_safety_headers_and_turns_off() {
     let r = get(&off, "/_tablestore/console/", None).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert!(r.text().contains("--no-console"), "{}", r.text());
+    let r = get(&off, "/favicon.ico", None).await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN, "{}", r.text());
 }
 
 /// `/metrics` and the insight document's `store` member: what the store holds.

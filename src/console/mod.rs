@@ -12,6 +12,10 @@ pub const CONSOLE_PATH: &str = "/_tablestore/console/";
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const STYLE_CSS: &str = include_str!("assets/style.css");
+const FAVICON_SVG: &str = include_str!("assets/favicon.svg");
+
+/// The icon's content type (an SVG: text, a few hundred bytes, sharp at every size).
+pub const FAVICON_TYPE: &str = "image/svg+xml";
 
 /// Headers every console response carries: scripts and connections from this origin only,
 /// no framing (clickjacking), no sniffing, no referrer, no caching.
@@ -32,8 +36,15 @@ pub fn asset(path: &str) -> Option<(&'static str, &'static str)> {
         "" | "index.html" => Some(("text/html; charset=utf-8", INDEX_HTML)),
         "app.js" => Some(("text/javascript; charset=utf-8", APP_JS)),
         "style.css" => Some(("text/css; charset=utf-8", STYLE_CSS)),
+        "favicon.svg" => Some((FAVICON_TYPE, FAVICON_SVG)),
         _ => None,
     }
+}
+
+/// The icon a browser asks for at `/favicon.ico` when it has no page's `<link rel="icon">` to
+/// go by (the console's page names `favicon.svg`).
+pub fn favicon() -> &'static str {
+    FAVICON_SVG
 }
 
 /// What the page needs to know before it can talk to the API: whether requests must be
@@ -51,6 +62,9 @@ mod tests {
         assert!(asset("/_tablestore/console/")
             .is_some_and(|(t, b)| t.starts_with("text/html") && b.contains("app.js")));
         assert!(asset("/_tablestore/console/app.js").is_some());
+        assert!(asset("/_tablestore/console/favicon.svg")
+            .is_some_and(|(t, b)| t == FAVICON_TYPE && b.starts_with("<svg")));
+        assert!(INDEX_HTML.contains(r#"<link rel="icon" href="favicon.svg""#));
         assert!(asset("/_tablestore/console/../insight").is_none());
         assert!(asset("/_tablestore/console/missing.js").is_none());
         assert!(asset("/other/app.js").is_none());
@@ -58,7 +72,7 @@ mod tests {
 
     #[test]
     fn the_page_loads_nothing_from_elsewhere() {
-        for (_, body) in ["", "app.js", "style.css"]
+        for (_, body) in ["", "app.js", "style.css", "favicon.svg"]
             .iter()
             .filter_map(|p| asset(&format!("{CONSOLE_PATH}{p}")))
         {

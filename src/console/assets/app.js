@@ -96,6 +96,16 @@ async function loadTables(more) {
   }
   state.tablesNext = headers.get('x-ms-continuation-NextTableName');
   $('more-tables').hidden = !state.tablesNext;
+  showEmptyState(!list.children.length);
+}
+
+// Connected to an account without tables: say what to do instead of showing a blank page.
+function showEmptyState(empty) {
+  $('empty-state').hidden = !empty;
+  if (empty) {
+    state.table = null;
+    $('table-view').hidden = true;
+  }
 }
 
 async function openTable(name) {
@@ -103,7 +113,9 @@ async function openTable(name) {
   $('table-view').hidden = false;
   $('table-name').textContent = name;
   for (const a of document.querySelectorAll('#tables a')) a.className = a.dataset.table === name ? 'current' : '';
+  $('empty-state').hidden = true;
   $('filter').value = '';
+  queryError('');
   clearEditor();
   await runQuery(false);
 }
@@ -124,6 +136,23 @@ function properties(entity) {
     .map((k) => ({ name: k, type: typeOf(entity, k), value: entity[k] }));
 }
 
+// A failed query leaves nothing of the previous one on screen: its rows, verdict and next-page
+// button go, and the error is shown next to the query box.
+function clearResults() {
+  $('entities').tHead.replaceChildren();
+  $('entities').tBodies[0].replaceChildren();
+  $('verdict').textContent = '';
+  delete $('verdict').dataset.class;
+  state.next = null;
+  $('next-page').hidden = true;
+}
+
+function queryError(message) {
+  const e = $('query-error');
+  e.textContent = message;
+  e.hidden = !message;
+}
+
 async function runQuery(nextPage) {
   const params = new URLSearchParams();
   const filter = $('filter').value.trim();
@@ -135,7 +164,16 @@ async function runQuery(nextPage) {
     params.set('NextRowKey', state.next[1]);
   }
   const path = tablePath(state.table) + '()?' + params.toString().replace(/\+/g, '%20');
-  const { headers, json } = await api('GET', path, { headers: { 'x-tablestore-debug-plan': 'true' } });
+  let reply;
+  try {
+    reply = await api('GET', path, { headers: { 'x-tablestore-debug-plan': 'true' } });
+  } catch (e) {
+    clearResults();
+    queryError('The query failed: ' + e.message);
+    return;
+  }
+  queryError('');
+  const { headers, json } = reply;
   const cls = headers.get('x-tablestore-class');
   $('verdict').textContent = 'Query class: ' + cls + ' — examined ' + headers.get('x-tablestore-examined') +
     ', returned ' + headers.get('x-tablestore-returned') + ', pages for the whole result: ' + headers.get('x-tablestore-pages');
@@ -292,8 +330,10 @@ function drawHeat(partitions) {
   const top = partitions.slice(0, 12);
   const width = 420, bar = 18, gap = 4, label = 140;
   const svg = document.createElementNS(SVG_NS, 'svg');
+  const height = Math.max(1, top.length) * (bar + gap);
   svg.setAttribute('width', width);
-  svg.setAttribute('height', Math.max(1, top.length) * (bar + gap));
+  svg.setAttribute('height', height);
+  svg.setAttribute('viewBox', '0 0 ' + width + ' ' + height); // scales down on narrow screens
   svg.setAttribute('role', 'img');
   svg.setAttribute('aria-label', 'Entities served per partition');
   const max = Math.max(1, ...top.map((p) => p.entities));
@@ -334,6 +374,7 @@ async function connect() {
   }
   await loadTables(false);
   $('who').textContent = 'Connected to ' + state.account;
+  $('key-hint').hidden = true;
   status('Connected.', true);
 }
 
@@ -342,6 +383,7 @@ async function start() {
   const config = await r.json();
   state.auth = config.auth;
   $('key-label').hidden = !state.auth;
+  $('key-hint').hidden = !state.auth;
   for (const a of config.accounts) { const o = el('option', a); o.value = a; $('account').append(o); }
   $('signin').addEventListener('submit', guard(connect));
   $('more-tables').addEventListener('click', guard(() => loadTables(true)));

@@ -23,6 +23,17 @@ use crate::store::Footprint;
 
 pub const INSIGHT_PATH: &str = "/_tablestore/insight";
 pub const METRICS_PATH: &str = "/metrics";
+/// Where browsers look for a site's icon. `favicon.ico` is no account name (those are letters
+/// and digits), so the path is never an account's.
+pub const FAVICON_PATH: &str = "/favicon.ico";
+
+/// A request a browser makes by itself (no signature, no `x-ms-version`): SDK-shaped requests
+/// to the same path keep the Table service's answer.
+fn browser_shaped(parts: &Parts) -> bool {
+    let headers = &parts.headers;
+    !headers.contains_key(axum::http::header::AUTHORIZATION)
+        && !headers.contains_key("x-ms-version")
+}
 
 /// What the access log and the statistics learn about a request from dispatch: the REST
 /// operation and the account charged with a transaction (`None` before authentication).
@@ -40,7 +51,8 @@ pub async fn route(
     peer: SocketAddr,
 ) -> Option<Response> {
     let path = parts.uri.path();
-    if path.starts_with("/_tablestore/console") {
+    let icon = path == FAVICON_PATH && !state.config.no_console && browser_shaped(parts);
+    if path.starts_with("/_tablestore/console") || icon {
         let mut response = console(state, parts, ctx, path);
         response.extensions_mut().insert(Charged {
             operation: "Console",
@@ -107,10 +119,13 @@ async fn answer(
     Ok(r.into_response())
 }
 
-/// The console's static files (see `crate::console`): anyone may load them; they carry no
-/// data and no credential. Off with `--no-console`.
+/// The console's static files (see `crate::console`), and its icon at `/favicon.ico` for
+/// browser-shaped requests: anyone may load them; they carry no data and no credential. Off
+/// with `--no-console`.
 fn console(state: &AppState, parts: &Parts, ctx: &RequestContext, path: &str) -> Response {
-    use crate::console::{asset, config_json, CONSOLE_PATH, SECURITY_HEADERS};
+    use crate::console::{
+        asset, config_json, favicon, CONSOLE_PATH, FAVICON_TYPE, SECURITY_HEADERS,
+    };
     let not_found = |message: &str| {
         ctx.error(&ApiError::with_message(
             ErrorCode::ResourceNotFound,
@@ -134,6 +149,10 @@ fn console(state: &AppState, parts: &Parts, ctx: &RequestContext, path: &str) ->
             "application/json",
             config_json(!state.config.disable_auth, &accounts).into_bytes(),
         );
+        r
+    } else if path == FAVICON_PATH {
+        let mut r = ctx.plain_response(StatusCode::OK);
+        r.body(FAVICON_TYPE, favicon().as_bytes().to_vec());
         r
     } else if let Some((content_type, body)) = asset(path) {
         let mut r = ctx.plain_response(StatusCode::OK);
