@@ -2,7 +2,8 @@
 # CI stage (called by test.sh): packages the binary the test command already built (no second
 # build), installs the wheel into a fresh venv and the npm tarballs into a fresh npm project,
 # and runs a short SDK scenario through the installed command, the pytest fixture and the JS
-# helper (tests/packaging/).
+# helper, and docs/realism.md's pytest and JS examples as written with the realism fixtures
+# the packages ship (tests/packaging/).
 #
 #   scripts/ci/packages.sh --binary PATH --work DIR [--sdk-venv DIR]
 #
@@ -77,7 +78,8 @@ if make_venv \
   && install_sdk; then
   echo "packages: venv ready in $((SECONDS - t0)) s"
   (cd tests/packaging/python \
-    && "$VENV/bin/python" -m pytest -p no:xdist test_installed.py --junitxml="$WORK/pkg-pytest.xml" -q \
+    && "$VENV/bin/python" -m pytest -p no:xdist test_installed.py test_realism_guide.py \
+         --junitxml="$WORK/pkg-pytest.xml" -q \
     && "$VENV/bin/python" -m pytest -p no:xdist test_function_scope.py --tablestore-scope function \
          --junitxml="$WORK/pkg-pytest-function.xml" -q)
   for xml in "$WORK/pkg-pytest.xml" "$WORK/pkg-pytest-function.xml"; do
@@ -102,7 +104,9 @@ if (cd "$PROJECT" && npm install --prefer-offline --no-audit --no-fund --logleve
       "$platform_tgz" "$main_tgz" "@azure/data-tables@$sdk_version"); then
   echo "packages: npm project ready in $((SECONDS - t0)) s"
   cp tests/packaging/js/installed.test.mjs "$PROJECT/"
-  (cd "$PROJECT" && node --test --test-reporter=spec --test-reporter-destination=stdout \
+  # The realism guide's JS examples run in this project, as a user would run them.
+  (cd "$PROJECT" && TABLESTORE_REALISM_GUIDE="$ROOT/docs/realism.md" \
+     node --test --test-reporter=spec --test-reporter-destination=stdout \
      --test-reporter=tap --test-reporter-destination="$WORK/pkg-node.tap" installed.test.mjs)
   read -r p f s < <(awk '
     /^# pass /      { p = $3 }

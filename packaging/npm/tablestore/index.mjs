@@ -9,15 +9,23 @@
 // teardown); the connection string is put in process.env.TABLESTORE_CONNECTION_STRING:
 //
 //   export { globalSetup as default } from "tablestore";
+//
+// or with production realism (docs/realism.md), installing fault rules while a test runs:
+//
+//   const server = await startRealismServer(["--page-breaks", "random"]);
+//   await server.faults.put({ seed: 1, rules: [{ operation: "write", probability: 0.3,
+//     action: "error", error: "ServerBusy" }] });
+//   await server.stop();
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import * as readline from "node:readline";
 
 const require = createRequire(import.meta.url);
 const { binaryPath } = require("./lib/binary.cjs");
 
 const READY = "Azurite Table service is successfully listening at ";
+const FAULTS_PATH = "/_tablestore/faults";
 
 /** The native binary this package installed. */
 export { binaryPath };
@@ -25,6 +33,34 @@ export { binaryPath };
 /** A new account: a name Azure accepts (lower-case letters and digits) and a random key. */
 export function freshAccount() {
   return { name: `acct${randomBytes(6).toString("hex")}`, key: randomBytes(32).toString("base64") };
+}
+
+/**
+ * The fault-injection rules of one server (`/_tablestore/faults`, docs/realism.md), signed
+ * with the account key as the endpoint requires (Shared Key Lite over
+ * `/{account}/_tablestore/faults`). `put` takes an object (sent as JSON) or TOML/JSON text
+ * and resolves to the report; a bad rule rejects with the server's sentence.
+ */
+function faultsClient(endpoint, account, accountKey) {
+  const call = async (method, body) => {
+    const date = new Date().toUTCString();
+    const signature = createHmac("sha256", Buffer.from(accountKey, "base64"))
+      .update(`${date}\n/${account}${FAULTS_PATH}`)
+      .digest("base64");
+    const response = await fetch(endpoint + FAULTS_PATH, {
+      method,
+      body,
+      headers: { "x-ms-date": date, Authorization: `SharedKeyLite ${account}:${signature}` },
+    });
+    const text = await response.text();
+    if (!response.ok) throw new Error(`${method} ${FAULTS_PATH}: ${response.status} ${text.trim()}`);
+    return text ? JSON.parse(text) : undefined;
+  };
+  return {
+    put: (rules) => call("PUT", typeof rules === "string" ? rules : JSON.stringify(rules)),
+    get: () => call("GET"),
+    clear: () => call("DELETE").then(() => undefined),
+  };
 }
 
 /**
@@ -85,12 +121,26 @@ export function start(options = {}) {
     ...info,
     process: child,
     output,
+    /** Fault rules of this server: `put(rules)`, `get()`, `clear()` (docs/realism.md). */
+    faults: faultsClient(info.endpoint, info.account, info.accountKey),
     /** Stops the server (SIGTERM: it finishes requests and flushes); resolves to its exit status. */
     stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
       return exited;
     },
   }));
+}
+
+/**
+ * Starts a server with production realism options (docs/realism.md), such as
+ * `["--simulate-targets"]` or `["--page-breaks", "random"]`: `start()` with those arguments
+ * (after any in `options.args`), in memory unless `options` says otherwise. The server's
+ * `faults` installs fault rules while it runs.
+ * @param {string[]} [args]
+ * @param {object} [options] as for start()
+ */
+export function startRealismServer(args = [], options = {}) {
+  return start({ ...options, args: [...(options.args ?? []), ...args] });
 }
 
 /**

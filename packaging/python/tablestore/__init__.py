@@ -7,13 +7,18 @@ no Python wrapper in between). This module starts it from Python::
     with Server() as server:                    # in memory, free loopback port
         client = TableServiceClient.from_connection_string(server.connection_string)
 
-The pytest plugin in :mod:`tablestore.pytest_plugin` builds its fixtures on :class:`Server`.
+The pytest plugin in :mod:`tablestore.pytest_plugin` builds its fixtures on :class:`Server`,
+``realism_server`` among them (docs/realism.md): a server with realism options, and
+``server.faults`` to install fault rules while a test runs.
 """
 
 from __future__ import annotations
 
 import base64
 import collections
+import hashlib
+import hmac
+import json
 import os
 import secrets
 import shutil
@@ -22,9 +27,12 @@ import sys
 import sysconfig
 import threading
 import time
-from typing import Iterable, Optional, Sequence
+import urllib.error
+import urllib.request
+from email.utils import formatdate
+from typing import Any, Iterable, Optional, Sequence
 
-__all__ = ["Server", "binary_path", "fresh_account"]
+__all__ = ["Faults", "Server", "binary_path", "fresh_account"]
 
 _EXE = "tablestore.exe" if os.name == "nt" else "tablestore"
 _READY = "Azurite Table service is successfully listening at "
@@ -54,6 +62,49 @@ def fresh_account() -> tuple[str, str]:
     name = "acct" + secrets.token_hex(6)
     key = base64.b64encode(secrets.token_bytes(32)).decode()
     return name, key
+
+
+class Faults:
+    """The fault-injection rules of one server (``/_tablestore/faults``, docs/realism.md),
+    signed with the account key as the endpoint requires (Shared Key Lite over
+    ``/{account}/_tablestore/faults``)."""
+
+    PATH = "/_tablestore/faults"
+
+    def __init__(self, endpoint: str, account: str, account_key: str) -> None:
+        self.url = endpoint + self.PATH
+        self._account = account
+        self._key = base64.b64decode(account_key)
+
+    def _call(self, method: str, body: Optional[bytes] = None) -> Any:
+        date = formatdate(usegmt=True)
+        string_to_sign = f"{date}\n/{self._account}{self.PATH}"
+        signature = base64.b64encode(hmac.new(self._key, string_to_sign.encode(), hashlib.sha256).digest())
+        request = urllib.request.Request(self.url, data=body, method=method)
+        request.add_header("x-ms-date", date)
+        request.add_header("Authorization", f"SharedKeyLite {self._account}:{signature.decode()}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                text = response.read()
+        except urllib.error.HTTPError as e:
+            detail = e.read().decode("utf-8", "replace").strip()
+            raise RuntimeError(f"{method} {self.PATH}: {e.code} {detail}") from None
+        return json.loads(text) if text else None
+
+    def put(self, rules: Any) -> Any:
+        """Replaces the rules (counters and the seed's generator restart): a dict such as
+        ``{"seed": 1, "rules": [...]}`` (sent as JSON), or TOML or JSON text. Returns the
+        report; a bad rule raises ``RuntimeError`` with the server's sentence."""
+        body = rules if isinstance(rules, str) else json.dumps(rules)
+        return self._call("PUT", body.encode())
+
+    def get(self) -> Any:
+        """The rules with their ``matched`` and ``fired`` counters."""
+        return self._call("GET")
+
+    def clear(self) -> None:
+        """Removes every rule."""
+        self._call("DELETE")
 
 
 class Server:
@@ -94,6 +145,8 @@ class Server:
         self.connection_string = ""
         self.account = ""
         self.account_key = ""
+        # Fault rules of this server (docs/realism.md), once it is ready.
+        self.faults: Optional[Faults] = None
         # The last lines the server printed (its access log included), for error messages.
         self.output: collections.deque[str] = collections.deque(maxlen=200)
         if start:
@@ -124,7 +177,12 @@ class Server:
                 f"tablestore did not become ready within {self.timeout} s; its output:\n"
                 + "\n".join(self.output)
             )
+        self.faults = Faults(self.endpoint, self.account, self.account_key)
         return self
+
+    def log(self) -> str:
+        """The last lines the server printed (stdout and stderr), its warnings included."""
+        return "\n".join(self.output)
 
     def _read(self, stream: Iterable[str], ready: threading.Event) -> None:
         # Keeps draining the output after start-up: a full pipe would block the server.

@@ -9,6 +9,11 @@ Fixtures:
 * ``tablestore_fresh_account`` — a server of its own for one test, serving only a newly made
   account (random name and key). Accounts are fixed when a server starts, so each fresh
   account is a short-lived in-memory server (ready in milliseconds).
+* ``realism_server`` — a factory for servers with production realism (docs/realism.md):
+  ``realism_server("--simulate-targets", ...)`` starts an in-memory server of this test's own
+  with those options and returns it (``.connection_string``, ``.faults.put(rules)``,
+  ``.faults.get()``, ``.faults.clear()``, ``.log()``); every server it started is stopped
+  after the test.
 
 Options: ``--tablestore-scope session|function``, ``--tablestore-binary PATH``,
 ``--tablestore-arg ARG`` (repeatable, passed to the server), ``--tablestore-location DIR``
@@ -80,6 +85,25 @@ def tablestore(request: pytest.FixtureRequest):
     """A running tablestore server (in memory, free loopback port)."""
     with Server(**_server_kwargs(request.config)) as server:
         yield server
+
+
+@pytest.fixture
+def realism_server(request: pytest.FixtureRequest):
+    """Factory: ``realism_server(*options)`` starts an in-memory server with those options
+    (for example ``"--page-breaks", "random"``); each is stopped after the test."""
+    started = []
+
+    def start(*options: str) -> Server:
+        kwargs = _server_kwargs(request.config)
+        kwargs["location"] = None  # each test's realism starts from an empty store
+        kwargs["args"] = [*kwargs["args"], *options]
+        server = Server(**kwargs)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
 
 
 @pytest.fixture

@@ -4,12 +4,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
-import { openSync, readSync, closeSync, realpathSync } from "node:fs";
+import { openSync, readSync, closeSync, realpathSync, readFileSync, writeFileSync } from "node:fs";
 import * as readline from "node:readline";
 import * as path from "node:path";
 import { randomUUID } from "node:crypto";
 import { TableClient, TableServiceClient } from "@azure/data-tables";
-import { start, globalSetup, freshAccount, binaryPath } from "tablestore";
+import { start, startRealismServer, globalSetup, freshAccount, binaryPath } from "tablestore";
 
 const BIN = path.resolve("node_modules", ".bin", process.platform === "win32" ? "tablestore.cmd" : "tablestore");
 
@@ -125,4 +125,59 @@ test("a fresh account is served alone", async () => {
 
 test("a server that cannot start rejects with its one-sentence reason", async () => {
   await assert.rejects(start({ location: BIN, timeoutMs: 10000 }), /is a file, not a folder/);
+});
+
+test("startRealismServer passes its options and server.faults installs rules", async () => {
+  const server = await startRealismServer(["--simulate-lifecycle", "--table-purge-seconds", "2"]);
+  try {
+    assert.ok(server.process.spawnargs.includes("--simulate-lifecycle"), server.process.spawnargs.join(" "));
+    const service = TableServiceClient.fromConnectionString(server.connectionString, { allowInsecureConnection: true });
+    await service.createTable("orders");
+    // TOML text, as in a --faults file: the first read of the table is refused once.
+    const report = await server.faults.put(
+      'seed = 3\n[[rules]]\ntable = "orders"\noperation = "read"\nnth = 1\naction = "error"\nerror = "ServerBusy"\n',
+    );
+    assert.equal(report.seed, 3);
+    const table = TableClient.fromConnectionString(server.connectionString, "orders", { allowInsecureConnection: true });
+    for await (const _ of table.listEntities()) assert.fail("the table is empty");
+    const [rule] = (await server.faults.get()).rules;
+    assert.equal(rule.fired, 1, JSON.stringify(rule)); // refused once, retried by the SDK
+    await server.faults.clear();
+    assert.deepEqual((await server.faults.get()).rules, []);
+    await assert.rejects(server.faults.put({ rules: [{ action: "error", error: "Busy" }] }), /400 .*unknown error code/);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+// docs/realism.md's JS examples, each a whole ES module, run as written in this project (where
+// only the packed packages and the SDK are installed). scripts/ci/packages.sh names the guide.
+const GUIDE = process.env.TABLESTORE_REALISM_GUIDE;
+const EXAMPLES = GUIDE ? [...readFileSync(GUIDE, "utf8").matchAll(/^```js\n([\s\S]*?)^```/gm)].map((m) => m[1]) : [];
+
+test("the realism guide has its JS examples", () => {
+  assert.ok(GUIDE, "TABLESTORE_REALISM_GUIDE is not set (scripts/ci/packages.sh sets it to docs/realism.md)");
+  assert.equal(EXAMPLES.length, 4, `${EXAMPLES.length} js examples in ${GUIDE}`);
+  for (const e of EXAMPLES) assert.match(e, /from "tablestore"/);
+});
+
+EXAMPLES.forEach((code, n) => {
+  test(`the realism guide's JS example ${n + 1} runs as written`, async () => {
+    const file = path.resolve(`realism-guide-example-${n + 1}.mjs`);
+    writeFileSync(file, code);
+    // In its own process group: a failed example cannot leave its server running.
+    const child = spawn("node", [file], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    const timer = setTimeout(() => process.kill(-child.pid, "SIGKILL"), 120000);
+    const code_ = await new Promise((resolve) => child.once("exit", (c, signal) => resolve(c ?? signal)));
+    clearTimeout(timer);
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // the group is gone: nothing left behind
+    }
+    assert.equal(code_, 0, `example ${n + 1}:\n${code}\n${output}`);
+  });
 });
