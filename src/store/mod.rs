@@ -11,6 +11,7 @@
 pub mod codec;
 pub mod conformance;
 pub mod footprint;
+pub(crate) mod intent;
 pub mod key;
 pub(crate) mod legacy_log;
 pub mod memory;
@@ -451,6 +452,10 @@ pub struct KvStore<B: Kv> {
     next_table_id: AtomicU64,
     /// Per-partition locks (striped) held while a commit checks preconditions and applies.
     partition_locks: Vec<Mutex<()>>,
+    /// Per stripe of `partition_locks`: odd while a multi-key write applies, so that a point
+    /// read never sees part of a change set (the backend's apply need not be atomic for
+    /// readers: sled's is not, see `intent.rs`).
+    applying: Vec<AtomicU64>,
     clock: Clock,
     group_commit: GroupCommit,
     /// Commits to the entities of the tables of each stripe, for consistent reads.
@@ -487,6 +492,7 @@ impl<B: Kv> KvStore<B> {
             table_lock: Mutex::new(()),
             next_table_id: AtomicU64::new(next),
             partition_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
+            applying: (0..LOCK_STRIPES).map(|_| AtomicU64::new(0)).collect(),
             clock: Clock::default(),
             group_commit: GroupCommit::default(),
             watches: (0..WATCH_STRIPES).map(|_| CommitWatch::default()).collect(),
@@ -518,12 +524,38 @@ impl<B: Kv> KvStore<B> {
         self.clock.stamp_after(None)
     }
 
-    fn partition_lock(&self, table_id: u64, partition_key: &str) -> &Mutex<()> {
+    /// The stripe of a partition's lock and apply counter.
+    fn stripe(table_id: u64, partition_key: &str) -> usize {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
         table_id.hash(&mut h);
         partition_key.hash(&mut h);
-        &self.partition_locks[(h.finish() as usize) % LOCK_STRIPES]
+        (h.finish() as usize) % LOCK_STRIPES
+    }
+
+    /// Reads one entity's stored bytes as of before or after each change set of its
+    /// partition, never in the middle of one: read, and if a multi-key write of the stripe
+    /// was applying or started meanwhile, read again under the partition's lock (which that
+    /// write holds until it has applied).
+    fn get_whole(
+        &self,
+        table_id: u64,
+        partition_key: &str,
+        key: &[u8],
+    ) -> Result<Option<B::Bytes>, StoreError> {
+        let stripe = Self::stripe(table_id, partition_key);
+        let applying = &self.applying[stripe];
+        let before = applying.load(Ordering::Acquire);
+        if before.is_multiple_of(2) {
+            let value = self.kv.get(Space::Entities, key)?;
+            if applying.load(Ordering::Acquire) == before {
+                return Ok(value);
+            }
+        }
+        let _guard = self.partition_locks[stripe]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        self.kv.get(Space::Entities, key)
     }
 
     fn watch(&self, table_id: u64) -> &CommitWatch {
@@ -774,7 +806,7 @@ impl<B: Kv> Store for KvStore<B> {
         row_key: &str,
     ) -> Result<Option<Entity>, StoreError> {
         let key = key::entity_key(table.0, partition_key, row_key);
-        match self.kv.get(Space::Entities, &key)? {
+        match self.get_whole(table.0, partition_key, &key)? {
             Some(bytes) => {
                 let (timestamp, properties) = codec::decode_entity(bytes.as_ref())
                     .ok_or_else(|| StoreError::Corrupt("entity".into()))?;
@@ -896,8 +928,8 @@ impl<B: Kv> Store for KvStore<B> {
             .kv
             .begin_write()
             .map_err(|error| CommitError { index: last, error })?;
-        let _guard = self
-            .partition_lock(table_id, &first.key.partition_key)
+        let stripe = Self::stripe(table_id, &first.key.partition_key);
+        let _guard = self.partition_locks[stripe]
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let mut batch = Vec::with_capacity(ops.len());
@@ -923,7 +955,14 @@ impl<B: Kv> Store for KvStore<B> {
         let applied = {
             let _gate = watch.gate.read().unwrap_or_else(|e| e.into_inner());
             watch.started.fetch_add(1, Ordering::SeqCst);
+            let several = batch.len() > 1;
+            if several {
+                self.applying[stripe].fetch_add(1, Ordering::AcqRel);
+            }
             let applied = self.kv.apply(Space::Entities, batch);
+            if several {
+                self.applying[stripe].fetch_add(1, Ordering::AcqRel);
+            }
             watch.finished.fetch_add(1, Ordering::SeqCst);
             applied
         };

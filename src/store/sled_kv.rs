@@ -1,5 +1,6 @@
-//! sled backend (the default, on disk): one tree per keyspace. A multi-key write is one
-//! `sled::Batch`, which sled applies atomically.
+//! sled backend (the default, on disk): one tree per keyspace. A multi-key write is made
+//! atomic across crashes with an intent record ([`super::intent`]), not with `sled::Batch`,
+//! whose process-wide lock would serialise every write of the server.
 //!
 //! A full disk: writes are refused while less than [`SledOptions::min_free_bytes`] is free,
 //! so sled itself should never see one.
@@ -22,7 +23,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use super::footprint::{folder_bytes, Footprint, Totals};
-use super::{value_lz4, Kv, Space, StoreError};
+use super::{intent, value_lz4, Kv, Space, StoreError};
 
 /// Least time between two attempts to reopen a failed store.
 const RECOVERY_INTERVAL: Duration = Duration::from_millis(200);
@@ -51,12 +52,22 @@ pub struct SledKv {
     /// Until when (ms since `opened`) the free space need not be read again.
     roomy_until_ms: AtomicU64,
     opened: Instant,
+    intent_ids: intent::Ids,
+    /// Tests: called with a multi-key write's first key between its intent and its rows.
+    #[cfg(test)]
+    hold_apply: std::sync::OnceLock<HoldApply>,
 }
+
+/// Tests: what a multi-key write calls with its first key between its intent and its rows.
+#[cfg(test)]
+type HoldApply = Box<dyn Fn(&[u8]) + Send + Sync>;
 
 struct Handles {
     db: sled::Db,
     tables: sled::Tree,
     entities: sled::Tree,
+    /// Multi-key writes in progress ([`intent`]).
+    intents: sled::Tree,
 }
 
 impl Handles {
@@ -242,11 +253,19 @@ fn open_handles(path: &Path, options: &SledOptions) -> Result<Handles, StoreErro
     };
     let tables = db.open_tree("tables").map_err(io)?;
     let entities = db.open_tree("entities").map_err(io)?;
-    Ok(Handles {
+    let intents = db.open_tree(intent::TREE).map_err(io)?;
+    let handles = Handles {
         db,
         tables,
         entities,
-    })
+        intents,
+    };
+    let replayed = intent::replay(&handles.intents, |space| handles.tree(space))?;
+    if replayed > 0 {
+        handles.db.flush().map_err(io)?;
+        tracing::info!(replayed, "applied the writes a crash interrupted");
+    }
+    Ok(handles)
 }
 
 /// A file beside sled's own, saying that tablestore initialised the folder's store, and in
@@ -425,6 +444,9 @@ impl SledKv {
             framed: checked.framed,
             roomy_until_ms: AtomicU64::new(0),
             opened: Instant::now(),
+            intent_ids: intent::Ids::default(),
+            #[cfg(test)]
+            hold_apply: std::sync::OnceLock::new(),
         })
     }
 
@@ -671,7 +693,24 @@ impl Kv for SledKv {
         let old_len = |stored: sled::IVec| self.value_len(space, &stored);
         self.write(|h| {
             let tree = h.tree(space);
-            if let [(k, v, new)] = batch.as_slice() {
+            // A single key is atomic by itself; several are made atomic across a crash by an
+            // intent record ([`intent`]): sled's batch would serialise every write of the
+            // process.
+            let intent = match batch.as_slice() {
+                [_] => None,
+                _ => {
+                    let id = self.intent_ids.next();
+                    let entries = batch.iter().map(|(k, v, _)| (k.as_slice(), v.as_deref()));
+                    h.intents.insert(id, intent::encode(space, entries))?;
+                    #[cfg(test)]
+                    if let (Some(hold), Some((key, _, _))) = (self.hold_apply.get(), batch.first())
+                    {
+                        hold(key);
+                    }
+                    Some(id)
+                }
+            };
+            for (k, v, new) in &batch {
                 let old = match v {
                     Some(v) => tree.insert(k.as_slice(), v.as_slice())?,
                     None => tree.remove(k.as_slice())?,
@@ -679,34 +718,9 @@ impl Kv for SledKv {
                 if counted {
                     self.totals.change(k.len(), old.map(old_len), *new);
                 }
-                return Ok(());
             }
-            // sled's batch does not return the entries it replaces: read their sizes first
-            // (commits hold their partition's lock, so nothing changes them in between). A
-            // key written twice in one batch replaces its own earlier value.
-            let mut changes = Vec::new();
-            if counted {
-                changes.reserve(batch.len());
-                let mut pending: std::collections::HashMap<&[u8], Option<usize>> =
-                    std::collections::HashMap::new();
-                for (k, _, new) in &batch {
-                    let old = match pending.insert(k.as_slice(), *new) {
-                        Some(earlier) => earlier,
-                        None => tree.get(k)?.map(old_len),
-                    };
-                    changes.push((k.len(), old, *new));
-                }
-            }
-            let mut b = sled::Batch::default();
-            for (k, v, _) in batch {
-                match v {
-                    Some(v) => b.insert(k, v),
-                    None => b.remove(k),
-                }
-            }
-            tree.apply_batch(b)?;
-            for (key_len, old, new) in changes {
-                self.totals.change(key_len, old, new);
+            if let Some(id) = intent {
+                h.intents.remove(id)?;
             }
             Ok(())
         })
@@ -855,6 +869,105 @@ mod tests {
             })
             .collect();
         store.commit(id, &ops).expect("commit");
+    }
+
+    /// Change sets of two partitions proceed in parallel: while one is held in the middle of
+    /// its apply (between its intent and its rows), a change set of another partition of the
+    /// same table commits; a point read of the held partition waits for its change set rather
+    /// than see part of it. With the RAM tier over sled, as the server runs.
+    #[test]
+    fn change_sets_of_two_partitions_proceed_in_parallel() {
+        use crate::store::tiered::{TierOptions, TieredKv};
+        use std::sync::mpsc;
+        use std::time::Duration;
+
+        let dir = tempfile::tempdir().unwrap();
+        let kv = open_kv_for_tests(dir.path(), &SledOptions::default());
+        let (entered_tx, entered) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let released = Mutex::new(released);
+        let armed = Arc::new(AtomicBool::new(false));
+        let hold_armed = Arc::clone(&armed);
+        let _ = kv.hold_apply.set(Box::new(move |first_key: &[u8]| {
+            let held = super::super::key::decode_entity_key(first_key)
+                .is_some_and(|(partition, _)| partition == "held");
+            if held && hold_armed.load(Ordering::SeqCst) {
+                entered_tx.send(()).unwrap();
+                released.lock().unwrap().recv().unwrap();
+            }
+        }));
+        let mut tier = TierOptions::with_budget_mib(16);
+        tier.background = false;
+        let store = KvStore::open(TieredKv::new(kv, tier), Durability::Durable).unwrap();
+        let table = store.create_table(&TableRef::new("a", "t")).unwrap().id;
+        assert_ne!(
+            KvStore::<TieredKv<SledKv>>::stripe(table.0, "held"),
+            KvStore::<TieredKv<SledKv>>::stripe(table.0, "free"),
+            "the partitions must not share a lock stripe for this test"
+        );
+        let ops = |partition: &str, n: i32| -> Vec<WriteOp> {
+            (0..3)
+                .map(|r| WriteOp {
+                    kind: WriteKind::InsertOrReplace,
+                    key: EntityKey {
+                        partition_key: partition.into(),
+                        row_key: format!("r{r}"),
+                    },
+                    properties: vec![Property {
+                        name: "n".into(),
+                        value: EdmValue::Int32(n),
+                    }],
+                    if_match: IfMatch::Any,
+                })
+                .collect()
+        };
+        let n_of = |e: Option<crate::model::Entity>| e.map(|e| e.properties[0].value.clone());
+        store.commit(table, &ops("held", 0)).unwrap();
+        armed.store(true, Ordering::SeqCst);
+
+        let held = {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || store.commit(table, &ops("held", 1)).map(drop))
+        };
+        entered
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the held change set reached its apply");
+        let (done_tx, done) = mpsc::channel();
+        let free = {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let result = store.commit(table, &ops("free", 1)).map(drop);
+                done_tx.send(()).unwrap();
+                result
+            })
+        };
+        done.recv_timeout(Duration::from_secs(10))
+            .expect("the other partition's change set committed while the first was held");
+        free.join().unwrap().unwrap();
+        let (read_tx, read) = mpsc::channel();
+        let reader = {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let value = store.get_entity(table, "held", "r2").unwrap();
+                read_tx.send(()).unwrap();
+                value
+            })
+        };
+        assert!(
+            read.recv_timeout(Duration::from_millis(300)).is_err(),
+            "a point read of the held partition waits for its change set"
+        );
+        release.send(()).unwrap();
+        held.join().unwrap().unwrap();
+        read.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(n_of(reader.join().unwrap()), Some(EdmValue::Int32(1)));
+        for r in 0..3 {
+            let row = format!("r{r}");
+            assert_eq!(
+                n_of(store.get_entity(table, "free", &row).unwrap()),
+                Some(EdmValue::Int32(1))
+            );
+        }
     }
 
     fn conf(dir: &Path) -> String {
