@@ -316,8 +316,8 @@ impl<B: Kv> Shared<B> {
         else {
             unreachable!("checked above")
         };
-        let mut bytes = reserved + pending;
-        apply_rows(&mut rows, &mut bytes, overlay);
+        let (added, removed) = apply_rows(&mut rows, overlay);
+        let bytes = (reserved + pending + added).saturating_sub(removed);
         state.used = state.used - reserved + bytes;
         state.clock += 1;
         let last_read = state.clock;
@@ -439,20 +439,23 @@ impl<B: Kv> Shared<B> {
 }
 
 /// Applies a batch to a copy, keeping its byte count.
-fn apply_rows(rows: &mut Rows, bytes: &mut u64, batch: Batch) {
+/// Applies `batch` to a table's rows; returns the bytes the rows gained and lost.
+fn apply_rows(rows: &mut Rows, batch: Batch) -> (u64, u64) {
+    let (mut added, mut removed) = (0, 0);
     for (k, v) in batch {
         let key_len = k.len();
         let old = match v {
             Some(v) => {
-                *bytes += row_cost(&k, &v);
+                added += row_cost(&k, &v);
                 rows.insert(Arc::from(k), Arc::from(v))
             }
             None => rows.remove(k.as_slice()),
         };
         if let Some(old) = old {
-            *bytes = bytes.saturating_sub((key_len + old.len()) as u64 + ROW_OVERHEAD);
+            removed += (key_len + old.len()) as u64 + ROW_OVERHEAD;
         }
     }
+    (added, removed)
 }
 
 impl<B: Kv> TieredKv<B> {
@@ -823,38 +826,49 @@ impl<B: Kv> Kv for TieredKv<B> {
         );
         let copy = wanted.then(|| batch.clone());
         self.shared.inner.apply(space, batch)?;
-        let mut state = self.shared.lock();
-        let budget = self.shared.options.budget_bytes;
-        match state.tables.get_mut(&id) {
-            Some(Slot::Resident { table, bytes, .. }) => {
-                let Some(copy) = copy else {
-                    // Became resident between the check and the write (loaded from the
-                    // backend before it held the write): the copy cannot be trusted.
+        let (table, copy) = {
+            let mut state = self.shared.lock();
+            match (state.tables.get_mut(&id), copy) {
+                (Some(Slot::Resident { table, .. }), Some(copy)) => (Arc::clone(table), copy),
+                (Some(Slot::Loading { overlay, .. }), Some(copy)) => {
+                    overlay.extend(copy);
+                    return Ok(());
+                }
+                (Some(Slot::Resident { .. } | Slot::Loading { .. }), None) => {
+                    // Became resident (or started loading) between the check and the write:
+                    // the copy may lack this write, so it cannot be trusted.
                     state.evict(id);
                     return Ok(());
-                };
-                let table = Arc::clone(table);
-                let before = *bytes;
-                let mut after = before;
-                apply_rows(
-                    &mut table.rows.write().unwrap_or_else(|e| e.into_inner()),
-                    &mut after,
-                    copy,
-                );
-                if let Some(Slot::Resident { bytes, grown, .. }) = state.tables.get_mut(&id) {
-                    *bytes = after;
-                    *grown |= after > before;
                 }
-                state.used = state.used + after - before;
-                if !state.make_room(budget, Some(id)) {
-                    state.refuse(id);
-                }
+                _ => return Ok(()),
             }
-            Some(Slot::Loading { overlay, .. }) => match copy {
-                Some(copy) => overlay.extend(copy),
-                None => state.evict(id),
-            },
-            None | Some(Slot::Evicted(_) | Slot::Deleted) => {}
+        };
+        // The rows are applied outside the tier's lock: writes to other tables (and reads of
+        // any table) do not wait for them. If the table is evicted meanwhile, a later load
+        // reads the backend, which already holds this write.
+        let (added, removed) = {
+            let mut rows = table.rows.write().unwrap_or_else(|e| e.into_inner());
+            apply_rows(&mut rows, copy)
+        };
+        let mut state = self.shared.lock();
+        let budget = self.shared.options.budget_bytes;
+        let Some(Slot::Resident {
+            table: current,
+            bytes,
+            grown,
+            ..
+        }) = state.tables.get_mut(&id)
+        else {
+            return Ok(());
+        };
+        if !Arc::ptr_eq(current, &table) {
+            return Ok(()); // evicted and loaded again: the new copy was counted as loaded
+        }
+        *bytes = (*bytes + added).saturating_sub(removed);
+        *grown |= added > removed;
+        state.used = (state.used + added).saturating_sub(removed);
+        if !state.make_room(budget, Some(id)) {
+            state.refuse(id);
         }
         Ok(())
     }
