@@ -176,6 +176,21 @@ async fn nodes_started_together_on_a_fresh_database_all_come_up() {
     }
 }
 
+/// A node that finds the schema made by another starts without PostgreSQL's NOTICEs
+/// ("relation … already exists, skipping") in its log: they are not news to anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_second_node_logs_no_notice_about_the_existing_schema() {
+    let url = PgCluster::shared().fresh_database("quiet");
+    let n = Nodes::start(2, &url, &["--log-level", "info"]);
+    for i in 0..2 {
+        let log = format!("{}{}", n.node(i).start_up, n.node(i).log_so_far());
+        assert!(!log.contains("already exists"), "node {i}:\n{log}");
+        assert!(!log.contains("NOTICE"), "node {i}:\n{log}");
+    }
+    let r = send(&n.client(1), "GET", "/Tables", &[], None).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text());
+}
+
 /// Every worker loops read → `PUT If-Match` (counter + 1) through its own node. Each 204 is an
 /// acknowledged increment; a 412 is a lost race and changes nothing. The final counter must
 /// equal the number of 204s: none lost, none invented.

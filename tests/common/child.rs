@@ -26,6 +26,8 @@ pub struct ChildServer {
     stderr: mpsc::Receiver<String>,
     /// Stdout (the log) after start-up.
     stdout: mpsc::Receiver<String>,
+    /// Stdout up to and including the `tablestore listening on` line.
+    pub start_up: String,
 }
 
 /// A start-up that failed: the exit status (if the process ended) and what it printed.
@@ -118,6 +120,7 @@ impl ChildServer {
                             dir: dir.to_path_buf(),
                             stderr: err_rx,
                             stdout: line_rx,
+                            start_up: seen,
                         });
                     }
                 }

@@ -503,13 +503,20 @@ impl Shared {
         loop {
             attempt += 1;
             let mut client = self.client().await?;
-            let bootstrapped = match schema {
-                Some(schema) => {
+            // Every node after the first finds the schema there: PostgreSQL's NOTICE that
+            // `CREATE … IF NOT EXISTS` skipped an object (logged by the driver at INFO) says
+            // nothing worth reading, so this session asks for warnings and errors only.
+            let quiet = client
+                .batch_execute("SET client_min_messages TO warning")
+                .await;
+            let bootstrapped = match (quiet, schema) {
+                (Err(e), _) => Err(e),
+                (Ok(()), Some(schema)) => {
                     client
                         .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
                         .await
                 }
-                None => Ok(()),
+                (Ok(()), None) => Ok(()),
             };
             let migrated = match bootstrapped {
                 Ok(()) => schema::migrate(&mut client).await,
