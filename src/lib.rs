@@ -20,9 +20,11 @@
 //!   fed by the server after each request; Prometheus metrics.
 //! - [`console`]: the web console's embedded assets (a client of the REST API and insight).
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
+//! - [`admin`]: `tablestore admin`, a signed client of a running server's control endpoints.
 //! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod auth;
 pub mod batch;
 pub mod config;

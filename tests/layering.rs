@@ -12,6 +12,7 @@
 //! batch     -> model, protocol, store
 //! config    -> model, store, auth
 //! data      -> model, protocol, store, auth, query, config
+//! admin     -> auth, config, data
 //! insight   -> model, protocol, store, query, batch
 //! realism   -> model, protocol
 //! server    -> everything (except testing)
@@ -43,6 +44,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "data",
         &["model", "protocol", "store", "auth", "query", "config"],
     ),
+    ("admin", &["auth", "config", "data"]),
     (
         "server",
         &[

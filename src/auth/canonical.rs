@@ -171,6 +171,20 @@ pub fn compute_signature(key: &[u8], string_to_sign: &str) -> String {
     BASE64.encode(hmac_sha256(key, string_to_sign.as_bytes()))
 }
 
+/// The `Authorization` header of a Shared Key Lite request: `SharedKeyLite account:signature`
+/// over `x-ms-date` (`date`) and the canonicalized resource of `raw_path` and `raw_query`.
+pub fn shared_key_lite_authorization(
+    account: &str,
+    key: &[u8],
+    date: &str,
+    raw_path: &str,
+    raw_query: Option<&str>,
+) -> String {
+    let resource = canonicalized_resource(account, raw_path, raw_query);
+    let signature = compute_signature(key, &shared_key_lite_string_to_sign(date, &resource));
+    format!("SharedKeyLite {account}:{signature}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

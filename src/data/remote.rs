@@ -252,15 +252,15 @@ impl RemoteEndpoint {
         }
         if let Credential::Key(key) = &self.target.credential {
             let query = (!raw_query.is_empty()).then_some(raw_query.as_str());
-            let resource =
-                canonical::canonicalized_resource(&self.target.account, &raw_path, query);
-            let signature = canonical::compute_signature(
-                key,
-                &canonical::shared_key_lite_string_to_sign(&date, &resource),
-            );
             request = request.header(
                 "Authorization",
-                format!("SharedKeyLite {}:{signature}", self.target.account),
+                canonical::shared_key_lite_authorization(
+                    &self.target.account,
+                    key,
+                    &date,
+                    &raw_path,
+                    query,
+                ),
             );
         }
         let response: Response = request
@@ -343,7 +343,7 @@ impl RemoteEndpoint {
 }
 
 /// A transport error as a sentence (reqwest's source chain, without debug text).
-fn plain(e: &reqwest::Error) -> String {
+pub(crate) fn plain(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

@@ -1,0 +1,412 @@
+//! `tablestore admin`: the running server's control endpoints from the command line —
+//! `/_tablestore/insight` (statistics and design advice), `/metrics` (Prometheus text) and
+//! `/_tablestore/faults` (fault-injection rules). Those endpoints want a request signed with an
+//! account key; this signs it (Shared Key Lite, through `auth::canonical`), with the
+//! development account's published key unless told another, and prints the answer.
+//!
+//! Depends on auth (signing), config (the development account) and data (connection strings).
+
+use std::ffi::OsString;
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::auth::canonical::shared_key_lite_authorization;
+use crate::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use crate::data::remote::{plain, Credential, Target};
+
+const INSIGHT_PATH: &str = "/_tablestore/insight";
+const METRICS_PATH: &str = "/metrics";
+const FAULTS_PATH: &str = "/_tablestore/faults";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tablestore admin",
+    disable_version_flag = true,
+    about = "Read a running tablestore's insight, metrics and fault rules (signed with an \
+             account key; the development account's by default)"
+)]
+struct AdminCli {
+    #[command(flatten)]
+    server: ServerArgs,
+    #[command(subcommand)]
+    command: AdminCommand,
+}
+
+/// Which server, and the key to sign with.
+#[derive(Debug, Args)]
+struct ServerArgs {
+    /// The server's URL.
+    #[arg(
+        long,
+        value_name = "URL",
+        default_value = "http://127.0.0.1:10002",
+        global = true
+    )]
+    url: String,
+    /// The server by a connection string (its TableEndpoint, AccountName and AccountKey),
+    /// instead of --url, --account and --account-key.
+    #[arg(long, value_name = "CS", hide_env_values = true, global = true)]
+    connection_string: Option<String>,
+    /// The account whose key signs the requests.
+    #[arg(long, value_name = "NAME", default_value = DEV_ACCOUNT, global = true)]
+    account: String,
+    /// That account's key (base64; default: the development account's published key).
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "TABLESTORE_ACCOUNT_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    account_key: Option<String>,
+    /// A PEM certificate to trust for an https:// server started with --cert (e.g. that
+    /// certificate itself).
+    #[arg(long, value_name = "FILE", global = true)]
+    cacert: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum AdminCommand {
+    /// Statistics, query classes and design advice as JSON (GET /_tablestore/insight); only
+    /// the signing account's tables are shown.
+    Insight {
+        /// Wait (up to 2 s) until the requests sent before this one are counted.
+        #[arg(long)]
+        settle: bool,
+    },
+    /// The whole server's metrics in Prometheus' text format (GET /metrics).
+    Metrics,
+    /// The fault-injection rules (docs/realism.md): show them (the default), set them from a
+    /// TOML or JSON file, or clear them.
+    Faults {
+        #[command(subcommand)]
+        action: Option<FaultsAction>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum FaultsAction {
+    /// Print the rules in force and how often each fired (GET).
+    Show,
+    /// Replace the rules with those in FILE (`-` reads standard input) (PUT).
+    Set {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Remove every rule (DELETE).
+    Clear,
+}
+
+/// Where the server is and how to sign for it.
+struct Server {
+    origin: String,
+    account: String,
+    key: Vec<u8>,
+}
+
+/// A request to send: method, path below the server's root, query, body.
+struct Request {
+    method: reqwest::Method,
+    path: &'static str,
+    query: Option<&'static str>,
+    body: Option<Vec<u8>>,
+}
+
+/// Runs `tablestore admin …` (`args` is the whole command line) and returns its exit code:
+/// 0 when the server answered 2xx (the body is printed), 1 otherwise (one sentence on
+/// standard error), 2 for a bad command line.
+pub fn run(args: &[OsString]) -> ExitCode {
+    let mut words: Vec<OsString> = vec![OsString::from("tablestore admin")];
+    words.extend(args.iter().skip(2).cloned());
+    let cli = match AdminCli::try_parse_from(words) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match execute(cli) {
+        Ok(body) => {
+            use std::io::Write as _;
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&body);
+            if !body.ends_with(b"\n") && !body.is_empty() {
+                let _ = out.write_all(b"\n");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("tablestore admin: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn execute(cli: AdminCli) -> Result<Vec<u8>, String> {
+    let server = server(&cli.server)?;
+    let request = match cli.command {
+        AdminCommand::Insight { settle } => Request {
+            method: reqwest::Method::GET,
+            path: INSIGHT_PATH,
+            query: settle.then_some("settle"),
+            body: None,
+        },
+        AdminCommand::Metrics => Request {
+            method: reqwest::Method::GET,
+            path: METRICS_PATH,
+            query: None,
+            body: None,
+        },
+        AdminCommand::Faults { action } => match action.unwrap_or(FaultsAction::Show) {
+            FaultsAction::Show => Request {
+                method: reqwest::Method::GET,
+                path: FAULTS_PATH,
+                query: None,
+                body: None,
+            },
+            FaultsAction::Set { file } => Request {
+                method: reqwest::Method::PUT,
+                path: FAULTS_PATH,
+                query: None,
+                body: Some(read_rules(&file)?),
+            },
+            FaultsAction::Clear => Request {
+                method: reqwest::Method::DELETE,
+                path: FAULTS_PATH,
+                query: None,
+                body: None,
+            },
+        },
+    };
+    send(&server, request, cli.server.cacert.as_deref())
+}
+
+/// The server and the key from `--connection-string`, or `--url`, `--account` and
+/// `--account-key`.
+fn server(args: &ServerArgs) -> Result<Server, String> {
+    use base64::Engine as _;
+    if let Some(cs) = &args.connection_string {
+        let target = Target::from_connection_string(cs).map_err(|e| e.to_string())?;
+        let Credential::Key(key) = target.credential else {
+            return Err(
+                "the control endpoints need an account key: the connection string \
+                        carries a SAS, which does not grant them"
+                    .to_string(),
+            );
+        };
+        return Ok(Server {
+            origin: target.origin,
+            account: target.account,
+            key,
+        });
+    }
+    let url = args.url.trim().trim_end_matches('/');
+    let origin = match url.split_once("://") {
+        Some(("http" | "https", rest)) if !rest.is_empty() => {
+            let host = rest.split('/').next().unwrap_or(rest);
+            format!("{}://{host}", &url[..url.find("://").unwrap_or(0)])
+        }
+        _ => {
+            return Err(format!(
+                "--url {url:?} is not an http:// or https:// URL, e.g. http://127.0.0.1:10002"
+            ))
+        }
+    };
+    let key_text = args.account_key.as_deref().unwrap_or(DEV_ACCOUNT_KEY);
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(key_text.trim())
+        .map_err(|_| {
+            "--account-key is not base64: give the account's key as printed at start-up".to_string()
+        })?;
+    Ok(Server {
+        origin,
+        account: args.account.clone(),
+        key,
+    })
+}
+
+/// The rules file (or standard input for `-`).
+fn read_rules(file: &std::path::Path) -> Result<Vec<u8>, String> {
+    if file.as_os_str() == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read the rules from standard input: {e}"))?;
+        return Ok(bytes);
+    }
+    std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))
+}
+
+/// Sends the signed request; the body of a 2xx answer, else one sentence with the status
+/// and the server's error code and message.
+fn send(
+    server: &Server,
+    request: Request,
+    cacert: Option<&std::path::Path>,
+) -> Result<Vec<u8>, String> {
+    let mut client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30));
+    if let Some(path) = cacert {
+        let pem =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let certificate = reqwest::Certificate::from_pem(&pem)
+            .map_err(|_| format!("{} is not a PEM certificate", path.display()))?;
+        client = client.add_root_certificate(certificate);
+    }
+    let client = client
+        .build()
+        .map_err(|e| format!("cannot start the HTTP client: {}", plain(&e)))?;
+    let mut url = format!("{}{}", server.origin, request.path);
+    if let Some(query) = request.query {
+        url.push('?');
+        url.push_str(query);
+    }
+    let date = chrono::Utc::now()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string();
+    let authorization = shared_key_lite_authorization(
+        &server.account,
+        &server.key,
+        &date,
+        request.path,
+        request.query,
+    );
+    let shown = format!("{} {url}", request.method);
+    let mut builder = client
+        .request(request.method, &url)
+        .header("x-ms-date", &date)
+        .header("x-ms-version", "2019-02-02")
+        .header("Authorization", authorization);
+    if let Some(body) = request.body {
+        builder = builder.body(body);
+    }
+    let response = builder.send().map_err(|e| {
+        format!(
+            "{shown}: {} (is the server running there? --url names another)",
+            plain(&e)
+        )
+    })?;
+    let status = response.status();
+    let body = response
+        .bytes()
+        .map_err(|e| format!("{shown}: {}", plain(&e)))?
+        .to_vec();
+    if status.is_success() {
+        return Ok(body);
+    }
+    Err(format!(
+        "{shown} answered {}{}",
+        status.as_u16(),
+        error_detail(&body)
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default()
+    ))
+}
+
+/// `Code: message` from an error body, JSON (`odata.error`) or XML (`<Code>`, `<Message>`).
+fn error_detail(body: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(body);
+    if let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) {
+        let error = &json["odata.error"];
+        let code = error["code"].as_str()?;
+        let message = error["message"]["value"].as_str().unwrap_or("");
+        return Some(format!("{code} {}", first_line(message)).trim().to_string());
+    }
+    let between = |open: &str, close: &str| {
+        let start = text.find(open)? + open.len();
+        let end = text[start..].find(close)? + start;
+        Some(text[start..end].to_string())
+    };
+    let code = between("<Code>", "</Code>")?;
+    let message = between("<Message>", "</Message>").unwrap_or_default();
+    Some(
+        format!("{code} {}", first_line(&message))
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Azure's messages end with `RequestId:…` and `Time:…` lines: the first line says it.
+fn first_line(message: &str) -> &str {
+    message.lines().next().unwrap_or("").trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> AdminCli {
+        let mut all = vec!["tablestore admin"];
+        all.extend_from_slice(words);
+        AdminCli::try_parse_from(all).unwrap()
+    }
+
+    #[test]
+    fn the_development_account_signs_by_default() {
+        let cli = args(&["metrics"]);
+        let s = server(&cli.server).unwrap();
+        assert_eq!(s.origin, "http://127.0.0.1:10002");
+        assert_eq!(s.account, DEV_ACCOUNT);
+        use base64::Engine as _;
+        assert_eq!(
+            base64::engine::general_purpose::STANDARD.encode(&s.key),
+            DEV_ACCOUNT_KEY
+        );
+        let cli = args(&["insight", "--url", "https://h:9/devstoreaccount1/"]);
+        assert_eq!(server(&cli.server).unwrap().origin, "https://h:9");
+        let cli = args(&[
+            "--connection-string",
+            "DefaultEndpointsProtocol=http;AccountName=a1;AccountKey=a2V5;TableEndpoint=http://127.0.0.1:7/a1;",
+            "faults",
+            "clear",
+        ]);
+        let s = server(&cli.server).unwrap();
+        assert_eq!(
+            (s.origin.as_str(), s.account.as_str()),
+            ("http://127.0.0.1:7", "a1")
+        );
+        assert_eq!(s.key, b"key");
+    }
+
+    #[test]
+    fn bad_servers_and_keys_are_one_sentence() {
+        let e = server(&args(&["--url", "127.0.0.1:10002", "metrics"]).server)
+            .err()
+            .unwrap();
+        assert!(e.contains("is not an http:// or https:// URL"), "{e}");
+        let e = server(&args(&["--account-key", "!!", "metrics"]).server)
+            .err()
+            .unwrap();
+        assert!(e.contains("not base64"), "{e}");
+        let e = server(
+            &args(&[
+                "--connection-string",
+                "AccountName=a;SharedAccessSignature=sv=1&sig=2;TableEndpoint=http://h/a",
+                "metrics",
+            ])
+            .server,
+        )
+        .err()
+        .unwrap();
+        assert!(e.contains("need an account key"), "{e}");
+    }
+
+    #[test]
+    fn error_bodies_become_code_and_first_line() {
+        let json = br#"{"odata.error":{"code":"AuthenticationFailed","message":{"lang":"en-US","value":"Server failed.\nRequestId:1\nTime:2"}}}"#;
+        assert_eq!(
+            error_detail(json).as_deref(),
+            Some("AuthenticationFailed Server failed.")
+        );
+        let xml = b"<?xml version=\"1.0\"?><Error><Code>InvalidUri</Code><Message>Bad.\nRequestId:1</Message></Error>";
+        assert_eq!(error_detail(xml).as_deref(), Some("InvalidUri Bad."));
+        assert_eq!(error_detail(b"plain"), None);
+    }
+}
