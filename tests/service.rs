@@ -146,3 +146,83 @@ async fn cors_preflight_and_actual_requests() {
     assert_eq!(r.header("access-control-allow-origin"), None);
     assert_eq!(r.header("vary"), Some("Origin"));
 }
+
+/// A browser opening the server's address (`GET /`, `Accept: text/html`, nothing an SDK
+/// sends) gets a page pointing to the console; requests shaped like an SDK's keep Azure's
+/// answer for the service root, 400 InvalidUri.
+#[tokio::test]
+async fn a_browser_at_the_root_is_pointed_to_the_console() {
+    let t = TestServer::start().await;
+    let root = format!("{}/", t.server.endpoint());
+    let browser_accept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    let r = t
+        .client
+        .get(&root)
+        .header("Accept", browser_accept)
+        .header("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        r.headers().get("content-type").unwrap(),
+        "text/html; charset=utf-8"
+    );
+    let page = r.text().await.unwrap();
+    assert!(
+        page.contains("<a href=\"/_tablestore/console/\">"),
+        "{page}"
+    );
+
+    // An SDK's request for the root: signed and versioned, JSON or XML accepted.
+    let (date, authorization) = common::sign_lite("/", None);
+    for accept in [
+        "application/json;odata=minimalmetadata",
+        "application/xml",
+        browser_accept,
+    ] {
+        let r = t
+            .client
+            .get(&root)
+            .header("Accept", accept)
+            .header("x-ms-version", "2019-02-02")
+            .header("x-ms-date", &date)
+            .header("Authorization", &authorization)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{accept}");
+        assert_eq!(
+            r.headers().get("x-ms-error-code").unwrap(),
+            "InvalidUri",
+            "{accept}"
+        );
+    }
+    // Neither a browser nor an SDK: Azure's answer too.
+    let r = t.client.get(&root).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let r = t
+        .client
+        .get(format!("{root}?comp=list"))
+        .header("Accept", browser_accept)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+
+    // With the console off the page says so.
+    let mut config = tablestore::config::Config::for_tests();
+    config.no_console = true;
+    let t = TestServer::start_with(config).await;
+    let page = t
+        .client
+        .get(format!("{}/", t.server.endpoint()))
+        .header("Accept", browser_accept)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("turned off"), "{page}");
+}

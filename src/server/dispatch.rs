@@ -1,4 +1,5 @@
-//! The catch-all route: the insight endpoints and console (`handlers::insight`), else admit
+//! The catch-all route: a browser's visit to `/` (`front_page`), the insight endpoints and
+//! console (`handlers::insight`), else admit
 //! the request (`intake`), then a table from operation to
 //! handler, then the finishing touches every response gets (error rendering, the access
 //! log's auth field, CORS). axum's matcher cannot express `t(PartitionKey='a',RowKey='b')`
@@ -31,6 +32,15 @@ pub async fn dispatch(
     }
     let abort = parts.extensions.get::<ConnectionAbort>().cloned();
     let ctx = RequestContext::new(&parts.headers);
+    if super::front_page::is_browser_visit(&parts) {
+        discard_unread(body);
+        let mut response = super::front_page::answer(&state, &ctx);
+        response.extensions_mut().insert(insight::Charged {
+            operation: "FrontPage",
+            account: None,
+        });
+        return response;
+    }
     if let Some(r) = insight::route(&state, &parts, &ctx, peer).await {
         discard_unread(body);
         return r;

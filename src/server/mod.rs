@@ -7,6 +7,7 @@ pub mod call;
 pub mod connections;
 pub mod context;
 pub mod dispatch;
+mod front_page;
 pub mod group_commit;
 pub mod handlers;
 pub mod health;
