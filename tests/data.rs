@@ -548,6 +548,67 @@ fn seed_twice_does_not_duplicate_or_overwrite() {
     ));
 }
 
+/// `export --out -` writes one table's lines to standard output (the summary to standard
+/// error), in JSON Lines or CSV, and creates no file or folder named `-`.
+#[test]
+fn export_to_standard_output() {
+    let work = tempfile::tempdir().unwrap();
+    let seed = work.path().join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    write_fixture(&seed, "Customers", 120);
+    write_fixture(&seed, "Orders", 3);
+    let server = ChildServer::start(
+        &work.path().join("data"),
+        &["--seed", seed.to_str().unwrap()],
+    );
+    let cs = connection_string(&server);
+    let export = |extra: &[&str]| {
+        let mut args = vec!["export", "--connection-string", &cs, "--out", "-"];
+        args.extend_from_slice(extra);
+        Command::new(binary())
+            .args(&args)
+            .current_dir(work.path())
+            .env_remove("AZURITE_ACCOUNTS")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = export(&["--table", "Customers"]);
+    assert!(out.status.success(), "{out:?}");
+    let lines = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(lines.lines().count(), 120, "{lines}");
+    assert!(lines
+        .lines()
+        .all(|l| l.starts_with("{\"PartitionKey\":\"p")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("exported 120 entities in 1 table"),
+        "{stderr}"
+    );
+    assert!(!work.path().join("-").exists(), "a folder named - was made");
+
+    let out = export(&["--table", "Orders", "--format", "csv", "-q"]);
+    assert!(out.status.success(), "{out:?}");
+    let csv = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(csv.lines().count(), 4, "a header and three rows: {csv}");
+    assert!(csv.starts_with("PartitionKey,RowKey,"), "{csv}");
+    assert!(
+        out.stderr.is_empty(),
+        "-q: {:?}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = export(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("takes one table, but 2 are exported: give one --table"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!work.path().join("-").exists());
+}
+
 /// Entities streamed through import and export in bounded memory: a million (about two
 /// minutes for a debug build on two cores).
 const STREAMED: u32 = 1_000_000;

@@ -94,7 +94,8 @@ struct ExportArgs {
     /// File format (a file name ending .jsonl or .csv chooses it too).
     #[arg(long, value_enum, default_value_t = Format::Jsonl)]
     format: Format,
-    /// Output folder (one folder per account), or a .jsonl / .csv file for one table.
+    /// Output folder (one folder per account), a .jsonl / .csv file for one table, or `-`
+    /// for standard output (one table, in --format).
     #[arg(long, value_name = "PATH")]
     out: PathBuf,
     /// Continue an interrupted export from its last checkpoint.
@@ -191,7 +192,8 @@ fn remote(endpoint: &EndpointArgs, credentials: &Credentials) -> Result<RemoteEn
     RemoteEndpoint::new(target)
 }
 
-fn print_summary(verb: &str, summary: &Summary, progress: &Progress) {
+/// The closing line of an export or import.
+fn summary_line(verb: &str, summary: &Summary, progress: &Progress) -> String {
     progress.finish();
     let seconds = progress.elapsed().as_secs_f64();
     let mut line = format!(
@@ -210,7 +212,7 @@ fn print_summary(verb: &str, summary: &Summary, progress: &Progress) {
     if let Some(rss) = peak_rss_bytes() {
         line.push_str(&format!("; peak memory {} MiB", rss / (1024 * 1024)));
     }
-    println!("{line}");
+    line
 }
 
 fn run(command: Command) -> Result<(), DataError> {
@@ -226,11 +228,26 @@ fn add(total: &mut Summary, part: Summary) {
     total.skipped += part.skipped;
 }
 
+/// `--out -`: standard output.
+const STANDARD_OUTPUT: &str = "-";
+
+/// An export into a folder or file, or (`--out -`) one table's lines on standard output with
+/// the summary on standard error, so the output is the data alone.
 fn export(args: ExportArgs) -> Result<(), DataError> {
+    let to_stdout = args.out.as_os_str() == STANDARD_OUTPUT;
+    if to_stdout && args.resume {
+        return Err(DataError::new(
+            "--resume continues an export into a file or folder: an export to standard output \
+             (--out -) is simply run again",
+        ));
+    }
     let options = ExportOptions {
         tables: args.tables.clone(),
         filter: args.filter.clone(),
-        format: Format::of_file(&args.out).map_or(args.format, |(f, _)| f),
+        format: match Format::of_file(&args.out) {
+            Some((format, _)) if !to_stdout => format,
+            _ => args.format,
+        },
         resume: args.resume,
     };
     let mut progress = Progress::new("exported", args.credentials.quiet);
@@ -241,22 +258,36 @@ fn export(args: ExportArgs) -> Result<(), DataError> {
         None,
         &accounts,
         |sources| {
-            if Format::of_file(&args.out).is_some() && sources.len() > 1 {
-                return Err(DataError::new(
-                    "a single output file takes one account: give one --account",
-                ));
+            let single = to_stdout || Format::of_file(&args.out).is_some();
+            if single && sources.len() > 1 {
+                return Err(DataError::new(format!(
+                    "{} takes one account: give one --account",
+                    if to_stdout {
+                        "standard output (--out -)"
+                    } else {
+                        "a single output file"
+                    }
+                )));
             }
             let mut total = Summary::default();
             for source in sources {
-                add(
-                    &mut total,
-                    transfer::export(*source, &args.out, &options, &mut progress)?,
-                );
+                let exported = if to_stdout {
+                    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                    transfer::export_stream(*source, &options, &mut out, &mut progress)?
+                } else {
+                    transfer::export(*source, &args.out, &options, &mut progress)?
+                };
+                add(&mut total, exported);
             }
             Ok(total)
         },
     )?;
-    print_summary("exported", &total, &progress);
+    let line = summary_line("exported", &total, &progress);
+    if !to_stdout {
+        println!("{line}");
+    } else if !args.credentials.quiet {
+        eprintln!("{line}");
+    }
     Ok(())
 }
 
@@ -289,7 +320,7 @@ fn import(args: ImportArgs) -> Result<(), DataError> {
             )
         })?
     };
-    print_summary("imported", &summary, &progress);
+    println!("{}", summary_line("imported", &summary, &progress));
     Ok(())
 }
 

@@ -267,6 +267,68 @@ pub fn export(
     Ok(summary)
 }
 
+/// Exports one table to `out` (standard output, for `--out -`): the same lines as a file
+/// export, with no checkpoint and nothing to resume. A reader that stops early (`| head`)
+/// ends the export quietly.
+pub fn export_stream(
+    source: &dyn Endpoint,
+    options: &ExportOptions,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+) -> Result<Summary, DataError> {
+    let tables = select_tables(source, &options.tables)?;
+    let [table] = tables.as_slice() else {
+        return Err(DataError::new(format!(
+            "standard output (--out -) takes one table, but {} are exported: give one --table",
+            tables.len()
+        )));
+    };
+    let filter = options.filter.as_deref();
+    let mut encoder = match options.format {
+        Format::Csv => Some(csv::Encoder::new(csv_columns(source, table, filter)?)),
+        Format::Jsonl => None,
+    };
+    let mut buf = Vec::with_capacity(WRITE_CHUNK + 64 * 1024);
+    if let Some(e) = &mut encoder {
+        e.header(&mut buf);
+    }
+    // Ok(false): the reader went away.
+    let mut write = |buf: &mut Vec<u8>| -> Result<bool, DataError> {
+        let written = out.write_all(buf).and_then(|()| out.flush());
+        buf.clear();
+        match written {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+            Err(e) => Err(DataError::new(format!(
+                "cannot write to standard output: {e}"
+            ))),
+        }
+    };
+    progress.table(table);
+    let mut entities = 0u64;
+    let mut open = true;
+    source.scan(table, filter, None, &mut |entity: Entity| {
+        match &mut encoder {
+            Some(e) => e.row(&entity, &mut buf),
+            None => jsonl::write_line(&mut buf, &entity),
+        }
+        entities += 1;
+        progress.add(1);
+        if buf.len() >= WRITE_CHUNK {
+            open = write(&mut buf)?;
+        }
+        Ok(open)
+    })?;
+    if open {
+        write(&mut buf)?;
+    }
+    Ok(Summary {
+        tables: 1,
+        entities,
+        skipped: 0,
+    })
+}
+
 /// Property names of a table's (filtered) entities in first-seen order: CSV's columns.
 fn csv_columns(
     source: &dyn Endpoint,
