@@ -277,6 +277,17 @@ pub struct Config {
         value_parser = BoolishValueParser::new())]
     pub no_console: bool,
 
+    /// Let GET /metrics through with `Authorization: Bearer TOKEN` (as Prometheus sends with
+    /// its `authorization` setting), besides an account-key signature; the tables stay closed
+    /// to the token (docs/insight.md).
+    #[arg(
+        long,
+        env = "TABLESTORE_METRICS_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub metrics_token: Option<String>,
+
     /// Accounts and keys, Azurite's format `name:key1[:key2];name2:key1[:key2]` (base64 keys).
     /// When set, these replace devstoreaccount1.
     #[arg(
@@ -324,6 +335,12 @@ pub struct Config {
     #[arg(long, env = "TABLESTORE_SEED_IF_PRESENT", value_name = "PATH")]
     pub seed_if_present: Option<PathBuf>,
 
+    /// When the --location folder holds Azurite's table database (__azurite_db_table__.json),
+    /// import it before listening, once (entities that exist are left as they are).
+    #[arg(long, env = "TABLESTORE_IMPORT_AZURITE_IF_PRESENT",
+        value_parser = BoolishValueParser::new())]
+    pub import_azurite_if_present: bool,
+
     /// Print version.
     #[arg(short = 'v', visible_short_alias = 'V', long, action = ArgAction::Version)]
     version: Option<bool>,
@@ -341,6 +358,23 @@ pub struct Config {
     /// Whether `--host` or `--port` was given on the command line.
     #[arg(skip)]
     endpoint_on_command_line: bool,
+
+    /// The Azurite command this process was started as, if any (its readiness line is printed).
+    #[arg(skip)]
+    pub started_as: StartedAs,
+}
+
+/// The command a server was started as: `tablestore`, or one of Azurite's, named by the
+/// program's own name (a link called `azurite-table`) or by a leading word
+/// (`tablestore azurite-table …`, as in a command written for Azurite's image).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StartedAs {
+    #[default]
+    Tablestore,
+    /// `azurite`, the all-in-one command.
+    Azurite,
+    /// `azurite-table`, the Table service alone.
+    AzuriteTable,
 }
 
 /// `--page-breaks`: where query pages end early.
@@ -520,6 +554,7 @@ impl Config {
             disable_product_style_url: false,
             disable_auth: false,
             no_console: false,
+            metrics_token: None,
             accounts_env: None,
             cert: None,
             key: None,
@@ -528,11 +563,13 @@ impl Config {
             healthcheck: false,
             seed: None,
             seed_if_present: None,
+            import_azurite_if_present: false,
             version: None,
             realism: RealismArgs::default(),
             azurite: AzuriteOptions::default(),
             location_on_command_line: false,
             endpoint_on_command_line: false,
+            started_as: StartedAs::Tablestore,
         }
         .with_test_store(std::env::var(TEST_STORE_ENV).ok())
     }
@@ -587,9 +624,11 @@ impl Config {
         I: IntoIterator<Item = T>,
         T: Into<OsString> + Clone,
     {
-        let args = skip_azurite_program_word(args.into_iter().map(Into::into).collect())?;
+        let (args, started_as) =
+            skip_azurite_program_word(args.into_iter().map(Into::into).collect())?;
         let matches = Config::command().try_get_matches_from(args)?;
         let mut config = Config::from_arg_matches(&matches)?;
+        config.started_as = started_as;
         let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         config.location_on_command_line = on_command_line("location");
         config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
@@ -634,8 +673,10 @@ impl Config {
             .filter(|a| !a.is_empty())
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        let program = Path::new(args.first()?).file_name()?.to_str()?;
-        if program != "tablestore" {
+        // Our binary by its own name, or by the Azurite names the image links to it (Azurite's
+        // own image runs `node …/azurite`, whose program is `node`).
+        let program = Path::new(args.first()?).file_stem()?.to_str()?;
+        if !matches!(program, "tablestore" | "azurite" | "azurite-table") {
             return None;
         }
         Config::try_parse_args(args, env)
@@ -664,7 +705,7 @@ impl Config {
             .map(str::trim)
             .filter(|a| !a.is_empty())
         {
-            Some(text) => crate::auth::Accounts::parse_azurite(text).map_err(|e| format!("{e:?}")),
+            Some(text) => crate::auth::Accounts::parse_azurite(text).map_err(|e| e.to_string()),
             None => Ok(crate::auth::Accounts::dev()),
         }
     }
@@ -698,6 +739,17 @@ impl Config {
     /// The folder of the on-disk store: `<location>/__tablestore__`.
     pub fn store_dir(&self) -> PathBuf {
         self.location.join(STORE_DIR_NAME)
+    }
+
+    /// `--metrics-token`, checked: a token Prometheus can send in one header.
+    pub fn checked_metrics_token(&self) -> Result<Option<&str>, String> {
+        match self.metrics_token.as_deref() {
+            None => Ok(None),
+            Some(t) if t.is_empty() || t.len() > 1024 || !t.bytes().all(|b| b.is_ascii_graphic()) => Err(
+                "--metrics-token (TABLESTORE_METRICS_TOKEN) must be 1 to 1024 visible ASCII characters without spaces, e.g. the output of `openssl rand -hex 32`".to_string(),
+            ),
+            Some(t) => Ok(Some(t)),
+        }
     }
 
     /// Options that were accepted but have no effect, one sentence each, for the start-up log.
@@ -770,28 +822,40 @@ impl Config {
 
 /// Drops a leading `azurite` or `azurite-table` argument: the Azurite image runs its command
 /// line as given (`azurite-table --tableHost 0.0.0.0`), ours runs `tablestore` with it as
-/// arguments. `azurite-blob` and `azurite-queue` are refused: those services are not served.
-fn skip_azurite_program_word(mut args: Vec<OsString>) -> Result<Vec<OsString>, clap::Error> {
-    let word = args.get(1).and_then(|a| a.to_str()).map(|a| {
-        Path::new(a)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or(a)
-            .to_string()
-    });
-    match word.as_deref() {
-        Some("azurite") | Some("azurite-table") => {
-            args.remove(1);
-            Ok(args)
-        }
-        Some(service @ ("azurite-blob" | "azurite-queue")) => {
-            Err(Config::command().error(
-                clap::error::ErrorKind::InvalidValue,
-                format!("`{service}` is not served: tablestore implements only the Table service (use `azurite-table` or no command)"),
-            ))
-        }
-        _ => Ok(args),
+/// arguments. The program's own name counts too (the image links `azurite` and
+/// `azurite-table` to `tablestore`, for Testcontainers modules that set the entrypoint).
+/// `azurite-blob` and `azurite-queue` are refused: those services are not served.
+fn skip_azurite_program_word(
+    mut args: Vec<OsString>,
+) -> Result<(Vec<OsString>, StartedAs), clap::Error> {
+    let name_of = |arg: Option<&OsString>| {
+        let text = arg?.to_str()?;
+        let stem = Path::new(text).file_stem().and_then(|n| n.to_str())?;
+        Some(stem.to_string())
+    };
+    let as_command = |name: &str| {
+        match name {
+        "azurite" => Ok(Some(StartedAs::Azurite)),
+        "azurite-table" => Ok(Some(StartedAs::AzuriteTable)),
+        service @ ("azurite-blob" | "azurite-queue") => Err(Config::command().error(
+            clap::error::ErrorKind::InvalidValue,
+            format!("`{service}` is not served: tablestore implements only the Table service (use `azurite-table` or no command)"),
+        )),
+        _ => Ok(None),
     }
+    };
+    let program = match name_of(args.first()) {
+        Some(name) => as_command(&name)?,
+        None => None,
+    };
+    let word = match name_of(args.get(1)) {
+        Some(name) => as_command(&name)?,
+        None => None,
+    };
+    if word.is_some() {
+        args.remove(1);
+    }
+    Ok((args, word.or(program).unwrap_or_default()))
 }
 
 /// The connection string a client pastes to reach `endpoint` (e.g. `http://127.0.0.1:10002`
@@ -951,6 +1015,32 @@ mod tests {
         assert!(e.to_string().contains("only the Table service"), "{e}");
     }
 
+    /// The Azurite command a server was started as: by its leading word, or by the
+    /// program's own name (a link); a plain `tablestore` is neither.
+    #[test]
+    fn the_azurite_command_started_as_is_known() {
+        let started = |args: &[&str]| Config::try_parse_args(args.to_vec(), |_| None);
+        let as_of = |args: &[&str]| started(args).unwrap().started_as;
+        assert_eq!(as_of(&["tablestore"]), StartedAs::Tablestore);
+        assert_eq!(as_of(&["tablestore", "azurite"]), StartedAs::Azurite);
+        assert_eq!(
+            as_of(&["tablestore", "azurite-table", "-s"]),
+            StartedAs::AzuriteTable
+        );
+        assert_eq!(
+            as_of(&["/usr/local/bin/azurite", "--blobHost", "0.0.0.0"]),
+            StartedAs::Azurite
+        );
+        assert_eq!(as_of(&["azurite-table.exe"]), StartedAs::AzuriteTable);
+        // A leading word names the command whatever the link is called.
+        assert_eq!(
+            as_of(&["azurite", "azurite-table", "-s"]),
+            StartedAs::AzuriteTable
+        );
+        let e = started(&["/usr/local/bin/azurite-queue"]).unwrap_err();
+        assert!(e.to_string().contains("only the Table service"), "{e}");
+    }
+
     #[test]
     fn ignored_options_warn() {
         let c = parse(&[
@@ -1010,6 +1100,13 @@ mod tests {
         .unwrap();
         assert_eq!(c.port, 9999);
         assert!(Config::of_server_command_line(b"node\0azurite\0", |_| None).is_none());
+        // The image's `azurite` link to tablestore, as a Testcontainers entrypoint.
+        let c = Config::of_server_command_line(
+            b"azurite\0--tableHost\x000.0.0.0\0--tablePort\x009998\0",
+            |_| None,
+        )
+        .unwrap();
+        assert_eq!(c.port, 9998);
         assert!(Config::of_server_command_line(b"tablestore\0--healthcheck\0", |_| None).is_none());
         assert!(parse(&["--tablePort", "1"])
             .unwrap()

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tablestore::config::{connection_string, Config};
+use tablestore::config::{connection_string, Config, StartedAs};
 use tablestore::data;
 use tablestore::server::{health, open_store, serve, serve_tls, tls, AppState};
 use tablestore::store::StoreError;
@@ -63,137 +63,28 @@ fn compression_line(config: &Config) -> String {
 async fn main() -> ExitCode {
     tune_allocator();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if matches!(
-        args.get(1).and_then(|a| a.to_str()),
-        Some("export" | "import")
-    ) {
-        // Transfers block (files, a blocking HTTP client): they run off the async workers.
-        return tokio::task::spawn_blocking(move || data::cli::run_if_subcommand(&args))
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or(ExitCode::FAILURE);
+    match args.get(1).and_then(|a| a.to_str()) {
+        // Transfers and admin requests block (files, a blocking HTTP client): they run off the
+        // async workers.
+        Some("export" | "import") => {
+            return tokio::task::spawn_blocking(move || data::cli::run_if_subcommand(&args))
+                .await
+                .ok()
+                .flatten()
+                .unwrap_or(ExitCode::FAILURE);
+        }
+        Some("admin") => {
+            return tokio::task::spawn_blocking(move || tablestore::admin::run(&args))
+                .await
+                .unwrap_or(ExitCode::FAILURE);
+        }
+        _ => {}
     }
     let config = Config::from_env_and_args();
     if config.healthcheck {
         return healthcheck(&config).await;
     }
-    if let Err(message) = init_logging(&config) {
-        eprintln!("tablestore: {message}");
-        return ExitCode::FAILURE;
-    }
-    for warning in config.warnings() {
-        tracing::warn!("{warning}");
-    }
-    let (account, account_key) = match config.default_account() {
-        Ok(pair) => pair,
-        Err(e) => {
-            eprintln!("tablestore: invalid accounts (AZURITE_ACCOUNTS / --accounts): {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // Read the certificate before opening the store or the port: a bad file is a start-up
-    // error, never a silent fall back to HTTP.
-    let tls_config = match tls::server_config(&config) {
-        Ok(tls_config) => tls_config,
-        Err(e) => {
-            eprintln!("tablestore: HTTPS: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // Realism options (a `--faults` file) are checked before anything starts, too.
-    if let Err(e) = tablestore::server::realism::options(&config.realism) {
-        eprintln!("tablestore: {e}");
-        return ExitCode::FAILURE;
-    }
-    let scheme = if tls_config.is_some() {
-        "https"
-    } else {
-        "http"
-    };
-
-    // The port before the store: a busy port fails before any data folder is created.
-    let listener = match tokio::net::TcpListener::bind((config.host.as_str(), config.port)).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("tablestore: {}", listen_error(&config, &e));
-            return ExitCode::FAILURE;
-        }
-    };
-    let store = match open_store(&config) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("tablestore: {}", store_error(&config, &e));
-            return ExitCode::FAILURE;
-        }
-    };
-    if let Err(message) = seed(&config, &store, &account).await {
-        eprintln!("tablestore: --seed: {message}");
-        return ExitCode::FAILURE;
-    }
-    let (endpoint, client_endpoint) = match listener.local_addr() {
-        Ok(addr) => {
-            // Clients cannot dial a wildcard address: show them loopback instead.
-            let ip = addr.ip().to_string();
-            let client_host = health::probe_host(&ip);
-            let client_host = if client_host.contains(':') {
-                format!("[{client_host}]")
-            } else {
-                client_host.to_string()
-            };
-            (
-                format!("{scheme}://{addr}"),
-                format!("{scheme}://{client_host}:{}", addr.port()),
-            )
-        }
-        Err(_) => (String::new(), String::new()),
-    };
-    println!("tablestore listening on {endpoint}");
-    println!("Table endpoint: {client_endpoint}/{account}");
-    println!(
-        "Connection string: {}",
-        connection_string(&client_endpoint, &account, &account_key)
-    );
-    if tls_config.is_some() && config.oauth.is_some() {
-        println!("OAuth: bearer tokens accepted (--oauth basic; signatures are not verified)");
-    }
-    if let Some((url, _)) = config.postgres() {
-        println!(
-            "Storage: PostgreSQL {}",
-            tablestore::store::postgres::display_url(url)
-        );
-    } else if config.is_in_memory() {
-        println!("Storage: in memory (nothing is kept after exit)");
-    } else {
-        println!("Storage: {}", config.store_dir().display());
-        match config.memory_budget {
-            0 => println!("Memory budget: off (every read goes to disk; --memory-budget MIB)"),
-            mib => println!("Memory budget: {mib} MiB for tables read from RAM (--memory-budget)"),
-        }
-        println!("{}", compression_line(&config));
-    }
-    // Azurite 3.35's readiness line, word for word: log-watching wait strategies written for
-    // Azurite ("Azurite Table service is successfully listening at", or the shorter
-    // "Table service is successfully listening" of Testcontainers modules) see it.
-    println!("Azurite Table service is successfully listening at {endpoint}");
-    let disable_auth = config.disable_auth;
-    let state = match AppState::new(store, config) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("tablestore: invalid accounts (AZURITE_ACCOUNTS / --accounts): {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if disable_auth {
-        tracing::warn!(
-            "authentication is DISABLED (--disable-auth): every request is accepted unsigned"
-        );
-    }
-    let served = match tls_config {
-        Some(tls_config) => serve_tls(listener, tls_config, state, shutdown_signal()).await,
-        None => serve(listener, state, shutdown_signal()).await,
-    };
-    match served {
+    match run(config).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tablestore: {e}");
@@ -202,16 +93,231 @@ async fn main() -> ExitCode {
     }
 }
 
-/// `--seed` / `--seed-if-present`: loads the seed into the store before the server listens.
+/// Why the server did not start (or stopped serving): one sentence saying what is wrong and
+/// what to do, never the error's debug text.
+#[derive(Debug)]
+enum StartError {
+    /// Logging could not start (`--debug FILE`).
+    Logging(String),
+    /// `AZURITE_ACCOUNTS` / `--accounts`.
+    Accounts(String),
+    /// `--cert`, `--key`, `--pwd`.
+    Https(String),
+    /// A sentence that names its own option (`--faults`, `--metrics-token`).
+    Option(String),
+    /// The port (see [`listen_error`]).
+    Listen(String),
+    /// The data folder or database (see [`store_error`]).
+    Store(String),
+    /// `--seed`, `--seed-if-present`.
+    Seed(String),
+    /// `--import-azurite-if-present`.
+    AzuriteImport(String),
+    /// The server failed while serving or flushing at exit.
+    Serve(std::io::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Logging(m)
+            | StartError::Option(m)
+            | StartError::Listen(m)
+            | StartError::Store(m) => f.write_str(m),
+            StartError::Accounts(m) => write!(
+                f,
+                "invalid accounts in AZURITE_ACCOUNTS / --accounts: {m} (expected \
+                 name:key1[:key2];name2:key1…, keys in base64)"
+            ),
+            StartError::Https(m) => write!(f, "HTTPS: {m}"),
+            StartError::Seed(m) => write!(f, "--seed: {m}"),
+            StartError::AzuriteImport(m) => write!(f, "--import-azurite-if-present: {m}"),
+            StartError::Serve(e) => write!(f, "the server stopped: {e}"),
+        }
+    }
+}
+
+/// Opens the store and serves until Ctrl-C or SIGTERM. Every check that can refuse the
+/// configuration runs before the port is bound or the store opened, and every start-up line
+/// is printed by [`banner`] once the server is about to serve.
+async fn run(config: Config) -> Result<(), StartError> {
+    init_logging(&config).map_err(StartError::Logging)?;
+    let (account, account_key) = config.default_account().map_err(StartError::Accounts)?;
+    // Read the certificate before opening the store or the port: a bad file is a start-up
+    // error, never a silent fall back to HTTP.
+    let tls_config = tls::server_config(&config).map_err(StartError::Https)?;
+    // Realism options (a `--faults` file) and the metrics token are checked before anything
+    // starts, too.
+    tablestore::server::realism::options(&config.realism).map_err(StartError::Option)?;
+    config.checked_metrics_token().map_err(StartError::Option)?;
+    // The port before the store: a busy port fails before any data folder is created.
+    let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
+        .await
+        .map_err(|e| StartError::Listen(listen_error(&config, &e)))?;
+    let store = open_store(&config).map_err(|e| StartError::Store(store_error(&config, &e)))?;
+    let seeded = seed(&config, &store, &account)
+        .await
+        .map_err(StartError::Seed)?;
+    let azurite = azurite_folder(&config, &store)
+        .await
+        .map_err(StartError::AzuriteImport)?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| StartError::Listen(listen_error(&config, &e)))?;
+    let scheme = if tls_config.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let start_up = StartUp {
+        scheme,
+        address,
+        account,
+        account_key,
+        https: tls_config.is_some(),
+        seeded,
+        azurite,
+    };
+    let warnings = config.warnings();
+    let lines = start_up_lines(&config, &start_up);
+    let state = AppState::new(store, config).map_err(StartError::Accounts)?;
+    banner(&warnings, &lines);
+    let served = match tls_config {
+        Some(tls_config) => serve_tls(listener, tls_config, state, shutdown_signal()).await,
+        None => serve(listener, state, shutdown_signal()).await,
+    };
+    served.map_err(StartError::Serve)
+}
+
+/// What start-up learned, for [`start_up_lines`].
+struct StartUp {
+    scheme: &'static str,
+    address: std::net::SocketAddr,
+    account: String,
+    account_key: String,
+    https: bool,
+    /// The `Seed:` line, when a seed was given.
+    seeded: Option<String>,
+    /// The Azurite-folder line, when `--location` holds Azurite's table database.
+    azurite: Option<Line>,
+}
+
+/// A start-up line: printed as it is, or logged as a warning.
+enum Line {
+    Plain(String),
+    Warning(String),
+}
+
+/// Every start-up line in order, the readiness line of the command the server was started
+/// as last (log watchers take it to mean "ready").
+fn start_up_lines(config: &Config, s: &StartUp) -> Vec<Line> {
+    let mut lines = Vec::new();
+    let mut plain = |line: String| lines.push(Line::Plain(line));
+    let endpoint = format!("{}://{}", s.scheme, s.address);
+    // Clients cannot dial a wildcard address: show them loopback instead.
+    let client_host = health::probe_host(&s.address.ip().to_string()).to_string();
+    let client_host = if client_host.contains(':') {
+        format!("[{client_host}]")
+    } else {
+        client_host
+    };
+    let client_endpoint = format!("{}://{client_host}:{}", s.scheme, s.address.port());
+    plain(format!("tablestore listening on {endpoint}"));
+    plain(format!("Table endpoint: {client_endpoint}/{}", s.account));
+    plain(format!(
+        "Connection string: {}",
+        connection_string(&client_endpoint, &s.account, &s.account_key)
+    ));
+    if s.https && config.oauth.is_some() {
+        plain("OAuth: bearer tokens accepted (--oauth basic; signatures are not verified)".into());
+    }
+    if let Some((url, _)) = config.postgres() {
+        plain(format!(
+            "Storage: PostgreSQL {}",
+            tablestore::store::postgres::display_url(url)
+        ));
+    } else if config.is_in_memory() {
+        plain("Storage: in memory (nothing is kept after exit)".into());
+    } else {
+        plain(format!("Storage: {}", config.store_dir().display()));
+        plain(match config.memory_budget {
+            0 => "Memory budget: off (every read goes to disk; --memory-budget MIB)".into(),
+            mib => format!("Memory budget: {mib} MiB for tables read from RAM (--memory-budget)"),
+        });
+        plain(compression_line(config));
+    }
+    if let Some(line) = &s.seeded {
+        plain(line.clone());
+    }
+    if config.no_console {
+        plain("Console: off (--no-console)".into());
+    } else {
+        plain(format!(
+            "Console: {client_endpoint}{}",
+            tablestore::console::CONSOLE_PATH
+        ));
+    }
+    if config.metrics_token.is_some() {
+        plain(format!(
+            "Metrics: {client_endpoint}/metrics also answers `Authorization: Bearer` with the \
+             --metrics-token"
+        ));
+    }
+    match &s.azurite {
+        Some(Line::Plain(line)) => lines.push(Line::Plain(line.clone())),
+        Some(Line::Warning(line)) => lines.push(Line::Warning(line.clone())),
+        None => {}
+    }
+    if let Some(realism) = tablestore::server::realism::summary(&config.realism) {
+        lines.push(Line::Warning(realism));
+    }
+    if config.disable_auth {
+        lines.push(Line::Warning(
+            "authentication is DISABLED (--disable-auth): every request is accepted unsigned"
+                .into(),
+        ));
+    }
+    // The readiness line of the Azurite command started as, word for word (Azurite
+    // src/azurite.ts for `azurite`, src/table/main.ts for `azurite-table`), so log-watching
+    // wait strategies written for Azurite see it (docs/clients.md, "Testcontainers").
+    lines.push(Line::Plain(match config.started_as {
+        StartedAs::AzuriteTable => {
+            format!(
+                "Azurite Table service successfully started on {}",
+                s.address
+            )
+        }
+        StartedAs::Tablestore | StartedAs::Azurite => {
+            format!("Azurite Table service is successfully listening at {endpoint}")
+        }
+    }));
+    lines
+}
+
+/// Prints the start-up: the ignored-option warnings, then every line of [`start_up_lines`].
+fn banner(warnings: &[String], lines: &[Line]) {
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    for line in lines {
+        match line {
+            Line::Plain(text) => println!("{text}"),
+            Line::Warning(text) => tracing::warn!("{text}"),
+        }
+    }
+}
+
+/// `--seed` / `--seed-if-present`: loads the seed into the store before the server listens,
+/// and says what it loaded.
 async fn seed(
     config: &Config,
     store: &std::sync::Arc<dyn tablestore::store::Store>,
     account: &str,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let path = match (&config.seed, &config.seed_if_present) {
         (Some(path), _) => path.clone(),
         (None, Some(path)) if path.exists() => path.clone(),
-        _ => return Ok(()),
+        _ => return Ok(None),
     };
     // An on-disk store records the seed it loaded beside its folder.
     let record = config
@@ -226,18 +332,84 @@ async fn seed(
     .await
     .map_err(|e| e.to_string())?
     .map_err(|e| e.to_string())?;
-    if summary.tables == 0 {
-        println!("Seed: {shown} already loaded");
+    Ok(Some(if summary.tables == 0 {
+        format!("Seed: {shown} already loaded")
     } else {
-        println!(
-            "Seed: {} entities in {} tables from {shown}",
-            summary.entities - summary.skipped,
-            summary.tables
-        );
-    }
-    Ok(())
+        format!(
+            "Seed: {} in {} from {shown}",
+            count(summary.entities - summary.skipped, "entity", "entities"),
+            count(summary.tables as u64, "table", "tables")
+        )
+    }))
 }
 
+/// `n` with its noun, singular for one.
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A `--location` holding Azurite's table database (`__azurite_db_table__.json`, which this
+/// server does not read): imported once with `--import-azurite-if-present`, else one
+/// sentence saying how to bring it over.
+async fn azurite_folder(
+    config: &Config,
+    store: &std::sync::Arc<dyn tablestore::store::Store>,
+) -> Result<Option<Line>, String> {
+    let dir = config.location.clone();
+    let database = dir.join(data::azurite::DB_FILE);
+    if !database.is_file() {
+        return Ok(None);
+    }
+    let shown = database.display().to_string();
+    if !config.import_azurite_if_present {
+        let how = if config.is_on_disk() {
+            format!(
+                "restart with --import-azurite-if-present to import it once, or stop this \
+                 server and run `tablestore import --from-azurite {0} --location {0}`",
+                dir.display()
+            )
+        } else {
+            format!(
+                "restart with --import-azurite-if-present to import it at start-up, or run \
+                 `tablestore import --from-azurite {} --connection-string \"…\"` with the \
+                 connection string above",
+                dir.display()
+            )
+        };
+        return Ok(Some(Line::Warning(format!(
+            "{shown} is Azurite's table database, which tablestore does not read: {how}"
+        ))));
+    }
+    let record = config
+        .is_on_disk()
+        .then(|| config.location.join(AZURITE_IMPORT_RECORD));
+    let store = std::sync::Arc::clone(store);
+    let summary = tokio::task::spawn_blocking(move || {
+        data::cli::import_azurite_at_start(store, &dir, record.as_deref())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
+    Ok(Some(Line::Plain(if summary.tables == 0 {
+        format!("Azurite: {shown} already imported")
+    } else {
+        let mut line = format!(
+            "Azurite: imported {} in {} from {shown}",
+            count(summary.entities - summary.skipped, "entity", "entities"),
+            count(summary.tables as u64, "table", "tables")
+        );
+        if summary.skipped > 0 {
+            line.push_str(&format!(
+                " ({} already present, left as they were)",
+                summary.skipped
+            ));
+        }
+        line
+    })))
+}
+
+/// File in the workspace recording the digest of the Azurite database last imported.
+const AZURITE_IMPORT_RECORD: &str = "__tablestore_azurite_imported__";
 /// File in the workspace recording the digest of the seed last loaded.
 const SEED_RECORD: &str = "__tablestore_seeded__";
 /// One sentence for a port that cannot be bound: what is wrong and what to do.
@@ -315,8 +487,7 @@ fn store_error(config: &Config, e: &StoreError) -> String {
 /// Console logs filtered by `--log-level`; with `--debug FILE` also everything at debug level
 /// (including the request/response trace) appended to FILE.
 fn init_logging(config: &Config) -> Result<(), String> {
-    let console_filter =
-        EnvFilter::try_new(&config.log_level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let console_filter = log_filter(&config.log_level)?;
     let console = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stdout().is_terminal())
         .with_filter(console_filter);
@@ -341,6 +512,27 @@ fn init_logging(config: &Config) -> Result<(), String> {
         .with(debug_file)
         .try_init()
         .map_err(|e| format!("cannot start logging: {e}"))
+}
+
+/// `--log-level`: a level, or tracing directives (`warn,tablestore=debug`). A bare word that
+/// is not a level is refused: tracing would read `verbose` as "everything of a module named
+/// verbose", which silences the server instead of what was meant.
+fn log_filter(text: &str) -> Result<EnvFilter, String> {
+    const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+    let wrong = || {
+        format!(
+            "--log-level {text:?} is not a log filter: give a level (error, warn, info, debug, \
+             trace or off) or directives such as warn,tablestore=debug"
+        )
+    };
+    let bare_word = |d: &str| !d.contains(['=', '[', ':']);
+    let directives: Vec<&str> = text.split(',').map(str::trim).collect();
+    if directives.iter().any(|d| {
+        d.is_empty() || (bare_word(d) && !LEVELS.contains(&d.to_ascii_lowercase().as_str()))
+    }) {
+        return Err(wrong());
+    }
+    EnvFilter::try_new(text).map_err(|_| wrong())
 }
 
 /// `--healthcheck`: exit 0 when the server on the configured host and port is ready. Unless
@@ -391,8 +583,29 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = terminate => {},
+        _ = npx_gone() => {},
     }
     tracing::info!("shutting down: finishing requests and flushing the store");
+}
+
+/// Completes when the server was started by `npx`/`npm exec` and npm's shell has gone. npm
+/// runs a package's command as `sh -c '<bin> …'` and passes SIGTERM and SIGINT to that shell
+/// only; the shell dies without passing them on, which would leave the server running with
+/// nobody to stop it. npm marks the shell's environment with `npm_lifecycle_event=npx`, so
+/// only such a server watches its parent; anything else never completes here.
+async fn npx_gone() {
+    #[cfg(unix)]
+    if std::env::var("npm_lifecycle_event").as_deref() == Ok("npx") {
+        let parent = std::os::unix::process::parent_id();
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if std::os::unix::process::parent_id() != parent {
+                tracing::info!("npx has exited");
+                return;
+            }
+        }
+    }
+    std::future::pending::<()>().await
 }
 
 #[cfg(test)]

@@ -26,16 +26,14 @@ impl Server {
     /// Starts the binary with `args` and only the environment in `env`, and waits for the
     /// line naming its port.
     fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut command = Command::new(BIN);
-        command
-            .args(args)
-            .env_clear()
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let mut child = command.spawn().expect("the binary starts");
+        Server::start_program(BIN, args, env)
+    }
+
+    /// [`Server::start`] of the binary under another name (a link to it).
+    fn start_program(program: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut child = piped(program, args, env.iter().copied())
+            .spawn()
+            .expect("the binary starts");
         let output = Arc::new(Mutex::new(String::new()));
         let (port_tx, port_rx) = mpsc::channel::<u16>();
         let stdout = child.stdout.take().expect("stdout is piped");
@@ -98,6 +96,29 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// `program` (the binary or a link to it) with `args` and only the environment `env`, no
+/// input and its output piped.
+fn piped<A, K, V>(
+    program: &str,
+    args: impl IntoIterator<Item = A>,
+    env: impl IntoIterator<Item = (K, V)>,
+) -> Command
+where
+    A: AsRef<std::ffi::OsStr>,
+    K: AsRef<std::ffi::OsStr>,
+    V: AsRef<std::ffi::OsStr>,
+{
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
 }
 
 fn run(args: &[&str]) -> Output {
@@ -584,5 +605,481 @@ fn the_keep_alive_warning_states_the_real_idle_timeout() {
         config.warnings().iter().any(|w| w.contains(&expected)),
         "{:?}",
         config.warnings()
+    );
+}
+
+/// What a run of the binary printed, and whether it was accepted (it became ready and was
+/// stopped) or refused (it exited on its own, with this status).
+struct Outcome {
+    output: String,
+    refused: Option<i32>,
+}
+
+/// Runs the binary with `args` and only the environment `env`, in `cwd`, until it exits or
+/// prints a readiness line (then it is stopped).
+fn run_to_verdict(args: &[String], env: &[(String, String)], cwd: &std::path::Path) -> Outcome {
+    let mut child = piped(BIN, args, env.iter().map(|(k, v)| (k, v)))
+        .current_dir(cwd)
+        .spawn()
+        .expect("the binary starts");
+    let output = Arc::new(Mutex::new(String::new()));
+    let readers: Vec<_> = [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ]
+    .into_iter()
+    .map(|stream| {
+        let out = Arc::clone(&output);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                let mut o = out.lock().unwrap();
+                o.push_str(&line);
+                o.push('\n');
+            }
+        })
+    })
+    .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status.code().unwrap_or(-1));
+        }
+        let ready = output.lock().unwrap().contains("Azurite Table service");
+        if ready || std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            assert!(ready, "{args:?} {env:?}: neither ready nor refused in 20 s");
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for reader in readers {
+        let _ = reader.join();
+    }
+    let output = output.lock().unwrap().clone();
+    Outcome { output, refused }
+}
+
+/// Every option and environment variable, given a bad value, ends in a clear answer: an
+/// error of a sentence or two, or (for values that cannot be told from good ones, such as an
+/// ignored Azurite option) a server that starts. Never Rust debug text (`{`, `::`,
+/// `Error(`), a panic or a hang. The options are read from the parser itself, so a new one is
+/// covered the day it is added.
+#[test]
+fn bad_values_for_every_option_and_variable_are_answered_in_a_sentence() {
+    use clap::CommandFactory;
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    // Files of the wrong kind for the options that take a file or folder.
+    let not_a_folder = cwd.join("a-file");
+    std::fs::write(&not_a_folder, "not a folder").unwrap();
+    let bad_export = cwd.join("bad.jsonl");
+    std::fs::write(&bad_export, "not json\n").unwrap();
+    let bad_rules = cwd.join("bad.toml");
+    std::fs::write(&bad_rules, "rules = [\n").unwrap();
+    let missing = cwd.join("no-such-file.pem");
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let bad_value = |id: &str, possible: bool| -> String {
+        match id {
+            "location" => path(&not_a_folder),
+            "debug" => path(cwd),
+            "seed" | "seed_if_present" => path(&bad_export),
+            "faults" => path(&bad_rules),
+            "cert" | "key" => path(&missing),
+            "accounts_env" => "bad".into(),
+            "store" => "mysql://db/tables".into(),
+            "log_level" => "verbose".into(),
+            "metrics_token" => "two words".into(),
+            "host" | "blob_host" | "queue_host" => "no-such-host.invalid".into(),
+            _ if possible => "sometimes".into(),
+            _ => "lots".into(),
+        }
+    };
+    // (what is tested, arguments, environment)
+    type Case = (String, Vec<String>, Vec<(String, String)>);
+    let mut cases: Vec<Case> = Vec::new();
+    let command = tablestore::config::Config::command();
+    for arg in command.get_arguments() {
+        let id = arg.get_id().as_str().to_string();
+        if matches!(id.as_str(), "help" | "version") {
+            continue;
+        }
+        let takes_value = arg.get_action().takes_values();
+        let value = bad_value(&id, !arg.get_possible_values().is_empty());
+        // The rest of the command line: a free port, in memory, unless the option under test
+        // is one of those (an option given twice is refused for that reason alone).
+        let mut base: Vec<String> = Vec::new();
+        if id != "port" {
+            base.extend(["--port".into(), "0".into()]);
+        }
+        if !matches!(id.as_str(), "in_memory" | "store" | "location") {
+            base.push("--in-memory".into());
+        }
+        let flag = match arg.get_long() {
+            Some(long) => format!("--{long}"),
+            None => format!("-{}", arg.get_short().unwrap()),
+        };
+        let mut args = base.clone();
+        if takes_value {
+            args.extend([flag, value.clone()]);
+        } else {
+            args.push(format!("{flag}=maybe"));
+        }
+        cases.push((format!("{id} (flag)"), args, Vec::new()));
+        if let Some(env) = arg.get_env() {
+            let value = if takes_value { value } else { "maybe".into() };
+            cases.push((
+                format!("{id} (environment)"),
+                base,
+                vec![(env.to_str().unwrap().to_string(), value)],
+            ));
+        }
+    }
+    cases.push((
+        "AZURITE_SKIP_API_VERSION_CHECK".into(),
+        vec!["--port".into(), "0".into(), "--in-memory".into()],
+        vec![("AZURITE_SKIP_API_VERSION_CHECK".into(), "maybe".into())],
+    ));
+    assert!(cases.len() > 60, "only {} cases", cases.len());
+    let mut refused = 0;
+    for (name, args, env) in &cases {
+        let outcome = run_to_verdict(args, env, cwd);
+        for debug_text in ["{", "::", "Error(", "panicked"] {
+            assert!(
+                !outcome.output.contains(debug_text),
+                "{name}: {debug_text:?} in the output of {args:?} {env:?}:\n{}",
+                outcome.output
+            );
+        }
+        if let Some(status) = outcome.refused {
+            refused += 1;
+            assert!(matches!(status, 1 | 2), "{name}: exit status {status}");
+            let first = outcome.output.lines().next().unwrap_or("");
+            assert!(
+                first.starts_with("tablestore: ") || first.starts_with("error: "),
+                "{name}: {}",
+                outcome.output
+            );
+            // One sentence; clap adds its usage line and the pointer to --help.
+            assert!(
+                outcome
+                    .output
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .count()
+                    <= 3,
+                "{name}: more than a sentence:\n{}",
+                outcome.output
+            );
+        }
+    }
+    // Most bad values are refused; the rest are options that accept anything (ignored Azurite
+    // options, the PFX password, …).
+    assert!(
+        refused * 4 > cases.len() * 3,
+        "{refused} of {}",
+        cases.len()
+    );
+}
+
+/// The lines a server printed at start-up, up to and including its readiness line.
+fn start_up_lines(s: &Server) -> Vec<String> {
+    let out = s.output();
+    let mut lines: Vec<String> = Vec::new();
+    for line in out.lines() {
+        lines.push(line.to_string());
+        if line.starts_with("Azurite Table service") {
+            return lines;
+        }
+    }
+    panic!("no readiness line:\n{out}");
+}
+
+/// Each command prints its own readiness line, word for word as Azurite's (src/azurite.ts
+/// for `azurite`, src/table/main.ts for `azurite-table`), whether it is named by a leading
+/// word or by the program's own name (the links the image makes); the line comes last.
+#[test]
+fn the_readiness_line_is_that_of_the_command_started_as() {
+    let links = tempfile::tempdir().unwrap();
+    for name in ["azurite", "azurite-table"] {
+        std::os::unix::fs::symlink(BIN, links.path().join(name)).unwrap();
+    }
+    let link = |name: &str| links.path().join(name).to_str().unwrap().to_string();
+    let all_in_one = "Azurite Table service is successfully listening at http://127.0.0.1:";
+    let standalone = "Azurite Table service successfully started on 127.0.0.1:";
+    let cases: [(Option<String>, &[&str], &str); 5] = [
+        (None, &[], all_in_one),
+        (None, &["azurite"], all_in_one),
+        (None, &["azurite-table"], standalone),
+        (Some(link("azurite")), &[], all_in_one),
+        (Some(link("azurite-table")), &[], standalone),
+    ];
+    for (program, words, expected) in cases {
+        let mut args: Vec<&str> = words.to_vec();
+        args.extend([
+            "--tableHost",
+            "127.0.0.1",
+            "--tablePort",
+            "0",
+            "--inMemoryPersistence",
+        ]);
+        let s = match &program {
+            Some(p) => Server::start_program(p, &args, &[]),
+            None => Server::start(&args, &[]),
+        };
+        let lines = start_up_lines(&s);
+        let ready = lines.last().unwrap();
+        assert_eq!(
+            ready,
+            &format!("{expected}{}", s.port),
+            "{program:?} {words:?}: {lines:#?}"
+        );
+        let other = if expected == all_in_one {
+            standalone
+        } else {
+            all_in_one
+        };
+        assert!(!s.output().contains(other), "{program:?} {words:?}");
+        // No Blob or Queue service is claimed.
+        assert!(!s.output().contains("Blob service"));
+        assert!(!s.output().contains("Queue service"));
+    }
+}
+
+/// The start-up lines name the console, and say what realism is on before the readiness
+/// line (a log reader sees why answers are less polite before the first request).
+#[test]
+fn start_up_names_the_console_and_what_realism_is_on_before_ready() {
+    let s = Server::start(
+        &[
+            "--port",
+            "0",
+            "--in-memory",
+            "--simulate-targets",
+            "--target-partition-rate",
+            "7",
+            "--page-breaks",
+            "partition",
+        ],
+        &[],
+    );
+    let lines = start_up_lines(&s);
+    let console = format!("Console: http://127.0.0.1:{}/_tablestore/console/", s.port);
+    assert!(lines.contains(&console), "{lines:#?}");
+    let realism = lines
+        .iter()
+        .find(|l| l.contains("production realism is on"))
+        .unwrap_or_else(|| panic!("no realism line before ready: {lines:#?}"));
+    assert!(
+        realism.contains("--simulate-targets: 7 entities/s per partition"),
+        "{realism}"
+    );
+    assert!(realism.contains("--page-breaks partition"), "{realism}");
+    drop(s);
+    let s = Server::start(&["--port", "0", "--in-memory", "--no-console"], &[]);
+    let lines = start_up_lines(&s);
+    assert!(lines.contains(&"Console: off (--no-console)".to_string()));
+    assert!(!s.output().contains("production realism"));
+}
+
+/// A `--location` holding Azurite's table database gets one sentence naming the import
+/// command; `--import-azurite-if-present` imports it once.
+#[tokio::test]
+async fn an_azurite_folder_is_named_and_imported_once_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let location = dir.path().to_str().unwrap();
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/azurite/__azurite_db_table__.json"
+        ),
+        dir.path().join("__azurite_db_table__.json"),
+    )
+    .unwrap();
+    let s = Server::start(&["--port", "0", "--location", location], &[]);
+    let lines = start_up_lines(&s);
+    let note: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("__azurite_db_table__.json"))
+        .collect();
+    assert_eq!(note.len(), 1, "{lines:#?}");
+    assert!(
+        note[0].contains(&format!(
+            "`tablestore import --from-azurite {location} --location {location}`"
+        )),
+        "{}",
+        note[0]
+    );
+    assert!(
+        note[0].contains("--import-azurite-if-present"),
+        "{}",
+        note[0]
+    );
+    let (status, _) = get(&format!("{}/Tables", s.account_url())).await;
+    assert_eq!(status, StatusCode::OK);
+    drop(s);
+
+    let importing = || {
+        Server::start(
+            &[
+                "--port",
+                "0",
+                "--location",
+                location,
+                "--import-azurite-if-present",
+            ],
+            &[],
+        )
+    };
+    let s = importing();
+    let lines = start_up_lines(&s);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("Azurite: imported 8 entities in 2 tables from ")),
+        "{lines:#?}"
+    );
+    let (status, body) = get(&format!("{}/Tables", s.account_url())).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("\"TableName\""), "{body}");
+    drop(s);
+    // Once: the next start finds it imported.
+    let s = importing();
+    let lines = start_up_lines(&s);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.ends_with("__azurite_db_table__.json already imported")),
+        "{lines:#?}"
+    );
+}
+
+/// Prometheus cannot sign Shared Key: with `--metrics-token`, a scrape as Prometheus sends it
+/// (plain HTTP, `Authorization: Bearer <token>`, its Accept header) gets the metrics, while
+/// the token opens no table and a wrong token or none is refused.
+#[tokio::test]
+async fn prometheus_scrapes_metrics_with_the_metrics_token() {
+    let token = "0123456789abcdef0123456789abcdef";
+    let s = Server::start(
+        &["--port", "0", "--in-memory", "--metrics-token", token],
+        &[],
+    );
+    let lines = start_up_lines(&s);
+    assert!(
+        lines.iter().any(|l| l.starts_with("Metrics: ")),
+        "{lines:#?}"
+    );
+    let scrape = |authorization: Option<String>| {
+        let mut request = reqwest::Client::new()
+            .get(format!("{}/metrics", s.endpoint()))
+            // What Prometheus 2.x sends (scrape/scrape.go, acceptHeader).
+            .header(
+                "Accept",
+                "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+            )
+            .header("User-Agent", "Prometheus/2.53.0")
+            .header("X-Prometheus-Scrape-Timeout-Seconds", "10");
+        if let Some(value) = authorization {
+            request = request.header("Authorization", value);
+        }
+        request.send()
+    };
+    let r = scrape(Some(format!("Bearer {token}"))).await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain; version=0.0.4")));
+    let text = r.text().await.unwrap();
+    assert!(text.contains("# TYPE "), "{text}");
+    for refused in [
+        None,
+        Some(format!("Bearer {token}x")),
+        Some("Bearer nope".into()),
+    ] {
+        let r = scrape(refused.clone()).await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{refused:?}");
+    }
+    // The token opens nothing but the metrics.
+    let r = reqwest::Client::new()
+        .get(format!("{}/Tables", s.account_url()))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("x-ms-version", "2019-02-02")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(r.text().await.unwrap().contains("AuthenticationFailed"));
+    let r = reqwest::Client::new()
+        .get(format!("{}/_tablestore/insight", s.endpoint()))
+        .header("Authorization", format!("Bearer {token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // A signed request still works, as without the token.
+    let (status, _) = get(&format!("{}/metrics", s.endpoint())).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+fn admin(args: &[&str]) -> Output {
+    let mut all = vec!["admin"];
+    all.extend_from_slice(args);
+    run(&all)
+}
+
+/// `tablestore admin` signs for the user (the development key by default) and prints what
+/// the control endpoints answer; a refusal is one sentence and exit status 1.
+#[test]
+fn admin_reaches_the_control_endpoints() {
+    let s = Server::start(&["--port", "0", "--in-memory"], &[]);
+    let url = s.endpoint();
+    let text = |out: &Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let out = admin(&["metrics", "--url", &url]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text(&out).contains("# TYPE "), "{}", text(&out));
+    let out = admin(&["--url", &url, "insight", "--settle"]);
+    assert!(out.status.success(), "{out:?}");
+    let insight: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(insight.is_object(), "{insight}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rules]]\nname = \"slow\"\naction = \"latency\"\nlatency_ms = 1\n",
+    )
+    .unwrap();
+    let out = admin(&["faults", "set", rules.to_str().unwrap(), "--url", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let out = admin(&["faults", "--url", &url]);
+    assert!(text(&out).contains("\"slow\""), "{}", text(&out));
+    let out = admin(&["faults", "clear", "--url", &url]);
+    assert!(out.status.success(), "{out:?}");
+    let out = admin(&["faults", "show", "--url", &url]);
+    assert!(!text(&out).contains("\"slow\""), "{}", text(&out));
+
+    // Another account's key: refused by the server, one sentence.
+    let out = admin(&[
+        "metrics",
+        "--url",
+        &url,
+        "--account-key",
+        "a2V5a2V5a2V5a2V5",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("tablestore admin: GET {url}/metrics answered 403")),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    drop(s);
+    let out = admin(&["metrics", "--url", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is the server running there?"),
+        "{out:?}"
     );
 }

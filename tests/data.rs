@@ -485,6 +485,11 @@ fn seed_twice_does_not_duplicate_or_overwrite() {
     let seed_arg = seed.to_str().unwrap();
 
     let server = ChildServer::start(&data, &["--seed", seed_arg]);
+    let said = format!("{}{}", server.start_up, server.log_so_far());
+    assert!(
+        said.contains(&format!("Seed: 250 entities in 1 table from {seed_arg}\n")),
+        "{said}"
+    );
     let cs = connection_string(&server);
     let count = |cs: &str| {
         let path = work.path().join("count.jsonl");
@@ -520,6 +525,7 @@ fn seed_twice_does_not_duplicate_or_overwrite() {
     assert_eq!(server.terminate().code(), Some(0));
 
     let server = ChildServer::start(&data, &["--seed", seed_arg]);
+    assert!(server.log_so_far().contains("already loaded"));
     let text = count(&connection_string(&server));
     assert_eq!(text.lines().count(), 250, "no duplicates");
     assert!(text.contains("\"Changed\":true"), "the change was kept");

@@ -384,7 +384,7 @@ fn with_endpoints<T>(
             if write.is_some() {
                 store
                     .flush()
-                    .map_err(|e| DataError::new(format!("cannot flush the data folder: {e:?}")))?;
+                    .map_err(|e| DataError::new(format!("cannot flush the data folder: {e}")))?;
             }
             result
         }
@@ -472,24 +472,10 @@ pub fn seed(
     default_account: &str,
     record: Option<&Path>,
 ) -> Result<Summary, DataError> {
-    use sha2::{Digest, Sha256};
     let tables = transfer::sources(path, None)?;
-    let mut digest = Sha256::new();
-    for t in &tables {
-        digest.update(t.file.display().to_string().as_bytes());
-        let mut file = std::fs::File::open(&t.file)
-            .map_err(|e| DataError::new(format!("cannot read {}: {e}", t.file.display())))?;
-        std::io::copy(&mut file, &mut digest)?;
-    }
-    let fingerprint: String = digest
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    if let Some(record) = record {
-        if std::fs::read_to_string(record).is_ok_and(|r| r.trim() == fingerprint) {
-            return Ok(Summary::default());
-        }
+    let fingerprint = digest_of(tables.iter().map(|t| t.file.as_path()))?;
+    if already_recorded(record, &fingerprint) {
+        return Ok(Summary::default());
     }
     let accounts = import_accounts(&tables, default_account);
     let endpoints = local_endpoints(&store, &accounts, "the seed target");
@@ -501,16 +487,86 @@ pub fn seed(
         checkpoints: false,
     };
     let summary = transfer::import(&tables, &refs, None, &options, &mut progress)?;
+    finish_start_up_import(&store, record, &fingerprint)?;
+    Ok(summary)
+}
+
+/// `--import-azurite-if-present` at start-up: imports Azurite's table database in `dir` into
+/// the server's store before it listens, each table into its own account, leaving entities
+/// that exist as they are. As with [`seed`], a durable store records the database's digest in
+/// `record`, so the same database is imported once.
+pub fn import_azurite_at_start(
+    store: Arc<dyn Store>,
+    dir: &Path,
+    record: Option<&Path>,
+) -> Result<Summary, DataError> {
+    let file = azurite::db_path(dir);
+    let fingerprint = digest_of(std::iter::once(file.as_path()))?;
+    if already_recorded(record, &fingerprint) {
+        return Ok(Summary::default());
+    }
+    let tables = azurite::read(dir)?;
+    let mut progress = Progress::new("imported", true);
+    let mut total = Summary::default();
+    for table in tables {
+        let target = LocalEndpoint::new(Arc::clone(&store), &table.account, "the server's store");
+        target.ensure_table(&table.name)?;
+        if let Some(acl) = &table.acl {
+            target.set_table_acl(&table.name, acl)?;
+        }
+        let loaded = transfer::load(
+            &target,
+            &table.name,
+            table.entities.into_iter().map(Ok),
+            Mode::Skip,
+            false,
+            &mut progress,
+            &mut |_| Ok(()),
+        )?;
+        add(&mut total, loaded);
+    }
+    finish_start_up_import(&store, record, &fingerprint)?;
+    Ok(total)
+}
+
+/// The SHA-256 of the files' names and contents, in hex.
+fn digest_of<'a>(files: impl Iterator<Item = &'a Path>) -> Result<String, DataError> {
+    use sha2::{Digest, Sha256};
+    let mut digest = Sha256::new();
+    for file in files {
+        digest.update(file.display().to_string().as_bytes());
+        let mut open = std::fs::File::open(file)
+            .map_err(|e| DataError::new(format!("cannot read {}: {e}", file.display())))?;
+        std::io::copy(&mut open, &mut digest)?;
+    }
+    Ok(digest
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// Whether `record` says the files of `fingerprint` were imported already.
+fn already_recorded(record: Option<&Path>, fingerprint: &str) -> bool {
+    record.is_some_and(|r| std::fs::read_to_string(r).is_ok_and(|r| r.trim() == fingerprint))
+}
+
+/// Flushes the store after a start-up import and records what was imported.
+fn finish_start_up_import(
+    store: &Arc<dyn Store>,
+    record: Option<&Path>,
+    fingerprint: &str,
+) -> Result<(), DataError> {
     store
         .flush()
-        .map_err(|e| DataError::new(format!("cannot flush the store: {e:?}")))?;
+        .map_err(|e| DataError::new(format!("cannot flush the store: {e}")))?;
     if let Some(record) = record {
         std::fs::write(record, format!("{fingerprint}\n")).map_err(|e| {
             DataError::new(format!(
-                "cannot record the seed in {}: {e}",
+                "cannot record the import in {}: {e}",
                 record.display()
             ))
         })?;
     }
-    Ok(summary)
+    Ok(())
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::{DataError, Endpoint, WriteError};
-use crate::model::{Entity, TableId, TableName, TableRef, WriteOp};
+use crate::model::{Entity, TableId, TableName, TableNameError, TableRef, WriteOp};
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
 use crate::store::memory::MemoryKv;
@@ -195,8 +195,15 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn ensure_table(&self, table: &str) -> Result<(), DataError> {
-        let name = TableName::parse(table)
-            .map_err(|e| DataError::new(format!("{table:?} is not a valid table name ({e:?})")))?;
+        let name = TableName::parse(table).map_err(|e| {
+            let rule = match e {
+                TableNameError::Length => "3 to 63 characters",
+                TableNameError::Characters => {
+                    "letters and digits starting with a letter, and not `tables`"
+                }
+            };
+            DataError::new(format!("{table:?} is not a valid table name ({rule})"))
+        })?;
         match self.store.create_table(&self.table_ref(name.as_str())) {
             Ok(_) | Err(StoreError::TableAlreadyExists) => Ok(()),
             Err(e) => Err(self.failed(&e)),

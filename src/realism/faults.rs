@@ -108,8 +108,20 @@ impl FaultSet {
     }
 
     pub fn parse_toml(text: &str) -> Result<FaultSet, String> {
-        let set: FaultSet =
-            toml::from_str(text).map_err(|e| format!("invalid fault rules (TOML): {e}"))?;
+        let set: FaultSet = toml::from_str(text).map_err(|e| {
+            // One line: where, then what (toml's Display draws the line with a caret).
+            let at = e.span().map(|span| {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(" at line {line}, column {column}")
+            });
+            format!(
+                "invalid fault rules (TOML){}: {}",
+                at.unwrap_or_default(),
+                e.message().trim()
+            )
+        })?;
         set.validated()
     }
 

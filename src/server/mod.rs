@@ -61,10 +61,8 @@ fn store_work_permits() -> usize {
 impl AppState {
     pub fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
         let accounts = config.accounts()?;
+        // The binary states what realism is on in its start-up lines (`realism::summary`).
         let realism = crate::realism::Realism::new(realism::options(&config.realism)?);
-        if realism.is_active() {
-            tracing::warn!("production realism is on (docs/realism.md): answers are less polite than by default");
-        }
         Ok(AppState {
             realism: Arc::new(realism),
             group_commit: Arc::new(group_commit::GroupCommit::start(Arc::clone(&store))),
@@ -238,7 +236,7 @@ async fn serve_inner(
     tokio::task::spawn_blocking(move || store.flush())
         .await
         .map_err(std::io::Error::other)?
-        .map_err(|e| std::io::Error::other(format!("{e:?}")))
+        .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// A server running in this process (tests and embedding).
@@ -266,7 +264,7 @@ impl RunningServer {
         config: Config,
         limits: ServeLimits,
     ) -> std::io::Result<RunningServer> {
-        let store = open_store(&config).map_err(|e| std::io::Error::other(format!("{e:?}")))?;
+        let store = open_store(&config).map_err(|e| std::io::Error::other(e.to_string()))?;
         RunningServer::start_with_store_and_limits(config, store, limits).await
     }
 

@@ -34,6 +34,49 @@ pub const FAULTS_PATH: &str = "/_tablestore/faults";
 /// Most bytes of a fault-rules document.
 const MAX_RULES_BODY: usize = 1024 * 1024;
 
+/// What production realism the command line switches on, as one sentence for the start-up
+/// lines (before the ready line, so a reader of the log knows why answers are less polite);
+/// `None` when all of it is off.
+pub fn summary(args: &RealismArgs) -> Option<String> {
+    let mut on = Vec::new();
+    if args.simulate_targets {
+        let answer = match args.target_error {
+            TargetErrorArg::ServerBusy => "503 ServerBusy",
+            TargetErrorArg::OperationTimedOut => "500 OperationTimedOut",
+        };
+        on.push(format!(
+            "throttling past the scalability targets (--simulate-targets: {} entities/s per \
+             partition, {} transactions/s per table, {} per account; answered {answer})",
+            args.target_partition_rate, args.target_table_rate, args.target_account_rate
+        ));
+    }
+    match args.page_breaks {
+        Some(PageBreaksArg::Partition) => {
+            on.push("query pages ending at partition boundaries (--page-breaks partition)".into())
+        }
+        Some(PageBreaksArg::Random) => on.push(format!(
+            "query pages ending at random points (--page-breaks random, seed {})",
+            args.realism_seed
+        )),
+        None => {}
+    }
+    if args.simulate_lifecycle {
+        on.push(format!(
+            "deleted table names unusable for {} s (--simulate-lifecycle)",
+            args.table_purge_seconds
+        ));
+    }
+    if let Some(file) = &args.faults {
+        on.push(format!("fault rules from {} (--faults)", file.display()));
+    }
+    (!on.is_empty()).then(|| {
+        format!(
+            "production realism is on (docs/realism.md): {}",
+            on.join("; ")
+        )
+    })
+}
+
 /// The realism options the command line asks for; a bad `--faults` file is an error
 /// sentence naming the file.
 pub fn options(args: &RealismArgs) -> Result<RealismOptions, String> {

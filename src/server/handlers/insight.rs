@@ -6,7 +6,9 @@
 //! Access: with authentication on, the caller signs the request with an account key (Shared
 //! Key or Shared Key Lite, canonicalized resource `/{account}{path}`); the insight JSON then
 //! shows that account only, and the metrics (which carry no account, table or key labels)
-//! are the whole server's. With `--disable-auth` both are open, like every other path.
+//! are the whole server's. With `--disable-auth` both are open, like every other path. With
+//! `--metrics-token TOKEN`, `Authorization: Bearer TOKEN` also opens `/metrics` (for
+//! Prometheus, which cannot sign Shared Key), and nothing else.
 
 use std::net::SocketAddr;
 
@@ -20,6 +22,7 @@ use crate::auth::{authenticate_with, AuthOptions, NoPolicies, Principal, Request
 use crate::protocol::operation::Operation;
 use crate::protocol::{ApiError, ErrorCode};
 use crate::store::Footprint;
+use subtle::ConstantTimeEq as _;
 
 pub const INSIGHT_PATH: &str = "/_tablestore/insight";
 pub const METRICS_PATH: &str = "/metrics";
@@ -85,7 +88,10 @@ async fn answer(
     if parts.method != axum::http::Method::GET && parts.method != axum::http::Method::HEAD {
         return Err(ApiError::new(ErrorCode::UnsupportedHttpVerb));
     }
-    let account = caller(state, parts, peer)?;
+    let account = match metrics_token_presented(state, parts, metrics)? {
+        true => None,
+        false => caller(state, parts, peer)?,
+    };
     let mut r = ctx.plain_response(StatusCode::OK);
     if metrics {
         let flushes = state.group_commit.flushes();
@@ -117,6 +123,35 @@ async fn answer(
     }
     r.header("cache-control", "no-store");
     Ok(r.into_response())
+}
+
+/// Whether a request for the metrics carries the server's `--metrics-token` as a bearer
+/// token (`Authorization: Bearer TOKEN`, what Prometheus sends with its `authorization`
+/// setting); `false` when it carries no bearer token, so the account-key check applies. A
+/// bearer token that is not the metrics token is refused, and the token opens nothing else.
+fn metrics_token_presented(
+    state: &AppState,
+    parts: &Parts,
+    metrics: bool,
+) -> Result<bool, ApiError> {
+    let Some(expected) = state.config.metrics_token.as_deref().filter(|_| metrics) else {
+        return Ok(false);
+    };
+    let presented = parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
+    match presented {
+        None => Ok(false),
+        Some(token) if bool::from(token.as_bytes().ct_eq(expected.as_bytes())) => Ok(true),
+        Some(_) => Err(ApiError::with_message(
+            ErrorCode::AuthenticationFailed,
+            "The bearer token is not this server's --metrics-token.",
+        )),
+    }
 }
 
 /// The console's static files (see `crate::console`), and its icon at `/favicon.ico` for
