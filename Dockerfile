@@ -14,7 +14,8 @@
 # (/data/__tablestore__), runs as the unprivileged user 10002, and answers the
 # HEALTHCHECK through `tablestore --healthcheck` (GET /_health; no curl needed).
 # A command written for the Azurite image (`azurite-table --tableHost 0.0.0.0 …`) works
-# unchanged: the entrypoint skips a leading `azurite`/`azurite-table` word.
+# unchanged: the entrypoint skips a leading `azurite`/`azurite-table` word, and `azurite` and
+# `azurite-table` are links to tablestore for an entrypoint that names them.
 #
 # scripts/verify-docker-build.sh runs the same build steps outside a container.
 
@@ -42,6 +43,11 @@ RUN groupadd --system --gid "${UID}" tablestore \
       --shell /usr/sbin/nologin tablestore \
  && mkdir -p /data \
  && chown tablestore:tablestore /data
+# Azurite's program names, for Testcontainers modules that set the entrypoint to `azurite`
+# (.NET, Node, Go): run under either name, tablestore prints that command's readiness line.
+# The links point at the binary each target below copies in.
+RUN ln -s tablestore /usr/local/bin/azurite \
+ && ln -s tablestore /usr/local/bin/azurite-table
 # A folder mounted at /seed is imported before the server listens (docs/data.md).
 ENV TABLESTORE_HOST=0.0.0.0 \
     TABLESTORE_PORT=10002 \

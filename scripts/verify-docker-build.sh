@@ -11,7 +11,9 @@
 #      an Azurite-style command (`azurite-table --tableHost 0.0.0.0 -l <data>`);
 #   4. checks `tablestore --healthcheck` (the HEALTHCHECK command) exits 0, a table round
 #      trip, that the store is written under <data>/__tablestore__ by that UID, that SIGTERM
-#      stops the server cleanly and that the health check then exits 1.
+#      stops the server cleanly and that the health check then exits 1;
+#   5. starts it through the image's `azurite` link, as Testcontainers modules that set the
+#      entrypoint do, and checks the all-in-one readiness line.
 #
 # scripts/ci/docker.sh (a CI stage) calls this with --binary, then builds the image for real with
 # podman (`--target prebuilt`, from that binary) and runs it: health check, SDK round trips,
@@ -68,6 +70,8 @@ require 'TABLESTORE_LOCATION=/data' 'TABLESTORE_LOCATION=/data'
 require '^HEALTHCHECK ' 'a HEALTHCHECK'
 require 'CMD \["tablestore", "--healthcheck"\]' 'the health check command'
 require '^ENTRYPOINT \["tablestore"\]' 'the tablestore entrypoint'
+require 'ln -s tablestore /usr/local/bin/azurite ' 'the azurite link'
+require 'ln -s tablestore /usr/local/bin/azurite-table' 'the azurite-table link'
 grep -Eq '^target$' "$root/.dockerignore" || fail ".dockerignore does not exclude target"
 uid=$(sed -n 's/^ARG UID=\([0-9]*\)$/\1/p' "$dockerfile")
 [[ -n "$uid" && "$uid" != 0 ]] || fail "no non-root ARG UID in the Dockerfile"
@@ -91,8 +95,10 @@ strip "$rootfs/out/tablestore"
 "$rootfs/out/tablestore" --version
 
 # 3. The runtime stage's layout.
-step "runtime: /usr/local/bin/tablestore and /data owned by $uid"
+step "runtime: /usr/local/bin/tablestore (and its azurite links) and /data owned by $uid"
 install -D -m 0755 "$rootfs/out/tablestore" "$rootfs/usr/local/bin/tablestore"
+ln -s tablestore "$rootfs/usr/local/bin/azurite"
+ln -s tablestore "$rootfs/usr/local/bin/azurite-table"
 data="$rootfs/data"
 mkdir -p "$data"
 run_as=()
@@ -156,7 +162,26 @@ pid=""
 if env -i "${image_env[@]}" "$bin" --healthcheck 2>/dev/null; then
   fail "the health check passes with the server stopped"
 fi
-grep -q "^Azurite Table service is successfully listening at http://0.0.0.0:$port" "$log" \
-  || { cat "$log" >&2; fail "no readiness line in the log"; }
+# `azurite-table …` prints the standalone command's readiness line (Azurite src/table/main.ts).
+grep -q "^Azurite Table service successfully started on 0.0.0.0:$port" "$log" \
+  || { cat "$log" >&2; fail "no azurite-table readiness line in the log"; }
 step "SIGTERM stops the server cleanly; the health check then fails"
+
+# 5. An entrypoint set to `azurite` (Testcontainers for .NET, Node and Go) with the all-in-one
+#    command's options: the link runs tablestore, which prints that command's Table line.
+(cd "$data" && exec env -i "${image_env[@]}" "${run_as[@]}" "$rootfs/usr/local/bin/azurite" \
+  --blobHost 0.0.0.0 --queueHost 0.0.0.0 --tableHost 0.0.0.0 -l "$data") >"$log" 2>&1 &
+pid=$!
+ready=""
+for _ in $(seq 1 50); do
+  if grep -q "^Azurite Table service is successfully listening at http://0.0.0.0:$port" "$log"; then ready=1; break; fi
+  sleep 0.2
+done
+[[ -n "$ready" ]] || { cat "$log" >&2; fail "the azurite link printed no readiness line"; }
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+pid=""
+[[ "$status" == 0 ]] || { cat "$log" >&2; fail "the server (as azurite) exited with $status after SIGTERM"; }
+step "the azurite link serves with the all-in-one readiness line"
 echo "verify-docker-build: OK"
