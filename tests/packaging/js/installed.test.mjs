@@ -11,6 +11,8 @@ import { randomUUID } from "node:crypto";
 import { TableClient, TableServiceClient } from "@azure/data-tables";
 import { start, startRealismServer, globalSetup, freshAccount, binaryPath } from "tablestore";
 
+const READY = "Azurite Table service is successfully listening at ";
+const SERVER_ARGS = ["--inMemoryPersistence", "--tablePort", "0"];
 const BIN = path.resolve("node_modules", ".bin", process.platform === "win32" ? "tablestore.cmd" : "tablestore");
 
 /** A short SDK round trip: table, upsert, point read, query, delete. */
@@ -43,29 +45,91 @@ test("the installed command is the native binary, not a node launcher", { skip: 
   assert.ok(!head.toString("latin1").startsWith("#!"), "still the node launcher");
 });
 
-test("the node launcher (kept for --ignore-scripts and Windows) runs the binary and passes SIGTERM on", async () => {
+/** Starts `command` in a process group of its own; resolves with it and its exit once the
+ * server it runs prints its readiness line. */
+async function startGroup(command, args, env = process.env) {
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"], detached: true, env });
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+  let endpoint = "";
+  for await (const line of readline.createInterface({ input: child.stdout })) {
+    if (line.startsWith(READY)) {
+      endpoint = line.slice(READY.length);
+      break;
+    }
+  }
+  child.stdout.resume(); // keep draining the server's log
+  assert.ok(endpoint, "no readiness line");
+  return { child, exited, endpoint };
+}
+
+/** Whether a server still answers at `endpoint` 5 s from now (false as soon as it stops). */
+async function stillAnswers(endpoint) {
+  for (const deadline = Date.now() + 5000; Date.now() < deadline; ) {
+    try {
+      await fetch(`${endpoint}/_health`);
+    } catch {
+      return false;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return true;
+}
+
+/** Kills what is left of a process group (nothing, when the test passed). */
+function killGroup(child) {
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // the group is gone: nothing was left behind
+  }
+}
+
+test("the node launcher (kept for --ignore-scripts and Windows) passes SIGTERM and SIGINT on", async () => {
   const launcher = path.resolve("node_modules", "tablestore", "lib", "launcher.cjs");
   assert.match(execFileSync("node", [launcher, "--version"], { encoding: "utf8" }), /^tablestore /);
-  // In its own process group, so the server it starts can be cleaned up even when the
-  // launcher dies without passing the signal on (an orphan would hold this runner's output open).
-  const child = spawn("node", [launcher, "--inMemoryPersistence", "--tablePort", "0"], {
-    stdio: ["ignore", "pipe", "inherit"],
-    detached: true,
-  });
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
-  try {
-    for await (const line of readline.createInterface({ input: child.stdout })) {
-      if (line.startsWith("Azurite Table service is successfully listening at ")) break;
-    }
-    child.stdout.resume();
-    child.kill("SIGTERM");
-    const { code, signal } = await exited;
-    assert.equal(code, 0, `the launcher exits with the server's status (it ended by ${signal})`);
-  } finally {
+  for (const signal of ["SIGTERM", "SIGINT"]) {
+    const { child, exited } = await startGroup("node", [launcher, ...SERVER_ARGS]);
     try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // the group is gone already: nothing left behind
+      child.kill(signal);
+      const { code, signal: by } = await exited;
+      assert.equal(code, 0, `the launcher exits with the server's status after ${signal} (it ended by ${by})`);
+    } finally {
+      killGroup(child);
+    }
+  }
+});
+
+test("under npx the node launcher stops the server when npm's shell dies", { skip: process.platform === "win32" }, async () => {
+  // As npm runs it: `sh -c '<bin> …'` marked npm_lifecycle_event=npx; npm's SIGTERM reaches
+  // the shell alone.
+  const launcher = path.resolve("node_modules", "tablestore", "lib", "launcher.cjs");
+  const { child, exited, endpoint } = await startGroup(
+    "sh",
+    ["-c", `node '${launcher}' ${SERVER_ARGS.join(" ")}`],
+    { ...process.env, npm_lifecycle_event: "npx" },
+  );
+  try {
+    child.kill("SIGTERM");
+    await exited;
+    assert.equal(await stillAnswers(endpoint), false, "the server outlived npm's shell");
+  } finally {
+    killGroup(child);
+  }
+});
+
+test("stopping npx stops the server it started", { skip: process.platform === "win32" }, async () => {
+  // npm runs the command as `sh -c 'tablestore …'` and passes SIGTERM and SIGINT to that shell
+  // alone. A process manager or test runner stops `npx tablestore` with SIGTERM to npx's own
+  // process; a terminal's Ctrl-C sends SIGINT to the whole process group.
+  for (const [signal, toGroup] of [["SIGTERM", false], ["SIGINT", true]]) {
+    const { child, exited, endpoint } = await startGroup("npx", ["--offline", "--no-install", "tablestore", ...SERVER_ARGS]);
+    try {
+      assert.equal((await fetch(`${endpoint}/_health`)).status, 200);
+      process.kill(toGroup ? -child.pid : child.pid, signal);
+      await exited;
+      assert.equal(await stillAnswers(endpoint), false, `the server outlived ${signal} to npx`);
+    } finally {
+      killGroup(child);
     }
   }
 });
@@ -78,7 +142,7 @@ test("the installed command serves an SDK scenario and stops on SIGTERM", async 
   let connectionString = "";
   for await (const line of readline.createInterface({ input: child.stdout })) {
     if (line.startsWith("Connection string: ")) connectionString = line.slice("Connection string: ".length);
-    if (line.startsWith("Azurite Table service is successfully listening at ")) break;
+    if (line.startsWith(READY)) break;
   }
   child.stdout.resume(); // keep draining the access log
   assert.ok(connectionString, "no connection string printed");

@@ -16,6 +16,14 @@ const child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(signal, () => child.kill(signal));
 }
+// Under `npx` npm runs this as `sh -c 'tablestore …'` and passes SIGTERM to that shell alone,
+// which dies without passing it on: when the shell is gone, stop the server as SIGTERM would.
+if (process.env.npm_lifecycle_event === "npx" && process.platform !== "win32") {
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) child.kill("SIGTERM");
+  }, 200).unref();
+}
 child.on("error", (e) => {
   console.error(`tablestore: cannot run ${binary}: ${e.message}`);
   process.exit(1);
