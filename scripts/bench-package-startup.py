@@ -79,7 +79,7 @@ print(json.dumps([ready, stop]))
 """
 
 JS_API = """
-import { start } from "tablestore";
+import { start } from "tablestore-server";
 const ready = [], stop = [];
 for (let i = 0; i < Number(process.argv[2]); i++) {
   const t0 = performance.now(); const s = await start(); const t1 = performance.now();
@@ -103,7 +103,7 @@ def main() -> None:
                        check=True, stdout=subprocess.DEVNULL)
         venv = work / "venv"
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        wheel = next(dist.glob("tablestore-*.whl"))
+        wheel = next(dist.glob("tablestore_server-*.whl"))
         subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin/python"), "install",
                         "--quiet", "--disable-pip-version-check", "--no-index", str(wheel)], check=True)
         project = work / "npm"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Builds this machine's packages of tablestore into target/dist/:
-#   tablestore-<version>-py3-none-<platform>.whl      (pip: `tablestore` on PATH + pytest plugin)
-#   tablestore-<version>.tgz, tablestore-<os>-<cpu>-<version>.tgz   (npm: launcher + platform binary)
-#   tablestore-<version>-<os>-<cpu>.tar.gz and SHA256SUMS            (release archive)
+# Builds this machine's packages of tablestore into target/dist/, under the distribution name
+# tablestore-server (`tablestore` on PyPI and npm is another project: docs/decisions.md); the
+# command they install is `tablestore`:
+#   tablestore_server-<version>-py3-none-<platform>.whl   (pip: `tablestore` on PATH + pytest plugin)
+#   tablestore-server-<version>.tgz, tablestore-server-<os>-<cpu>-<version>.tgz
+#                                                       (npm: launcher + platform binary)
+#   tablestore-server-<version>-<os>-<cpu>.tar.gz and .sha256   (release archive)
 #
 #   scripts/package.sh                      # builds the release binary first (cargo build --release)
 #   scripts/package.sh --binary PATH        # packages a binary that is already built (CI: the
@@ -21,7 +24,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --binary) BINARY="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -46,8 +49,9 @@ EXE=tablestore; [ "$KEY" = win32-x64 ] && EXE=tablestore.exe
 mkdir -p "$OUT"
 STAGE="$(mktemp -d "${TMPDIR:-/tmp}/tablestore-package.XXXXXX")"
 trap 'rm -rf "$STAGE"' EXIT
-mkdir -p "$STAGE/tablestore-$VERSION-$KEY"
-STAGED="$STAGE/tablestore-$VERSION-$KEY/$EXE"
+RELEASE="tablestore-server-$VERSION-$KEY"
+mkdir -p "$STAGE/$RELEASE"
+STAGED="$STAGE/$RELEASE/$EXE"
 cp "$BINARY" "$STAGED"
 if command -v strip >/dev/null 2>&1 && [ "$KEY" != win32-x64 ]; then
   strip "$STAGED" 2>/dev/null || strip -S "$STAGED"
@@ -58,13 +62,13 @@ chmod 0755 "$STAGED"
 "$PYTHON" packaging/npm/build_npm.py --version "$VERSION" --out "$OUT" --binary "$KEY=$STAGED"
 
 # Release archive: the binary with README and LICENSE, and its checksum.
-cp README.md LICENSE "$STAGE/tablestore-$VERSION-$KEY/"
+cp README.md LICENSE "$STAGE/$RELEASE/"
 if [ "$KEY" = win32-x64 ] && command -v zip >/dev/null 2>&1; then
-  ARCHIVE="tablestore-$VERSION-$KEY.zip"
-  (cd "$STAGE" && zip -qr "$OUT/$ARCHIVE" "tablestore-$VERSION-$KEY")
+  ARCHIVE="$RELEASE.zip"
+  (cd "$STAGE" && zip -qr "$OUT/$ARCHIVE" "$RELEASE")
 else
-  ARCHIVE="tablestore-$VERSION-$KEY.tar.gz"
-  tar -C "$STAGE" -czf "$OUT/$ARCHIVE" "tablestore-$VERSION-$KEY"
+  ARCHIVE="$RELEASE.tar.gz"
+  tar -C "$STAGE" -czf "$OUT/$ARCHIVE" "$RELEASE"
 fi
 (cd "$OUT" && { sha256sum "$ARCHIVE" 2>/dev/null || shasum -a 256 "$ARCHIVE"; } >"$ARCHIVE.sha256")
 echo "$OUT/$ARCHIVE"

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Builds the npm packages around already built binaries: one platform package per binary
-(`@tablestore/<os>-<cpu>`, only the binary and `os`/`cpu` fields) and the `tablestore`
-package (launcher, JS helper) that lists them as optionalDependencies, as esbuild and the
-other native CLIs on npm do. `npm pack` writes the tarballs into --out.
+(`tablestore-server-<os>-<cpu>`, only the binary and `os`/`cpu` fields) and the
+`tablestore-server` package (the `tablestore` command's launcher, the JS helper) that lists
+them as optionalDependencies, as esbuild and the other native CLIs on npm do. `npm pack`
+writes the tarballs into --out. (`tablestore` on npm is Alibaba Cloud's SDK:
+docs/decisions.md.)
 
     python3 packaging/npm/build_npm.py --version 0.1.0 --out target/dist \\
         --binary linux-x64=target/release/tablestore [--binary darwin-arm64=… …]
@@ -23,7 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-SCOPE = "@tablestore"
+NAME = "tablestore-server"
 DESCRIPTION = "An Azure Table storage-compatible server: a fast local endpoint for the Azure Tables SDKs"
 
 
@@ -44,7 +46,7 @@ def platform_package(key: str, binary: Path, version: str, work: Path, out: Path
     (folder / "bin" / exe).chmod(0o755)
     shutil.copy2(ROOT / "LICENSE", folder / "LICENSE")
     manifest = {
-        "name": f"{SCOPE}/{key}",
+        "name": f"{NAME}-{key}",
         "version": version,
         "description": f"The {key} binary of tablestore",
         "license": "MIT",
@@ -62,7 +64,7 @@ def main_package(keys: list[str], version: str, work: Path, out: Path) -> Path:
     shutil.copytree(HERE / "tablestore", folder)
     shutil.copy2(ROOT / "LICENSE", folder / "LICENSE")
     manifest = {
-        "name": "tablestore",
+        "name": NAME,
         "version": version,
         "description": DESCRIPTION,
         "license": "MIT",
@@ -71,7 +73,7 @@ def main_package(keys: list[str], version: str, work: Path, out: Path) -> Path:
         "exports": {".": "./index.mjs"},
         "files": ["bin/", "lib/", "index.mjs", "README.md", "LICENSE"],
         "engines": {"node": ">=18"},
-        "optionalDependencies": {f"{SCOPE}/{k}": version for k in sorted(keys)},
+        "optionalDependencies": {f"{NAME}-{k}": version for k in sorted(keys)},
     }
     (folder / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return pack(folder, out)

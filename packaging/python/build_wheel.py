@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Builds the tablestore wheel around an already built binary (standard library only).
+"""Builds the tablestore-server wheel around an already built binary (standard library only).
 
     python3 packaging/python/build_wheel.py --binary target/release/tablestore \\
         --version 0.1.0 --out target/dist [--platform-tag manylinux_2_17_x86_64]
@@ -24,7 +24,11 @@ import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-NAME = "tablestore"
+# The distribution's name on PyPI (`tablestore` there is Alibaba Cloud's SDK; docs/decisions.md),
+# its normalized form in file names, and the Python module it installs.
+DIST_NAME = "tablestore-server"
+FILE_NAME = DIST_NAME.replace("-", "_")
+MODULE = "tablestore"
 SUMMARY = "An Azure Table storage-compatible server: a fast local endpoint for the Azure Tables SDKs"
 
 
@@ -52,7 +56,7 @@ def metadata(version: str) -> str:
     readme = (HERE / "README.md").read_text(encoding="utf-8")
     return (
         "Metadata-Version: 2.1\n"
-        f"Name: {NAME}\n"
+        f"Name: {DIST_NAME}\n"
         f"Version: {version}\n"
         f"Summary: {SUMMARY}\n"
         "License: MIT\n"
@@ -68,11 +72,11 @@ def build(binary_path: Path, version: str, out: Path, tag: str | None) -> Path:
     binary = binary_path.read_bytes()
     tag = tag or platform_tag(binary)
     exe = "tablestore.exe" if binary_path.suffix == ".exe" else "tablestore"
-    dist_info = f"{NAME}-{version}.dist-info"
-    data_dir = f"{NAME}-{version}.data"
+    dist_info = f"{FILE_NAME}-{version}.dist-info"
+    data_dir = f"{FILE_NAME}-{version}.data"
     files: list[tuple[str, bytes, int]] = []  # (path in the wheel, bytes, unix mode)
-    for source in sorted((HERE / NAME).glob("*.py")):
-        files.append((f"{NAME}/{source.name}", source.read_bytes(), 0o644))
+    for source in sorted((HERE / MODULE).glob("*.py")):
+        files.append((f"{MODULE}/{source.name}", source.read_bytes(), 0o644))
     files.append((f"{data_dir}/scripts/{exe}", binary, 0o755))
     files.append((f"{dist_info}/METADATA", metadata(version).encode(), 0o644))
     files.append(
@@ -83,7 +87,7 @@ def build(binary_path: Path, version: str, out: Path, tag: str | None) -> Path:
         )
     )
     files.append(
-        (f"{dist_info}/entry_points.txt", b"[pytest11]\ntablestore = tablestore.pytest_plugin\n", 0o644)
+        (f"{dist_info}/entry_points.txt", f"[pytest11]\ntablestore = {MODULE}.pytest_plugin\n".encode(), 0o644)
     )
     files.append((f"{dist_info}/licenses/LICENSE", (HERE.parent.parent / "LICENSE").read_bytes(), 0o644))
     record_path = f"{dist_info}/RECORD"
@@ -91,7 +95,7 @@ def build(binary_path: Path, version: str, out: Path, tag: str | None) -> Path:
     files.append((record_path, record.encode(), 0o644))
 
     out.mkdir(parents=True, exist_ok=True)
-    wheel = out / f"{NAME}-{version}-py3-none-{tag}.whl"
+    wheel = out / f"{FILE_NAME}-{version}-py3-none-{tag}.whl"
     with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as z:
         for path, data, mode in files:
             info = zipfile.ZipInfo(path, date_time=(2020, 1, 1, 0, 0, 0))

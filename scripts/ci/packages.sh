@@ -50,7 +50,7 @@ echo "packages: built in $((SECONDS - START)) s"
 # --- Python: a fresh venv with only the wheel, pytest and the SDK -------------------------
 t0=$SECONDS
 VENV="$WORK/pkg-venv"
-WHEEL="$(ls "$DIST"/tablestore-*.whl | head -n1)"
+WHEEL="$(ls "$DIST"/tablestore_server-*.whl | head -n1)"
 echo "==> fresh venv: $WHEEL"
 py_reqs=()
 while read -r req; do py_reqs+=("$req"); done < <(grep -E '^(azure-data-tables|azure-core|pytest)==' tests/compat/python/requirements.txt)
@@ -97,8 +97,8 @@ PROJECT="$WORK/pkg-npm"
 mkdir -p "$PROJECT"
 printf '{ "name": "tablestore-package-check", "version": "0.0.0", "private": true, "type": "module" }\n' >"$PROJECT/package.json"
 sdk_version="$(sed -n 's/.*"@azure\/data-tables": "\([^"]*\)".*/\1/p' tests/compat/js/package.json)"
-main_tgz="$(ls "$DIST"/tablestore-[0-9]*.tgz | head -n1)"
-platform_tgz="$(ls "$DIST"/tablestore-*-*-[0-9]*.tgz | head -n1)"
+main_tgz="$(ls "$DIST"/tablestore-server-[0-9]*.tgz | head -n1)"
+platform_tgz="$(ls "$DIST"/tablestore-server-*-*-[0-9]*.tgz | head -n1)"
 echo "==> fresh npm project: $(basename "$platform_tgz") $(basename "$main_tgz") @azure/data-tables@$sdk_version"
 if (cd "$PROJECT" && npm install --prefer-offline --no-audit --no-fund --loglevel=error \
       "$platform_tgz" "$main_tgz" "@azure/data-tables@$sdk_version"); then

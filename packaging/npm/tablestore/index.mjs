@@ -1,6 +1,6 @@
 // Start a tablestore server from JavaScript tests:
 //
-//   import { start } from "tablestore";
+//   import { start } from "tablestore-server";
 //   const server = await start();          // in memory, free loopback port
 //   TableClient.fromConnectionString(server.connectionString, "people");
 //   await server.stop();
@@ -8,7 +8,7 @@
 // or as a test runner's global setup (vitest `globalSetup`: the returned function is the
 // teardown); the connection string is put in process.env.TABLESTORE_CONNECTION_STRING:
 //
-//   export { globalSetup as default } from "tablestore";
+//   export { globalSetup as default } from "tablestore-server";
 //
 // or with production realism (docs/realism.md), installing fault rules while a test runs:
 //

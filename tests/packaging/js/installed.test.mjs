@@ -1,15 +1,16 @@
 // The installed npm package as a user meets it. scripts/ci/packages.sh copies this file into
-// a temporary npm project where only the packed tablestore tarballs and @azure/data-tables
+// a temporary npm project where only the packed tablestore-server tarballs and @azure/data-tables
 // are installed, and runs it there with `node --test`.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, execFileSync } from "node:child_process";
 import { openSync, readSync, closeSync, realpathSync, readFileSync, writeFileSync } from "node:fs";
+import * as net from "node:net";
 import * as readline from "node:readline";
 import * as path from "node:path";
 import { randomUUID } from "node:crypto";
 import { TableClient, TableServiceClient } from "@azure/data-tables";
-import { start, startRealismServer, globalSetup, freshAccount, binaryPath } from "tablestore";
+import { start, startRealismServer, globalSetup, freshAccount, binaryPath } from "tablestore-server";
 
 const READY = "Azurite Table service is successfully listening at ";
 const SERVER_ARGS = ["--inMemoryPersistence", "--tablePort", "0"];
@@ -33,7 +34,7 @@ async function scenario(connectionString) {
 test("npx tablestore runs the platform binary", () => {
   const out = execFileSync("npx", ["--offline", "--no-install", "tablestore", "--version"], { encoding: "utf8" });
   assert.match(out, /^tablestore \d+\.\d+\.\d+/);
-  assert.ok(binaryPath().includes(path.join("node_modules", "@tablestore")), binaryPath());
+  assert.ok(binaryPath().includes(path.join("node_modules", "tablestore-server-")), binaryPath());
 });
 
 test("the installed command is the native binary, not a node launcher", { skip: process.platform === "win32" }, () => {
@@ -62,14 +63,30 @@ async function startGroup(command, args, env = process.env) {
   return { child, exited, endpoint };
 }
 
-/** Whether a server still answers at `endpoint` 5 s from now (false as soon as it stops). */
+/** Whether a server still listens at `endpoint` 5 s from now (false as soon as a TCP connection
+ * is refused). A plain connect, not fetch: an HTTP request caught in the server's graceful
+ * shutdown may wait on a socket that keeps nothing in this process alive. */
 async function stillAnswers(endpoint) {
+  const { hostname, port } = new URL(endpoint);
+  const listening = () =>
+    new Promise((resolve) => {
+      const socket = net.connect({ host: hostname, port: Number(port) });
+      const timer = setTimeout(() => {
+        socket.destroy();
+        resolve(true); // connected or pending: the port is not refused yet
+      }, 1000);
+      socket.once("connect", () => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => {
+        clearTimeout(timer);
+        resolve(false);
+      });
+    });
   for (const deadline = Date.now() + 5000; Date.now() < deadline; ) {
-    try {
-      await fetch(`${endpoint}/_health`);
-    } catch {
-      return false;
-    }
+    if (!(await listening())) return false;
     await new Promise((r) => setTimeout(r, 100));
   }
   return true;
@@ -85,7 +102,7 @@ function killGroup(child) {
 }
 
 test("the node launcher (kept for --ignore-scripts and Windows) passes SIGTERM and SIGINT on", async () => {
-  const launcher = path.resolve("node_modules", "tablestore", "lib", "launcher.cjs");
+  const launcher = path.resolve("node_modules", "tablestore-server", "lib", "launcher.cjs");
   assert.match(execFileSync("node", [launcher, "--version"], { encoding: "utf8" }), /^tablestore /);
   for (const signal of ["SIGTERM", "SIGINT"]) {
     const { child, exited } = await startGroup("node", [launcher, ...SERVER_ARGS]);
@@ -102,7 +119,7 @@ test("the node launcher (kept for --ignore-scripts and Windows) passes SIGTERM a
 test("under npx the node launcher stops the server when npm's shell dies", { skip: process.platform === "win32" }, async () => {
   // As npm runs it: `sh -c '<bin> …'` marked npm_lifecycle_event=npx; npm's SIGTERM reaches
   // the shell alone.
-  const launcher = path.resolve("node_modules", "tablestore", "lib", "launcher.cjs");
+  const launcher = path.resolve("node_modules", "tablestore-server", "lib", "launcher.cjs");
   const { child, exited, endpoint } = await startGroup(
     "sh",
     ["-c", `node '${launcher}' ${SERVER_ARGS.join(" ")}`],
