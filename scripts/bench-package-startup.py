@@ -12,9 +12,9 @@ starting a server measures, --runs times, an in-memory server on a free loopback
          ("Azurite Table service is successfully listening at ..."; the port is bound by then)
   stop   from SIGTERM to the process's exit, with no request in flight
 
-Ways: the binary itself; the pip-installed `tablestore` command; `python -m tablestore`; the
+Ways: the binary itself; the pip-installed `tablestore` command; `python -m tablestore_server`; the
 npm-installed command (node_modules/.bin/tablestore, a node launcher); `npx tablestore`;
-the Python API `tablestore.Server()` (what the pytest fixture calls) and the JS `start()`
+the Python API `tablestore_server.Server()` (what the pytest fixture calls) and the JS `start()`
 helper, both timed inside their own interpreter (interpreter start-up excluded, as in a test
 run). Prints a table of medians and 90th percentiles in milliseconds, and for commands the
 CPU time (user + system, all their processes) one start and stop costs — the figure that holds
@@ -69,10 +69,10 @@ def time_command(argv: list[str], runs: int, cwd: Path | None = None) -> tuple[l
 
 
 PY_API = """
-import json, sys, time, tablestore
+import json, sys, time, tablestore_server
 ready, stop = [], []
 for _ in range(int(sys.argv[1])):
-    t0 = time.perf_counter(); s = tablestore.Server(); t1 = time.perf_counter()
+    t0 = time.perf_counter(); s = tablestore_server.Server(); t1 = time.perf_counter()
     s.stop(); t2 = time.perf_counter()
     ready.append((t1 - t0) * 1000); stop.append((t2 - t1) * 1000)
 print(json.dumps([ready, stop]))
@@ -117,7 +117,7 @@ def main() -> None:
         ways = [
             ("binary itself", [str(binary)]),
             ("pip: tablestore (venv/bin)", [str(venv / "bin/tablestore")]),
-            ("pip: python -m tablestore", [str(venv / "bin/python"), "-m", "tablestore"]),
+            ("pip: python -m tablestore_server", [str(venv / "bin/python"), "-m", "tablestore_server"]),
             ("npm: node_modules/.bin/tablestore", [str(project / "node_modules/.bin/tablestore")]),
             ("npm: npx tablestore", ["npx", "--offline", "--no-install", "tablestore"]),
         ]
@@ -126,7 +126,7 @@ def main() -> None:
             rows.append((name, *time_command(argv + SERVER_ARGS, runs, cwd=project)))
         out = subprocess.run([str(venv / "bin/python"), "-c", PY_API, str(a.runs)],
                              check=True, capture_output=True, text=True).stdout
-        rows.append(("pytest fixture: tablestore.Server()", *json.loads(out), []))
+        rows.append(("pytest fixture: tablestore_server.Server()", *json.loads(out), []))
         (project / "bench.mjs").write_text(JS_API)
         out = subprocess.run(["node", "bench.mjs", str(a.runs)], cwd=project,
                              check=True, capture_output=True, text=True).stdout

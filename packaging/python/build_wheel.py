@@ -8,7 +8,7 @@ Why not maturin: its `bin` bindings run `cargo build` themselves, which in CI wo
 second full build of the binary the test command has just built. A wheel is a zip with
 three metadata files; this writes exactly the layout maturin's `bin` bindings produce: the
 binary as a *script* (`<name>.data/scripts/tablestore`, installed onto PATH by pip with no
-Python wrapper in between), plus the `tablestore` Python module and its pytest plugin.
+Python wrapper in between), plus the `tablestore_server` Python module and its pytest plugin.
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# The distribution's name on PyPI (`tablestore` there is Alibaba Cloud's SDK; docs/decisions.md),
-# its normalized form in file names, and the Python module it installs.
+# The distribution's name on PyPI (`tablestore` there is Alibaba Cloud's SDK, whose module is
+# `tablestore` too; docs/decisions.md), its normalized form in file names, and the Python module
+# it installs.
 DIST_NAME = "tablestore-server"
 FILE_NAME = DIST_NAME.replace("-", "_")
-MODULE = "tablestore"
+MODULE = "tablestore_server"
 SUMMARY = "An Azure Table storage-compatible server: a fast local endpoint for the Azure Tables SDKs"
 
 

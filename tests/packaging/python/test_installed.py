@@ -12,7 +12,7 @@ import pytest
 from azure.core.exceptions import HttpResponseError
 from azure.data.tables import TableServiceClient
 
-import tablestore
+import tablestore_server
 
 
 def scenario(connection_string: str) -> None:
@@ -33,7 +33,7 @@ def test_the_command_is_on_path_in_the_venv():
     venv_bin = os.path.dirname(sys.executable)
     found = shutil.which("tablestore", path=venv_bin)
     assert found is not None, f"tablestore missing from {venv_bin}"
-    assert tablestore.binary_path() == found
+    assert tablestore_server.binary_path() == found
     out = subprocess.run([found, "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("tablestore ")
     # The installed command is the native binary itself, not a Python wrapper.
@@ -63,7 +63,7 @@ def test_the_installed_command_serves_an_sdk_scenario():
 
 
 def test_python_dash_m_runs_the_binary():
-    out = subprocess.run([sys.executable, "-m", "tablestore", "--version"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "tablestore_server", "--version"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("tablestore ")
 
@@ -96,7 +96,7 @@ def test_a_fresh_account_is_its_own(tablestore, tablestore_fresh_account):
 
 
 def test_a_server_started_from_python_stops_cleanly():
-    with tablestore.Server(args=["--silent"]) as server:
+    with tablestore_server.Server(args=["--silent"]) as server:
         scenario(server.connection_string)
         process = server.process
     assert process.returncode == 0
@@ -106,4 +106,4 @@ def test_a_server_that_cannot_start_says_why(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     with pytest.raises(RuntimeError, match="is a file, not a folder"):
-        tablestore.Server(location=str(blocker), timeout=10)
+        tablestore_server.Server(location=str(blocker), timeout=10)

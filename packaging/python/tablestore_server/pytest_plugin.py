@@ -3,7 +3,7 @@ fixture serving a fresh in-memory server on a free loopback port.
 
 Fixtures:
 
-* ``tablestore`` — a running :class:`tablestore.Server` (``.connection_string``,
+* ``tablestore`` — a running :class:`tablestore_server.Server` (``.connection_string``,
   ``.endpoint``, ``.table_endpoint``, ``.account``, ``.account_key``). One per session by
   default; ``--tablestore-scope function`` gives every test its own.
 * ``tablestore_fresh_account`` — a server of its own for one test, serving only a newly made

@@ -1,9 +1,9 @@
-"""tablestore: a local Azure Table storage-compatible server, packaged with its binary.
+"""tablestore-server: a local Azure Table storage-compatible server, packaged with its binary.
 
-``pip install tablestore`` puts the ``tablestore`` command on PATH (the native binary itself,
-no Python wrapper in between). This module starts it from Python::
+``pip install tablestore-server`` puts the ``tablestore`` command on PATH (the native binary
+itself, no Python wrapper in between). This module starts it from Python::
 
-    from tablestore import Server
+    from tablestore_server import Server
     with Server() as server:                    # in memory, free loopback port
         client = TableServiceClient.from_connection_string(server.connection_string)
 
@@ -224,4 +224,4 @@ class Server:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"<tablestore.Server {self.endpoint or 'not started'}>"
+        return f"<tablestore_server.Server {self.endpoint or 'not started'}>"

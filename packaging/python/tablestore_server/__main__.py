@@ -1,4 +1,4 @@
-"""``python -m tablestore …``: runs the installed binary with the same arguments."""
+"""``python -m tablestore_server …``: runs the installed binary with the same arguments."""
 
 import os
 import subprocess
