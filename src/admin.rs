@@ -39,14 +39,10 @@ struct AdminCli {
 /// Which server, and the key to sign with.
 #[derive(Debug, Args)]
 struct ServerArgs {
-    /// The server's URL.
-    #[arg(
-        long,
-        value_name = "URL",
-        default_value = "http://127.0.0.1:10002",
-        global = true
-    )]
-    url: String,
+    /// The server's URL (default: http://127.0.0.1 on the port TABLESTORE_PORT names, as the
+    /// server reads it, else 10002).
+    #[arg(long, value_name = "URL", global = true)]
+    url: Option<String>,
     /// The server by a connection string (its TableEndpoint, AccountName and AccountKey),
     /// instead of --url, --account and --account-key.
     #[arg(long, value_name = "CS", hide_env_values = true, global = true)]
@@ -208,7 +204,8 @@ fn server(args: &ServerArgs) -> Result<Server, String> {
             key,
         });
     }
-    let url = args.url.trim().trim_end_matches('/');
+    let url = args.url.clone().unwrap_or_else(default_url);
+    let url = url.trim().trim_end_matches('/');
     let origin = match url.split_once("://") {
         Some(("http" | "https", rest)) if !rest.is_empty() => {
             let host = rest.split('/').next().unwrap_or(rest);
@@ -231,6 +228,15 @@ fn server(args: &ServerArgs) -> Result<Server, String> {
         account: args.account.clone(),
         key,
     })
+}
+
+/// The server a plain `tablestore` started in this environment listens on.
+fn default_url() -> String {
+    let port = std::env::var("TABLESTORE_PORT")
+        .ok()
+        .filter(|p| p.parse::<u16>().is_ok_and(|p| p != 0))
+        .unwrap_or_else(|| "10002".to_string());
+    format!("http://127.0.0.1:{port}")
 }
 
 /// The rules file (or standard input for `-`).
@@ -288,10 +294,14 @@ fn send(
         builder = builder.body(body);
     }
     let response = builder.send().map_err(|e| {
-        format!(
-            "{shown}: {} (is the server running there? --url names another)",
-            plain(&e)
-        )
+        let text = plain(&e);
+        match untrusted_certificate(&text) {
+            Some(why) => format!(
+                "{shown}: the server's certificate is not trusted ({why}): pass it with --cacert \
+                 (docs/tls.md shows how to make one every client accepts)"
+            ),
+            None => format!("{shown}: {text} (is the server running there? --url names another)"),
+        }
     })?;
     let status = response.status();
     let body = response
@@ -308,6 +318,32 @@ fn send(
             .map(|d| format!(": {d}"))
             .unwrap_or_default()
     ))
+}
+
+/// Why TLS refused the server's certificate, in words, when that is what `text` (a transport
+/// error's chain) says; rustls names the reason only in its debug form.
+fn untrusted_certificate(text: &str) -> Option<&'static str> {
+    if !text.contains("invalid peer certificate") {
+        return None;
+    }
+    Some(
+        [
+            (
+                "CaUsedAsEndEntity",
+                "it is a CA certificate, used as the server's own",
+            ),
+            (
+                "UnknownIssuer",
+                "it is signed by an issuer this client does not know",
+            ),
+            ("NotValidForName", "it does not name this host"),
+            ("Expired", "it has expired"),
+            ("NotValidYet", "it is not valid yet"),
+        ]
+        .iter()
+        .find(|(code, _)| text.contains(code))
+        .map_or("it does not verify", |(_, why)| why),
+    )
 }
 
 /// `Code: message` from an error body, JSON (`odata.error`) or XML (`<Code>`, `<Message>`).
@@ -352,7 +388,8 @@ mod tests {
     fn the_development_account_signs_by_default() {
         let cli = args(&["metrics"]);
         let s = server(&cli.server).unwrap();
-        assert_eq!(s.origin, "http://127.0.0.1:10002");
+        assert_eq!(s.origin, default_url());
+        assert!(s.origin.starts_with("http://127.0.0.1:"), "{}", s.origin);
         assert_eq!(s.account, DEV_ACCOUNT);
         use base64::Engine as _;
         assert_eq!(
@@ -396,6 +433,22 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.contains("need an account key"), "{e}");
+    }
+
+    /// rustls names why it refused a certificate in debug text; the sentence names it in words.
+    #[test]
+    fn an_untrusted_certificate_is_said_in_words() {
+        let chain = "error sending request for url (https://127.0.0.1:1/metrics): client error \
+                     (Connect): invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))";
+        assert_eq!(
+            untrusted_certificate(chain),
+            Some("it is a CA certificate, used as the server's own")
+        );
+        assert_eq!(
+            untrusted_certificate("invalid peer certificate: UnknownIssuer"),
+            Some("it is signed by an issuer this client does not know")
+        );
+        assert_eq!(untrusted_certificate("connection refused"), None);
     }
 
     #[test]

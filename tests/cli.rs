@@ -1039,6 +1039,15 @@ fn admin_reaches_the_control_endpoints() {
     let out = admin(&["metrics", "--url", &url]);
     assert!(out.status.success(), "{out:?}");
     assert!(text(&out).contains("# TYPE "), "{}", text(&out));
+    // Without --url: the port TABLESTORE_PORT names, as the server reads it.
+    let out = piped(
+        BIN,
+        ["admin", "metrics"],
+        [("TABLESTORE_PORT", s.port.to_string())],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{out:?}");
     let out = admin(&["--url", &url, "insight", "--settle"]);
     assert!(out.status.success(), "{out:?}");
     let insight: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
