@@ -8,7 +8,8 @@
 #   3. start target/debug/tablestore on a free loopback port and a temp data dir,
 #      wait for GET /_health, run the Python and JS SDK suites and the Azure CLI
 #      scenario (scripts/ci/azure-cli.sh) against it, stop it
-#   4. the SDK documentation examples; scripts/ci/packages.sh (wheel and npm package of the
+#   4. the SDK documentation examples; scripts/ci/docs-walk.py (the shell commands README.md and
+#      docs/ mark with `<!-- docs-walk -->`, run against the binary); scripts/ci/packages.sh (wheel and npm package of the
 #      binary just built, installed fresh and exercised) and scripts/ci/docker.sh (the image
 #      built from that binary with Debian's podman, which it installs with apt when missing,
 #      on a Debian base it makes with debootstrap and caches; every documented `docker run`
@@ -45,7 +46,7 @@
 #                               JS groups to skip (the Python equivalent is -m).
 #   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_LINT=1, TABLESTORE_SKIP_PYTHON=1,
 #   TABLESTORE_SKIP_JS=1, TABLESTORE_SKIP_EXAMPLES=1, TABLESTORE_SKIP_AZURE_CLI=1,
-#   TABLESTORE_SKIP_PACKAGES=1, TABLESTORE_SKIP_DOCKER=1, TABLESTORE_SKIP_CONSOLE=1,
+#   TABLESTORE_SKIP_PACKAGES=1, TABLESTORE_SKIP_DOCKER=1, TABLESTORE_SKIP_CONSOLE=1, TABLESTORE_SKIP_DOCS=1,
 #   TABLESTORE_SKIP_POSTGRES=1  leave out a stage.
 #   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
 set -euo pipefail
@@ -421,6 +422,10 @@ ci_stage() { # name script args...
   fi
 }
 if [ "$TARGET" = "tablestore" ] && [ -x "$SERVER_BIN" ]; then
+  # The guides' marked commands, so the docs cannot drift from the program.
+  if [ "${TABLESTORE_SKIP_DOCS:-0}" != "1" ]; then
+    ci_stage docs scripts/ci/docs-walk.py --binary "$SERVER_BIN"
+  fi
   if [ "${TABLESTORE_SKIP_PACKAGES:-0}" != "1" ]; then
     ci_stage packages scripts/ci/packages.sh --binary "$SERVER_BIN" --work "$WORK" --sdk-venv "$VENV"
   fi
