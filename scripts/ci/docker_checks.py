@@ -11,8 +11,8 @@ What runs:
   a free loopback port, `--rm` applied by removing the container at the end, the shell's `$PWD`
   a scratch folder that holds `tests` (this repository's) and `certs` (the test certificate).
   Every run must become healthy (the image's own HEALTHCHECK through `podman healthcheck run`,
-  and GET /_health through the published port), print Azurite's readiness line (what the
-  Testcontainers recipes wait for), run as the user it should (10002 unless `--user`), answer a
+  and GET /_health through the published port), print the readiness line of the Azurite
+  command it names (what log-watching waits look for), run as the user it should (10002 unless `--user`), answer a
   Python SDK round trip through the published port, keep its promises (a /seed folder is
   imported; with a /data volume the store is there, owned by that user) and stop on SIGTERM
   within the grace period with exit code 0;
@@ -54,7 +54,11 @@ IMAGE_UID = 10002
 # `docker stop`'s default grace period; the checks stop every container with it.
 GRACE_S = 10
 HEALTHY_WITHIN_S = 30
+# The readiness line of the Azurite command a run names (docs/configuration.md): the standalone
+# `azurite-table` command's, else the all-in-one command's Table line, which the Testcontainers
+# recipes and modules wait for.
 READY_LINE = "Table service is successfully listening"
+STANDALONE_READY_LINE = "Azurite Table service successfully started on"
 
 # Scenarios that are not a command of the docs (or not only), as `docker run` lines.
 SCENARIOS = [
@@ -147,6 +151,9 @@ class Run:
 
     def scheme(self) -> str:
         return "https" if "--cert" in self.command else "http"
+
+    def ready_line(self) -> str:
+        return STANDALONE_READY_LINE if self.command[:1] == ["azurite-table"] else READY_LINE
 
     def uid(self) -> int:
         return int(self.user.split(":")[0]) if self.user else IMAGE_UID
@@ -471,8 +478,9 @@ def exercise(run: Run, name: str) -> str:
     try:
         seen.append(f"HEALTHCHECK and /_health pass after {wait_healthy(c):.1f} s")
         logs = podman("logs", c.name)
-        if READY_LINE not in logs.stdout + logs.stderr:
-            raise CheckFailed(f"no `{READY_LINE}` line in its log (the Testcontainers recipes wait for it)")
+        ready = run.ready_line()
+        if ready not in logs.stdout + logs.stderr:
+            raise CheckFailed(f"no `{ready}` line in its log (log-watching waits look for it)")
         uids, _ = process_uid(c)
         if set(uids) != {str(run.uid())}:
             raise CheckFailed(f"the server runs as uid {'/'.join(sorted(set(uids)))}, not {run.uid()}")
