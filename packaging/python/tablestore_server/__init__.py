@@ -7,7 +7,7 @@ itself, no Python wrapper in between). This module starts it from Python::
     with Server() as server:                    # in memory, free loopback port
         client = TableServiceClient.from_connection_string(server.connection_string)
 
-The pytest plugin in :mod:`tablestore.pytest_plugin` builds its fixtures on :class:`Server`,
+The pytest plugin in :mod:`tablestore_server.pytest_plugin` builds its fixtures on :class:`Server`,
 ``realism_server`` among them (docs/realism.md): a server with realism options, and
 ``server.faults`` to install fault rules while a test runs.
 """

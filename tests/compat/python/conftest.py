@@ -24,7 +24,7 @@ from azure.data.tables import TableClient, TableServiceClient
 # The wheel's pytest plugin, from the source tree: its `realism_server` fixture is the one
 # test_realism.py uses (realism.py), so the suite and the package share one copy.
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "packaging" / "python"))
-pytest_plugins = ["tablestore.pytest_plugin"]
+pytest_plugins = ["tablestore_server.pytest_plugin"]
 
 ACCOUNT_NAME = "devstoreaccount1"
 ACCOUNT_KEY = (

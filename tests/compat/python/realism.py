@@ -1,5 +1,5 @@
 """The realism fixture this suite uses is the one the wheel's pytest plugin ships
-(packaging/python/tablestore/pytest_plugin.py, ``realism_server`` and ``server.faults``),
+(packaging/python/tablestore_server/pytest_plugin.py, ``realism_server`` and ``server.faults``),
 registered from the source tree in conftest.py so there is one copy. This override only
 points it at the binary under test (``TABLESTORE_BIN``, else target/*/tablestore), and skips
 when there is none (for example against Azurite)::

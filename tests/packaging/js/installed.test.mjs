@@ -239,7 +239,7 @@ const EXAMPLES = GUIDE ? [...readFileSync(GUIDE, "utf8").matchAll(/^```js\n([\s\
 test("the realism guide has its JS examples", () => {
   assert.ok(GUIDE, "TABLESTORE_REALISM_GUIDE is not set (scripts/ci/packages.sh sets it to docs/realism.md)");
   assert.equal(EXAMPLES.length, 4, `${EXAMPLES.length} js examples in ${GUIDE}`);
-  for (const e of EXAMPLES) assert.match(e, /from "tablestore"/);
+  for (const e of EXAMPLES) assert.match(e, /from "tablestore-server"/);
 });
 
 EXAMPLES.forEach((code, n) => {
