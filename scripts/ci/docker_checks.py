@@ -69,6 +69,11 @@ SCENARIOS = [
     ("the Azurite image's default command line",
      "docker run --rm -p 10002:10002 -v tablestore-data:/data tablestore "
      "azurite -l /data --blobHost 0.0.0.0 --queueHost 0.0.0.0 --tableHost 0.0.0.0"),
+    # Testcontainers' Azurite modules for .NET, Node and Go replace the entrypoint with `azurite`
+    # (docs/clients.md): the image's link runs tablestore, which prints that command's line.
+    ("Testcontainers' `azurite` entrypoint",
+     "docker run --rm -p 10002:10002 --entrypoint azurite tablestore "
+     "--blobHost 0.0.0.0 --queueHost 0.0.0.0 --tableHost 0.0.0.0"),
 ]
 # The run that the SIGTERM and persistence checks use: the README's.
 README_RUN = "docker run --rm -p 10002:10002 -v tablestore-data:/data tablestore"
@@ -129,11 +134,12 @@ class Run:
     env: list[str] = field(default_factory=list)
     user: str | None = None
     read_only: bool = False
+    entrypoint: str | None = None
     command: list[str] = field(default_factory=list)
 
     def key(self) -> tuple:
         return (tuple(self.publish), tuple(self.volumes), tuple(self.env), self.user,
-                self.read_only, tuple(self.command))
+                self.read_only, self.entrypoint, tuple(self.command))
 
     def label(self) -> str:
         places = ", ".join(self.where[:3]) + (f" and {len(self.where) - 3} more" if len(self.where) > 3 else "")
@@ -153,7 +159,8 @@ class Run:
         return "https" if "--cert" in self.command else "http"
 
     def ready_line(self) -> str:
-        return STANDALONE_READY_LINE if self.command[:1] == ["azurite-table"] else READY_LINE
+        standalone = self.entrypoint == "azurite-table" or self.command[:1] == ["azurite-table"]
+        return STANDALONE_READY_LINE if standalone else READY_LINE
 
     def uid(self) -> int:
         return int(self.user.split(":")[0]) if self.user else IMAGE_UID
@@ -184,7 +191,8 @@ def parse_docker_run(text: str, where: str, cwd: Path) -> Run | None:
         if option == "--read-only":
             run.read_only = True
             continue
-        if option not in ("-p", "--publish", "-v", "--volume", "-e", "--env", "-u", "--user", "--name"):
+        if option not in ("-p", "--publish", "-v", "--volume", "-e", "--env", "-u", "--user", "--name",
+                          "--entrypoint"):
             raise ValueError(f"it uses `{option}`, which scripts/ci/docker_checks.py does not translate yet")
         if value is None:
             if not args:
@@ -198,6 +206,8 @@ def parse_docker_run(text: str, where: str, cwd: Path) -> Run | None:
             run.env.append(value)
         elif option in ("-u", "--user"):
             run.user = value
+        elif option == "--entrypoint":
+            run.entrypoint = value
     if not args:
         raise ValueError("it names no image")
     if args[0] not in ("tablestore", "tablestore:latest"):
@@ -328,6 +338,8 @@ def start(run: Run, name: str) -> Container:
     if run.read_only:
         # Docker's --read-only mounts no tmpfs anywhere; podman's adds /tmp, /run and /var/tmp.
         args += ["--read-only", "--read-only-tmpfs=false"]
+    if run.entrypoint:
+        args += ["--entrypoint", run.entrypoint]
     done = podman(*args, "localhost/tablestore:latest", *run.command, timeout=60)
     if done.returncode != 0:
         raise CheckFailed(f"podman run failed: {one_line(done.stderr)}")
