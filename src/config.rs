@@ -115,7 +115,10 @@ const AFTER_HELP: &str = "\
 Azurite compatibility: a leading `azurite` or `azurite-table` word is skipped, so a Docker or
 Compose command written for mcr.microsoft.com/azure-storage/azurite works unchanged, e.g.
 `tablestore azurite-table --tableHost 0.0.0.0 --tablePort 10002 -l /data`.
-Readiness: GET /_health answers 200 once the server serves requests.
+Readiness: GET /_health answers 200 once the server serves requests; the last start-up line is
+the readiness line of the Azurite command it was started as (docs/configuration.md).
+Other commands: `tablestore export --help`, `tablestore import --help` (moving data) and
+`tablestore admin --help` (insight, metrics and fault rules of a running server).
 Documentation: docs/configuration.md";
 
 #[derive(Debug, Clone, Parser)]

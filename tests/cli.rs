@@ -499,6 +499,9 @@ fn help_lists_the_azurite_options() {
         "--blobHost",
         "--queueHost",
         "AZURITE_ACCOUNTS",
+        "--metrics-token",
+        "--import-azurite-if-present",
+        "tablestore admin --help",
     ] {
         assert!(
             help.contains(option),
