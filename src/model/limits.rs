@@ -30,6 +30,18 @@ pub enum EntityLimitError {
     KeysTooLongForStore,
 }
 
+impl std::fmt::Display for EntityLimitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EntityLimitError::TooManyProperties => "it would have more than 252 properties",
+            EntityLimitError::EntityTooLarge => "it would be larger than 1 MiB",
+            EntityLimitError::KeysTooLongForStore => {
+                "its keys together are longer than the store can index"
+            }
+        })
+    }
+}
+
 /// Size of an entity as the service accounts it:
 /// `4 + 2·(|PK|+|RK|) + Σ(8 + 2·|name| + size(value))`, lengths in UTF-16 code units.
 pub fn entity_size(partition_key: &str, row_key: &str, properties: &[Property]) -> usize {

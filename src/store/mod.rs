@@ -128,7 +128,7 @@ impl std::fmt::Display for StoreError {
             StoreError::EntityNotFound => f.write_str("the entity does not exist"),
             StoreError::EntityAlreadyExists => f.write_str("the entity already exists"),
             StoreError::PreconditionFailed => f.write_str("the entity's ETag does not match"),
-            StoreError::EntityLimit(l) => write!(f, "the entity would exceed a limit ({l:?})"),
+            StoreError::EntityLimit(l) => write!(f, "the entity cannot be stored: {l}"),
             StoreError::FolderInUse => f.write_str("the data folder is in use by another process"),
             StoreError::DiskFull { free, reserve } => write!(
                 f,
@@ -1036,5 +1036,42 @@ impl GroupCommit {
             }
             state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every store error reads as words (logs and start-up lines print it), never as Rust's
+    /// debug text, and keeps its cause.
+    #[test]
+    fn store_errors_read_as_words_and_keep_their_cause() {
+        let errors = [
+            StoreError::EntityLimit(EntityLimitError::TooManyProperties),
+            StoreError::EntityLimit(EntityLimitError::EntityTooLarge),
+            StoreError::EntityLimit(EntityLimitError::KeysTooLongForStore),
+            StoreError::FolderInUse,
+            StoreError::DiskFull {
+                free: 1,
+                reserve: 2,
+            },
+            StoreError::io("writing", std::io::ErrorKind::StorageFull.into()),
+            StoreError::database("the database said no"),
+            StoreError::Corrupt("the entity".into()),
+        ];
+        for e in &errors {
+            let text = e.to_string();
+            assert!(
+                !text.contains('{') && !text.contains("::") && !text.contains("Error("),
+                "{text}"
+            );
+            if let StoreError::EntityLimit(l) = e {
+                assert!(!text.contains(&format!("{l:?}")), "debug text: {text}");
+            }
+        }
+        let io = &errors[5];
+        assert!(std::error::Error::source(io).is_some());
+        assert_eq!(io.io_kind(), Some(std::io::ErrorKind::StorageFull));
     }
 }
