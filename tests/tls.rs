@@ -16,6 +16,7 @@ use common::child::Signer;
 use common::Reply;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
+use tablestore::auth::bearer::STORAGE_APP_ID;
 use tablestore::auth::canonical::ServiceSasFields;
 use tablestore::config::{Config, OAuthLevel, DEV_ACCOUNT};
 use tablestore::testing::TestServer;
@@ -648,6 +649,8 @@ async fn bearer_tokens_need_an_entra_id_issuer() {
         format!("https://login.microsoftonline.com/{tid}/v2.0"),
         format!("https://login.microsoftonline.us/{tid}/v2.0"),
         format!("https://login.partner.microsoftonline.cn/{tid}/v2.0"),
+        format!("https://sts.windows-ppe.net/{tid}/"),
+        format!("https://sts.windows-ppe.net/{tid}"),
     ];
     let refused = [
         "https://accounts.google.com".to_string(),
@@ -704,6 +707,177 @@ async fn bearer_tokens_need_an_entra_id_issuer() {
         "{}",
         r.text()
     );
+}
+
+/// `GET {path}` with `Authorization: Bearer {token}`.
+async fn get_with_token(
+    client: &reqwest::Client,
+    endpoint: &str,
+    path: &str,
+    token: &str,
+) -> Reply {
+    send(
+        client,
+        endpoint,
+        Method::GET,
+        path,
+        Auth::Bearer(token),
+        None,
+    )
+    .await
+}
+
+/// A token with Azurite's test suite's claims (`generateJWTToken` in its `tests/testutils.ts`):
+/// times as Unix seconds, `scp`, `oid`, `tid`.
+fn suite_token(nbf: &str, exp: &str, iss: &str, aud: &str) -> String {
+    let seconds = |day: &str| {
+        chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d")
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap()
+            .and_utc()
+            .timestamp()
+    };
+    let header = URL_SAFE_NO_PAD.encode(json!({ "alg": "RS256", "typ": "JWT" }).to_string());
+    let payload = URL_SAFE_NO_PAD.encode(
+        json!({
+            "nbf": seconds(nbf),
+            "iat": seconds("2019-01-01"),
+            "exp": seconds(exp),
+            "iss": iss,
+            "aud": aud,
+            "scp": "user_impersonation",
+            "oid": "23657296-5cd5-45b0-a809-d972a7f4dfe1",
+            "tid": "dd0d0df1-06c3-436c-8034-4b9a153097ce",
+        })
+        .to_string(),
+    );
+    format!("{header}.{payload}.c2lnbmF0dXJlLW5vdC1jaGVja2Vk")
+}
+
+/// The token forms of Azurite's OAuth tests, on the wire: its pre-production issuer with every
+/// audience it lists, the sovereign-cloud issuers, and the refusals (issuer, audience, `nbf`,
+/// `exp`) with Azure's 401 `InvalidAuthenticationInfo`, detail and challenge.
+#[tokio::test]
+async fn the_token_forms_of_azurites_suite() {
+    let cert = make_cert();
+    let client = https_client(&cert);
+    let mut config = https_config(&cert);
+    config.oauth = Some(OAuthLevel::Basic);
+    let server = TestServer::start_with(config).await.unwrap();
+    let endpoint = server.endpoint();
+    let tenant = "ab1f708d-50f6-404c-a006-d71b2ac7a606";
+    let ppe = format!("https://sts.windows-ppe.net/{tenant}/");
+    let (valid_from, valid_to) = ("2019-01-01", "2100-01-01");
+
+    // Azurite's "Should work with create table" token, then each of its valid audiences.
+    let token = suite_token(valid_from, valid_to, &ppe, "https://storage.azure.com");
+    let table = "oauthsuiteforms";
+    let r = send(
+        &client,
+        &endpoint,
+        Method::POST,
+        &format!("/{DEV_ACCOUNT}/Tables"),
+        Auth::Bearer(&token),
+        Some(json!({ "TableName": table })),
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
+    let audiences = [
+        "https://storage.azure.com",
+        "https://storage.azure.com/",
+        "e406a681-f3d4-42a8-90b6-c2b029497af1",
+        "https://devstoreaccount1.table.core.windows.net",
+        "https://devstoreaccount1.table.core.windows.net/",
+        "https://devstoreaccount1.table.core.chinacloudapi.cn",
+        "https://devstoreaccount1.table.core.chinacloudapi.cn/",
+        "https://devstoreaccount1.table.core.usgovcloudapi.net",
+        "https://devstoreaccount1.table.core.usgovcloudapi.net/",
+        "https://devstoreaccount1.table.core.cloudapi.de",
+        "https://devstoreaccount1.table.core.cloudapi.de/",
+    ];
+    // The issuers of its valid-issuer list, each with one tenant segment (the PPE one also
+    // without the trailing `/`).
+    let issuers = [
+        format!("https://sts.windows.net/{tenant}/"),
+        format!("https://sts.microsoftonline.de/{tenant}/"),
+        format!("https://sts.chinacloudapi.cn/{tenant}/"),
+        format!("https://sts.windows-ppe.net/{tenant}"),
+        ppe.clone(),
+    ];
+    let accepted = audiences
+        .iter()
+        .map(|aud| {
+            (
+                aud.to_string(),
+                suite_token(valid_from, valid_to, &ppe, aud),
+            )
+        })
+        .chain(issuers.iter().map(|iss| {
+            let token = suite_token(valid_from, valid_to, iss, STORAGE_APP_ID);
+            (iss.clone(), token)
+        }));
+    for (what, token) in accepted {
+        let path = format!("/{DEV_ACCOUNT}/{table}()");
+        let r = get_with_token(&client, &endpoint, &path, &token).await;
+        assert_eq!(r.status, StatusCode::OK, "{what}: {}", r.text());
+    }
+
+    let table_aud = "https://devstoreaccount1.table.core.windows.net";
+    let refused = [
+        (
+            suite_token(
+                valid_from,
+                valid_to,
+                &format!("https://invalidissuer/{tenant}/"),
+                table_aud,
+            ),
+            "Issuer validation failed. Issuer did not match.",
+        ),
+        // Azurite's list written as `{prefix}/{tenant}/`: an empty segment before the tenant.
+        (
+            suite_token(
+                valid_from,
+                valid_to,
+                &format!("https://sts.windows.net//{tenant}/"),
+                table_aud,
+            ),
+            "Issuer validation failed. Issuer did not match.",
+        ),
+        (
+            suite_token(
+                valid_from,
+                valid_to,
+                &ppe,
+                "https://invalidaccount.table.core.windows.net",
+            ),
+            "Audience validation failed. Audience did not match.",
+        ),
+        (
+            suite_token("2119-01-01", valid_to, &ppe, table_aud),
+            "Lifetime validation failed. The token is not yet valid.",
+        ),
+        (
+            suite_token(valid_from, "2019-01-01", &ppe, table_aud),
+            "Lifetime validation failed. The token is expired.",
+        ),
+    ];
+    for (token, detail) in refused {
+        let r = get_with_token(
+            &client,
+            &endpoint,
+            &format!("/{DEV_ACCOUNT}/Tables"),
+            &token,
+        )
+        .await;
+        assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{detail}: {}", r.text());
+        assert_eq!(r.error_code(), "InvalidAuthenticationInfo", "{detail}");
+        assert!(r.text().contains(detail), "{detail}: {}", r.text());
+        assert!(r.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Bearer authorization_uri="));
+    }
 }
 
 /// An X.509 version 1 certificate (what `openssl x509 -req -signkey` makes) is served as

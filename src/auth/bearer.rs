@@ -22,8 +22,11 @@
 //!   (v1 tokens, public and US Government clouds), `https://sts.chinacloudapi.cn/{tenant}/`,
 //!   `https://sts.microsoftonline.de/{tenant}/` (v1, 21Vianet and the retired German cloud),
 //!   or `https://{authority}/{tenant}/v2.0` with authority `login.microsoftonline.com`,
-//!   `login.microsoftonline.us` or `login.partner.microsoftonline.cn` (v2 tokens); otherwise
-//!   → 401 "Issuer validation failed. Issuer did not match." (the real service's text).
+//!   `login.microsoftonline.us` or `login.partner.microsoftonline.cn` (v2 tokens), or
+//!   Microsoft's pre-production Entra ID, `https://sts.windows-ppe.net/{tenant}` with or
+//!   without the trailing `/` (every token in Azurite's docs and tests has it, and Azurite
+//!   accepts it); otherwise → 401 "Issuer validation failed. Issuer did not match." (the real
+//!   service's text).
 //!
 //! **What is not checked**: the signature (no keys are fetched; anyone can mint a token), which
 //! tenant, scopes/roles (`scp`, `roles`) and any RBAC assignment, `iat`, `alg`
@@ -137,8 +140,14 @@ const V2_ISSUER_PREFIXES: [&str; 3] = [
     "https://login.partner.microsoftonline.cn/",
 ];
 
-/// `true` when `issuer` is a Microsoft Entra ID token issuer (global or sovereign cloud, v1 or
-/// v2 form) for some tenant. The tenant is one non-empty path segment.
+/// Microsoft's pre-production Entra ID (PPE), `{prefix}{tenant}` with or without a trailing
+/// `/`: Azurite lists it among its valid issuers (`src/common/utils/constants.ts`), and the
+/// example token of its docs and every token of its test suite use it.
+const PPE_ISSUER_PREFIX: &str = "https://sts.windows-ppe.net/";
+
+/// `true` when `issuer` is a Microsoft Entra ID token issuer (global, sovereign or
+/// pre-production cloud, v1 or v2 form) for some tenant. The tenant is one non-empty path
+/// segment.
 pub fn is_entra_issuer(issuer: &str) -> bool {
     let tenant_ok = |t: &str| !t.is_empty() && !t.contains('/');
     let v1 = V1_ISSUER_PREFIXES.iter().any(|p| {
@@ -147,12 +156,17 @@ pub fn is_entra_issuer(issuer: &str) -> bool {
             .and_then(|rest| rest.strip_suffix('/'))
             .is_some_and(tenant_ok)
     });
-    v1 || V2_ISSUER_PREFIXES.iter().any(|p| {
+    let v2 = V2_ISSUER_PREFIXES.iter().any(|p| {
         issuer
             .strip_prefix(p)
             .and_then(|rest| rest.strip_suffix("/v2.0"))
             .is_some_and(tenant_ok)
-    })
+    });
+    let ppe = issuer
+        .strip_prefix(PPE_ISSUER_PREFIX)
+        .map(|rest| rest.strip_suffix('/').unwrap_or(rest))
+        .is_some_and(tenant_ok);
+    v1 || v2 || ppe
 }
 
 /// Validates a bearer token for `req` (see the module notes for exactly what is checked).
@@ -264,6 +278,8 @@ mod tests {
             "https://login.microsoftonline.com/tid/v2.0",
             "https://login.microsoftonline.us/tid/v2.0",
             "https://login.partner.microsoftonline.cn/tid/v2.0",
+            "https://sts.windows-ppe.net/ab1f708d-50f6-404c-a006-d71b2ac7a606/",
+            "https://sts.windows-ppe.net/ab1f708d-50f6-404c-a006-d71b2ac7a606",
         ] {
             assert!(is_entra_issuer(ok), "{ok}");
         }
@@ -278,6 +294,12 @@ mod tests {
             "http://sts.windows.net/tid/",
             "https://accounts.google.com",
             "https://issuer.example/tid/v2.0",
+            "https://invalidissuer/ab1f708d-50f6-404c-a006-d71b2ac7a606/",
+            "https://sts.windows-ppe.net/",
+            "https://sts.windows-ppe.net",
+            "https://sts.windows-ppe.net//tid/",
+            "https://sts.windows-ppe.net/a/b/",
+            "https://sts.windows-ppe.net.evil.example/tid/",
             "",
         ] {
             assert!(!is_entra_issuer(bad), "{bad}");

@@ -227,6 +227,57 @@ describe("auth over HTTPS", { skip: httpsSkip }, () => {
     await rejectsWith(() => table.getEntity("p", "r"), 401);
   });
 
+  // The tokens of Azurite's own OAuth tests (its generateJWTToken: nbf/iat/exp in seconds, scp,
+  // oid, tid): Microsoft's pre-production issuer, which Azurite's docs and tests use, and the
+  // sovereign clouds are accepted; a foreign issuer, a wrong audience and a token outside its
+  // lifetime get Azure's 401 InvalidAuthenticationInfo with the reason.
+  test("the token forms of Azurite's test suite", async () => {
+    const tenant = "ab1f708d-50f6-404c-a006-d71b2ac7a606";
+    const at = (day) => Math.floor(Date.parse(`${day}T00:00:00Z`) / 1000);
+    const part = (v) => Buffer.from(JSON.stringify(v)).toString("base64url");
+    const suiteToken = ({ iss, aud, nbf = "2019-01-01", exp = "2100-01-01" }) =>
+      `${part({ alg: "RS256", typ: "JWT" })}.${part({
+        nbf: at(nbf), iat: at("2019-01-01"), exp: at(exp), iss, aud,
+        scp: "user_impersonation", oid: "23657296-5cd5-45b0-a809-d972a7f4dfe1",
+        tid: "dd0d0df1-06c3-436c-8034-4b9a153097ce",
+      })}.bm90LXNpZ25lZA`;
+    const options = { retryOptions: { maxRetries: 0 }, tlsOptions: { ca: certPem } };
+    const clientFor = (claims, name) =>
+      new TableClient(`${server.endpoint}/${ACCOUNT_NAME}`, name, {
+        getToken: async () => ({ token: suiteToken(claims), expiresOnTimestamp: Date.now() + 3600 * 1000 }),
+      }, options);
+    const ppe = `https://sts.windows-ppe.net/${tenant}/`;
+
+    for (const aud of [
+      "https://storage.azure.com", "https://storage.azure.com/", "e406a681-f3d4-42a8-90b6-c2b029497af1",
+      `https://${ACCOUNT_NAME}.table.core.windows.net/`, `https://${ACCOUNT_NAME}.table.core.chinacloudapi.cn`,
+      `https://${ACCOUNT_NAME}.table.core.usgovcloudapi.net`, `https://${ACCOUNT_NAME}.table.core.cloudapi.de/`,
+    ]) {
+      const table = clientFor({ iss: ppe, aud }, "jsppe");
+      await table.createTable();
+      await table.deleteTable();
+    }
+    for (const iss of [
+      `https://sts.windows.net/${tenant}/`, `https://sts.microsoftonline.de/${tenant}/`,
+      `https://sts.chinacloudapi.cn/${tenant}/`, `https://sts.windows-ppe.net/${tenant}`,
+    ]) {
+      const table = clientFor({ iss, aud: "https://storage.azure.com" }, "jsissuers");
+      await table.createTable();
+      await table.deleteTable();
+    }
+
+    const tableAud = `https://${ACCOUNT_NAME}.table.core.windows.net`;
+    for (const [claims, detail] of [
+      [{ iss: `https://invalidissuer/${tenant}/`, aud: tableAud }, "Issuer validation failed."],
+      [{ iss: ppe, aud: "https://invalidaccount.table.core.windows.net" }, "Audience validation failed."],
+      [{ iss: ppe, aud: tableAud, nbf: "2119-01-01" }, "Lifetime validation failed. The token is not yet valid."],
+      [{ iss: ppe, aud: tableAud, exp: "2019-01-01" }, "Lifetime validation failed. The token is expired."],
+    ]) {
+      const e = await rejectsWith(() => clientFor(claims, "jsrefused").createTable(), 401, "InvalidAuthenticationInfo");
+      assert.ok(e.message.includes(detail), `${detail}: ${e.message}`);
+    }
+  });
+
   test("an https-only SAS works over HTTPS", async () => {
     const owner = TableServiceClient.fromConnectionString(
       `DefaultEndpointsProtocol=https;AccountName=${ACCOUNT_NAME};AccountKey=${ACCOUNT_KEY};` +
