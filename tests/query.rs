@@ -304,6 +304,64 @@ async fn typing_rules_over_http() {
     assert!(rows(r).is_empty());
 }
 
+/// A bare `true`/`false` is a boolean of its own: the whole filter (a health check's
+/// `$filter=false`), or an operand of `and`/`or`/`not` (the .NET SDK's LINQ filters built from
+/// `PredicateBuilder.False`, Azure/Azurite#1787). It narrows the plan as a constant would.
+/// `True` is not the literal (filters are case-sensitive): it is a property name.
+#[tokio::test]
+async fn bare_true_and_false_are_boolean_expressions() {
+    let t = people().await;
+    let r = query(&t, "people", "false", "").await;
+    assert!(keys(&r).is_empty(), "{}", r.text());
+    assert_eq!(examined(&r), 0, "false reads nothing");
+    let r = query(&t, "people", "true", "").await;
+    assert_eq!(keys(&r).len(), 27);
+    assert_eq!(plan(&r), "scan+filter");
+    let r = query(&t, "people", "not false", "").await;
+    assert_eq!(keys(&r).len(), 27);
+    // Azurite's query test 14, with this table's keys.
+    let r = query(
+        &t,
+        "people",
+        "(true and RowKey eq '1') and ((false or PartitionKey eq 'a') or PartitionKey eq 'b') or PartitionKey eq 'c'",
+        "",
+    )
+    .await;
+    let mut got = keys(&r);
+    got.sort();
+    let mut want: Vec<(String, String)> =
+        (1..=9).map(|i| ("c".to_string(), i.to_string())).collect();
+    want.extend([
+        ("a".to_string(), "1".to_string()),
+        ("b".to_string(), "1".to_string()),
+    ]);
+    want.sort();
+    assert_eq!(got, want);
+    // `false or …` reads the other side's range only: one partition.
+    let r = query(&t, "people", "false or PartitionKey eq 'b'", "").await;
+    assert_eq!(keys(&r).len(), 9);
+    assert_eq!(plan(&r), "partition+filter");
+    let r = query(&t, "people", "PartitionKey eq 'a' and not true", "").await;
+    assert!(keys(&r).is_empty());
+    // Query Tables takes them too.
+    let r = t
+        .send(
+            "GET",
+            &format!("/Tables?$filter={}", enc("false")),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    assert_eq!(r.json()["value"].as_array().map(Vec::len), Some(0));
+    // Still refused: other letter cases and a bare boolean next to a literal.
+    for bad in ["True", "FALSE and Age eq 10", "Active eq True", "true true"] {
+        let r = query(&t, "people", bad, "").await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(r.error_code(), "InvalidInput", "{bad}");
+    }
+}
+
 #[tokio::test]
 async fn filter_errors_are_invalid_input_with_azure_messages() {
     let t = people().await;

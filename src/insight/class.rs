@@ -131,6 +131,7 @@ pub fn filtered_properties(filter: Option<&Expr>) -> Vec<String> {
                 Property::RowKey => "RowKey".to_string(),
                 Property::Timestamp => "Timestamp".to_string(),
             }),
+            Expr::Const(_) => {}
             Expr::Not(inner) => walk(inner, out),
             Expr::And(a, b) | Expr::Or(a, b) => {
                 walk(a, out);

@@ -94,7 +94,11 @@ pub(super) fn arb_filter() -> impl Strategy<Value = Expr> {
         arb_value(),
     )
         .prop_map(|(p, op, v)| Expr::compare(p, op, v));
-    let leaf = prop_oneof![3 => key_cmp, 1 => prop_cmp];
+    let leaf = prop_oneof![
+        6 => key_cmp,
+        2 => prop_cmp,
+        1 => any::<bool>().prop_map(Expr::Const),
+    ];
     leaf.prop_recursive(4, 15, 2, |inner| {
         prop_oneof![
             1 => inner.clone().prop_map(Expr::not),

@@ -91,6 +91,7 @@ pub fn holds(comparison: &Comparison, row: &impl Row) -> bool {
 pub fn matches(expr: &Expr, row: &impl Row) -> bool {
     match expr {
         Expr::Compare(c) => holds(c, row),
+        Expr::Const(b) => *b,
         Expr::Not(e) => !matches(e, row),
         Expr::And(a, b) => matches(a, row) && matches(b, row),
         Expr::Or(a, b) => matches(a, row) || matches(b, row),

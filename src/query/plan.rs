@@ -171,6 +171,14 @@ pub fn region(expr: &Expr, negate: bool, dim: &dyn Fn(&Property) -> Option<Dim>)
                 })
                 .collect()
         }
+        // `true` is every row, `false` none (and the reverse under `not`).
+        Expr::Const(b) => {
+            if *b != negate {
+                vec![Cell::all()]
+            } else {
+                Vec::new()
+            }
+        }
         Expr::Not(e) => region(e, !negate, dim),
         Expr::And(a, b) | Expr::Or(a, b) => {
             let ra = region(a, negate, dim);

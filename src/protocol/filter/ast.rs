@@ -124,6 +124,9 @@ pub struct Comparison {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
     Compare(Comparison),
+    /// A bare `true` or `false` where a boolean is expected (`$filter=false`,
+    /// `(true and RowKey eq '1')`): it matches every row or none.
+    Const(bool),
     Not(Box<Expr>),
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
@@ -155,6 +158,7 @@ impl Expr {
     pub fn comparison_count(&self) -> usize {
         match self {
             Expr::Compare(_) => 1,
+            Expr::Const(_) => 0,
             Expr::Not(e) => e.comparison_count(),
             Expr::And(a, b) | Expr::Or(a, b) => a.comparison_count() + b.comparison_count(),
         }
@@ -174,6 +178,7 @@ impl Expr {
                 write_literal(&c.value, out);
                 out.push(')');
             }
+            Expr::Const(b) => out.push_str(if *b { "true" } else { "false" }),
             Expr::Not(e) => {
                 out.push_str("(not ");
                 e.write_sexpr(out);
@@ -237,7 +242,7 @@ impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fn operand(e: &Expr, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             match e {
-                Expr::Compare(_) => write!(f, "{e}"),
+                Expr::Compare(_) | Expr::Const(_) => write!(f, "{e}"),
                 _ => write!(f, "({e})"),
             }
         }
@@ -247,6 +252,7 @@ impl fmt::Display for Expr {
                 write_literal(&c.value, &mut lit);
                 write!(f, "{} {} {lit}", c.property.name(), c.op.as_str())
             }
+            Expr::Const(b) => f.write_str(if *b { "true" } else { "false" }),
             Expr::Not(e) => {
                 f.write_str("not ")?;
                 operand(e, f)

@@ -190,6 +190,17 @@ mod tests {
                 "PartitionKey eq 'a' and (RowKey eq '1' or RowKey eq '9')",
                 "(and (eq PartitionKey 'a') (or (eq RowKey '1') (eq RowKey '9')))",
             ),
+            // Bare `true`/`false` are boolean expressions (the .NET SDK's LINQ filters, health
+            // checks); next to an operator they are still literals.
+            ("true", "true"),
+            ("false", "false"),
+            ("not false", "(not false)"),
+            ("(false)", "false"),
+            (
+                "(true and RowKey eq '1') and ((false or PartitionKey eq 'p1') or PartitionKey eq 'p2') or PartitionKey eq 'p3'",
+                "(or (and (and true (eq RowKey '1')) (or (or false (eq PartitionKey 'p1')) (eq PartitionKey 'p2'))) (eq PartitionKey 'p3'))",
+            ),
+            ("true eq B", "(eq B true)"),
         ];
         for (text, expected) in cases {
             assert_eq!(sexpr(text), expected, "{text}");
@@ -261,6 +272,11 @@ mod tests {
             ("A EQ 1", Syntax, 4),
             ("A eq 1 AND B eq 2", Syntax, 10),
             ("A eq True", Syntax, 9),
+            // `True` is a property name, not the literal.
+            ("True", NotBoolean, 4),
+            ("True and A eq 1", Syntax, 8),
+            ("true true", Syntax, 9),
+            ("true eq", Syntax, 7),
             // Lexical problems.
             ("Name eq 'abc", Syntax, 12),
             ("Name eq 'a''", Syntax, 12),
@@ -410,7 +426,10 @@ mod tests {
             Just(CmpOp::Lt),
             Just(CmpOp::Le)
         ];
-        let leaf = (name, op, arb_literal()).prop_map(|(n, o, v)| Expr::compare(&n, o, v));
+        let leaf = prop_oneof![
+            8 => (name, op, arb_literal()).prop_map(|(n, o, v)| Expr::compare(&n, o, v)),
+            1 => any::<bool>().prop_map(Expr::Const),
+        ];
         leaf.prop_recursive(4, 15, 2, |inner| {
             prop_oneof![
                 inner.clone().prop_map(Expr::not),

@@ -5,7 +5,7 @@
 //! or-expr     = and-expr *( "or" and-expr )
 //! and-expr    = unary *( "and" unary )
 //! unary       = "not" unary / primary
-//! primary     = "(" or-expr ")" / comparison
+//! primary     = "(" or-expr ")" / comparison / "true" / "false"
 //! comparison  = operand cmp-op operand      ; exactly one side a property, the other a literal
 //! cmp-op      = "eq" / "ne" / "gt" / "ge" / "lt" / "le"
 //! operand     = property / literal
@@ -25,8 +25,12 @@
 //! Precedence: comparison > `not` > `and` > `or`; `and`/`or` associate to the left.
 //! Literal-first comparisons (`'x' eq Name`) are accepted and flipped to `Name eq 'x'`
 //! (Azure accepts them: Azure/Azurite#1599 reports the real service answering such a query).
+//! A bare `true`/`false` is a boolean expression of its own (`$filter=false`,
+//! `(true and RowKey eq '1')`): the .NET SDK's LINQ translation sends such constants
+//! (Azure/Azurite#1787, a `PredicateBuilder.False` query) and health checks query with
+//! `false` against Azure (Azure/Azurite#1573, #2450).
 //! Rejected: functions, arithmetic, `null`, property-to-property and literal-to-literal
-//! comparisons, a bare operand where a boolean is needed, more than
+//! comparisons, any other bare operand where a boolean is needed, more than
 //! [`MAX_COMPARISONS`](super::MAX_COMPARISONS) comparisons and nesting deeper than
 //! [`MAX_DEPTH`](super::MAX_DEPTH) (a typed error, not a stack overflow).
 
@@ -152,6 +156,9 @@ impl<'a> Parser<'a> {
             _ => None,
         };
         let Some(op) = op else {
+            if let Operand::Literal(EdmValue::Boolean(b)) = left {
+                return Ok(Expr::Const(b));
+            }
             if first_index == 0 && self.current.kind == TokenKind::End {
                 // The whole filter is one property or literal (`IsActive`, `1`).
                 return Err(self.error(FilterErrorKind::NotBoolean, self.current.end));

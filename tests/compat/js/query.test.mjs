@@ -58,6 +58,15 @@ describe("query", group("query"), () => {
     assert.deepEqual(ns(await query("not (even eq true) and n lt 5")), [1, 3]);
   });
 
+  // A bare true/false is a filter of its own, as the .NET SDK's LINQ translation and health
+  // checks send it; "True" is not the literal (filters are case-sensitive).
+  test("bare true and false in a filter", async () => {
+    assert.deepEqual(ns(await query("false")), []);
+    assert.equal((await query("true")).length, COUNT);
+    assert.deepEqual(ns(await query("(true and n lt 2) or (false or n eq 59)")), [0, 1, 59]);
+    await rejectsWith(() => query("even eq True"), 400, "InvalidInput");
+  });
+
   test("select returns only the listed properties", async () => {
     const got = await query(odata`n lt ${2}`, { select: ["n", "name"] });
     assert.equal(got.length, 2);

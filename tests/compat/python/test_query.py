@@ -110,6 +110,16 @@ def test_filter_boolean(qtable):
     assert got == [1, 3, 5, 7, 9]
 
 
+def test_bare_true_and_false_are_filters(qtable):
+    # What a health check sends (`false`) and what LINQ predicate builders produce; `True`
+    # is not the literal: filters are case-sensitive.
+    assert indexes(qtable.query_entities("false")) == []
+    assert indexes(qtable.query_entities("(true and i lt 3) or (false or i eq 1199)")) == [0, 1, 2, 1199]
+    with pytest.raises(HttpResponseError) as e:
+        list(qtable.query_entities("even eq True"))
+    assert error_code_of(e.value) == "InvalidInput"
+
+
 def test_filter_datetime(qtable):
     cutoff = BASE_TIME + timedelta(hours=1190)
     got = indexes(qtable.query_entities("dt gt @d", parameters={"d": cutoff}))
