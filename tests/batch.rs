@@ -318,6 +318,70 @@ async fn conditional_failures_in_a_batch() {
     assert_eq!(count(&t, "cond").await, 1);
 }
 
+/// Azure leaves out the `N:` index only when the change set holds the failing operation
+/// alone; in a longer change set the first operation's failure reads `0:…` (the transaction
+/// tests of CloudStub, an Azure.Data.Tables stub whose suite runs against a storage account).
+#[tokio::test]
+async fn the_index_prefix_is_left_out_only_for_a_lone_operation() {
+    let t = TestServer::start().await;
+    t.create_table("lone").await;
+    let delete = |rk: &str| {
+        Sub(
+            "DELETE",
+            entity_path("lone", "p", rk),
+            vec![("If-Match", "*".into())],
+            None,
+        )
+    };
+    let r = submit(&t, &[delete("missing")]).await;
+    assert_eq!(statuses(&r), vec![404]);
+    let (code, message) = failure(&r);
+    assert_eq!(code, "ResourceNotFound");
+    assert!(
+        message.starts_with("The specified resource does not exist."),
+        "{message}"
+    );
+    let r = submit(&t, &[delete("missing"), delete("other")]).await;
+    assert_eq!(statuses(&r), vec![404]);
+    let (code, message) = failure(&r);
+    assert_eq!(code, "ResourceNotFound");
+    assert!(
+        message.starts_with("0:The specified resource does not exist."),
+        "{message}"
+    );
+    // A stale ETag at index 0 of two operations.
+    let created = t
+        .insert("lone", &json!({"PartitionKey": "p", "RowKey": "1"}))
+        .await;
+    let etag = created.header("etag").unwrap().to_string();
+    t.send(
+        "MERGE",
+        &entity_path("lone", "p", "1"),
+        &[("If-Match", "*")],
+        Some("{}"),
+    )
+    .await;
+    let stale = Sub(
+        "MERGE",
+        entity_path("lone", "p", "1"),
+        vec![("If-Match", etag)],
+        Some("{}".into()),
+    );
+    let r = submit(&t, &[stale, insert("lone", "p", "2")]).await;
+    assert_eq!(statuses(&r), vec![412]);
+    let (code, message) = failure(&r);
+    assert_eq!(code, "UpdateConditionNotSatisfied");
+    assert!(
+        message.starts_with("0:The update condition specified"),
+        "{message}"
+    );
+    assert_eq!(
+        count(&t, "lone").await,
+        1,
+        "nothing of either batch applied"
+    );
+}
+
 #[tokio::test]
 async fn malformed_batches_are_refused_before_running() {
     let t = TestServer::start().await;

@@ -68,10 +68,13 @@ pub fn decode_change(operation: Operation, sub: &SubRequest) -> Result<ChangeWri
     })
 }
 
-/// Error codes Azure reports without the `N:` index prefix when they fail at index 0 of a
-/// change set (observed against Azure; docs/compatibility.md, entity group transactions).
-fn omits_index_prefix(code: ErrorCode, index: usize) -> bool {
-    index == 0
+/// Error codes Azure reports without the `N:` index prefix when the change set holds that one
+/// operation only; in a longer change set they carry it, `0:` included (CloudStub's
+/// Azure.Data.Tables test suite, written against a storage account: a one-delete transaction
+/// of a missing entity fails with "The specified resource does not exist.", a two-delete one
+/// with "0:The specified resource does not exist."; the same for a stale ETag).
+fn omits_index_prefix(code: ErrorCode, operations: usize) -> bool {
+    operations == 1
         && matches!(
             code,
             ErrorCode::ResourceNotFound | ErrorCode::UpdateConditionNotSatisfied
@@ -85,15 +88,16 @@ fn standard_headers() -> Vec<(String, String)> {
     ]
 }
 
-/// The sub-response of the operation at `index` that failed with `error`: its message
-/// starts with the index, as Azure's does.
+/// The sub-response of the operation at `index` (of `operations` in its change set, 1 for a
+/// query batch) that failed with `error`: its message starts with the index, as Azure's does.
 pub fn error_sub_response(
     request_id: &str,
     index: usize,
+    operations: usize,
     error: &ApiError,
     prefer: Option<ReturnPreference>,
 ) -> SubResponse {
-    let text = if omits_index_prefix(error.code, index) {
+    let text = if omits_index_prefix(error.code, operations) {
         error.message.to_string()
     } else {
         format!("{index}:{}", error.message)
@@ -253,13 +257,19 @@ mod tests {
     #[test]
     fn failures_name_their_index() {
         let e = ApiError::new(ErrorCode::EntityAlreadyExists);
-        let r = error_sub_response("rid", 3, &e, None);
+        let r = error_sub_response("rid", 3, 5, &e, None);
         assert_eq!(r.status, 409);
         assert!(String::from_utf8_lossy(&r.body).contains("3:The specified entity already exists."));
         let missing = ApiError::new(ErrorCode::ResourceNotFound);
-        let r = error_sub_response("rid", 0, &missing, None);
+        let r = error_sub_response("rid", 0, 1, &missing, None);
         let body = String::from_utf8_lossy(&r.body);
         assert!(body.contains("The specified resource does not exist."));
-        assert!(!body.contains("0:The specified"), "no index prefix here");
+        assert!(!body.contains("0:The specified"), "no index prefix alone");
+        let r = error_sub_response("rid", 0, 2, &missing, None);
+        let body = String::from_utf8_lossy(&r.body);
+        assert!(
+            body.contains("0:The specified resource does not exist."),
+            "{body}"
+        );
     }
 }

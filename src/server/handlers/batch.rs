@@ -56,10 +56,11 @@ fn accepted(call: &Call, (content_type, body): (String, Vec<u8>)) -> Response {
 fn changeset_failure(
     call: &Call,
     index: usize,
+    operations: usize,
     error: &ApiError,
     prefer: Option<ReturnPreference>,
 ) -> Response {
-    let failed = error_sub_response(&call.ctx.request_id, index, error, prefer);
+    let failed = error_sub_response(&call.ctx.request_id, index, operations, error, prefer);
     accepted(call, encode_changeset_response(&[failed]))
 }
 
@@ -67,6 +68,7 @@ fn changeset_failure(
 fn failure_response(
     call: &Call,
     failed: batch::Failed,
+    operations: usize,
     prefer: Option<ReturnPreference>,
 ) -> Result<Response, ApiError> {
     let error = match failed.failure {
@@ -79,7 +81,13 @@ fn failure_response(
     if error.status().is_server_error() {
         return Err(error);
     }
-    Ok(changeset_failure(call, failed.index, &error, prefer))
+    Ok(changeset_failure(
+        call,
+        failed.index,
+        operations,
+        &error,
+        prefer,
+    ))
 }
 
 pub async fn batch(state: &AppState, call: &Call) -> Result<Response, ApiError> {
@@ -101,7 +109,13 @@ async fn changeset(
         let prefer = subs
             .get(index)
             .and_then(|s| ReturnPreference::parse(s.header("prefer")));
-        return Ok(changeset_failure(call, index, &rule.api_error(), prefer));
+        return Ok(changeset_failure(
+            call,
+            index,
+            subs.len(),
+            &rule.api_error(),
+            prefer,
+        ));
     }
     // The store takes the writes as one slice; the rest of each stays for its sub-response.
     let mut changes = ChangeSet::with_capacity(subs.len());
@@ -119,7 +133,7 @@ async fn changeset(
             }
             Err(e) => {
                 let prefer = ReturnPreference::parse(sub.header("prefer"));
-                return Ok(changeset_failure(call, index, &e, prefer));
+                return Ok(changeset_failure(call, index, subs.len(), &e, prefer));
             }
         }
     }
@@ -128,7 +142,7 @@ async fn changeset(
     }
     if let Err(failed) = batch::check(&changes) {
         let prefer = wanted[failed.index].0;
-        return failure_response(call, failed, prefer);
+        return failure_response(call, failed, subs.len(), prefer);
     }
     let account = call.ctx.data_account();
     let outcome = state
@@ -146,7 +160,7 @@ async fn changeset(
         Ok(None) => return Ok(accepted(call, encode_changeset_response(&[]))),
         Err(failed) => {
             let prefer = wanted[failed.index].0;
-            return failure_response(call, failed, prefer);
+            return failure_response(call, failed, subs.len(), prefer);
         }
     };
     let facts = BatchFacts {
@@ -183,7 +197,7 @@ async fn changeset(
 /// A query batch: one GET of a single entity.
 async fn query(state: &AppState, call: &Call, sub: SubRequest) -> Result<Response, ApiError> {
     let respond = |r: SubResponse| accepted(call, encode_query_response(&r));
-    let fail = |e: &ApiError| respond(error_sub_response(&call.ctx.request_id, 0, e, None));
+    let fail = |e: &ApiError| respond(error_sub_response(&call.ctx.request_id, 0, 1, e, None));
     let operation = match parse_sub_operation(&call.ctx.account, &sub) {
         Ok(op) => op,
         Err(e) => return Ok(fail(&e)),
