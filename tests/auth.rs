@@ -61,6 +61,39 @@ async fn unsigned_and_badly_signed_requests_are_refused() {
     assert_eq!(r.error_code(), "InvalidAuthenticationInfo");
 }
 
+/// One scheme per request, as Azure: "The REST API doesn't allow two types of authentication
+/// to be used when making requests" (azure-sdk-for-net #46263). A SAS with an `Authorization`
+/// header is 400 `InvalidAuthenticationInfo` even when both would pass alone (Azurite accepts
+/// the request when either passes; its REST tests send both).
+#[tokio::test]
+async fn a_sas_with_an_authorization_header_is_refused() {
+    let t = TestServer::start().await;
+    t.create_table("both").await;
+    let read = table_sas("both", "r", ["", "", "", ""], "");
+    let with_sas = format!("/both()?{read}");
+    let r = t.send("GET", &with_sas, &[("x-unsigned", "1")], None).await;
+    assert_eq!(r.status, StatusCode::OK, "the SAS alone: {}", r.text());
+    let r = t.send("GET", "/both()", &[], None).await;
+    assert_eq!(r.status, StatusCode::OK, "the key alone: {}", r.text());
+    let r = t.send("GET", &with_sas, &[], None).await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
+    assert_eq!(r.error_code(), "InvalidAuthenticationInfo");
+    // A header that would fail on its own gets the same answer, not 403.
+    let r = t
+        .send(
+            "GET",
+            &with_sas,
+            &[
+                ("x-unsigned", "1"),
+                ("Authorization", "SharedKeyLite devstoreaccount1:AAAA"),
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text());
+    assert_eq!(r.error_code(), "InvalidAuthenticationInfo");
+}
+
 #[tokio::test]
 async fn signature_mismatch_names_the_string_to_sign() {
     let t = TestServer::start().await;

@@ -11,10 +11,14 @@
 //! * [`accounts`]: configured accounts and keys; [`acl`]: the `SignedIdentifiers` XML codec;
 //! * [`error`]: [`AuthError`], one variant per Azure code.
 //!
-//! Order of evaluation (Azure docs: "Authorize requests to Azure Storage"): an `Authorization` header wins (SharedKey, SharedKeyLite, Bearer);
-//! otherwise a `sig` query parameter selects SAS (account SAS when `ss` or `srt` is present,
-//! service SAS otherwise); otherwise the request is anonymous, which is an error here (CORS
-//! preflight is the server's business before calling in).
+//! Order of evaluation (Azure docs: "Authorize requests to Azure Storage"): an `Authorization` header selects
+//! SharedKey, SharedKeyLite or Bearer; otherwise a `sig` query parameter selects SAS (account
+//! SAS when `ss` or `srt` is present, service SAS otherwise); otherwise the request is
+//! anonymous, which is an error here (CORS preflight is the server's business before calling
+//! in). A request with both an `Authorization` header and a `sig` is refused with 400
+//! `InvalidAuthenticationInfo`: "The REST API doesn't allow two types of authentication to be
+//! used when making requests" (azure-sdk-for-net #46263, where the service answered a SAS URL
+//! sent with a token with that error's text).
 //!
 //! This module depends on nothing else in the crate.
 
@@ -141,8 +145,16 @@ pub fn authenticate_with(
     options: &AuthOptions,
 ) -> Result<Principal, AuthError> {
     let keys = accounts.get(req.account);
+    let query = req.raw_query.unwrap_or("");
+    let pairs = canonical::parse_query(query);
+    let params = sas::SasParams::new(&pairs);
     let mut auth_headers = req.headers.get_all(http::header::AUTHORIZATION).iter();
     if let Some(value) = auth_headers.next() {
+        if params.has("sig") {
+            return Err(AuthError::malformed_header(
+                "The request has both a shared access signature and an Authorization header; only one may be used.",
+            ));
+        }
         if auth_headers.next().is_some() {
             return Err(AuthError::malformed_header(
                 "Duplicate authorization headers found",
@@ -154,9 +166,6 @@ pub fn authenticate_with(
         return authenticate_header(req, value, keys, options);
     }
 
-    let query = req.raw_query.unwrap_or("");
-    let pairs = canonical::parse_query(query);
-    let params = sas::SasParams::new(&pairs);
     if params.has("sig") {
         let keys = keys.ok_or_else(|| unknown_account(req))?;
         sas::check_fields_given_once(&pairs)?;
