@@ -264,7 +264,7 @@ impl<R: Read> Reader<R> {
                         None => None,
                     };
                     let value = decode_text_value(name, cell, declared.unwrap_or(EdmType::String))
-                        .map_err(|e| e.message.into_owned())?;
+                        .map_err(|e| e.detail.unwrap_or_else(|| e.message.into_owned()))?;
                     properties.push(Property {
                         name: name.clone(),
                         value,

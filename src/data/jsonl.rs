@@ -18,7 +18,8 @@ pub fn write_line(out: &mut Vec<u8>, entity: &Entity) {
 
 /// Decodes one line (without its newline) with every check Insert Entity applies.
 pub fn decode_line(line: &[u8]) -> Result<Entity, String> {
-    let body = decode_entity(line).map_err(|e| e.message.into_owned())?;
+    let body =
+        decode_entity(line).map_err(|e| e.detail.unwrap_or_else(|| e.message.into_owned()))?;
     let partition_key = body.partition_key.ok_or("the entity has no PartitionKey")?;
     let row_key = body.row_key.ok_or("the entity has no RowKey")?;
     check_entity_limits(&partition_key, &row_key, &body.properties)

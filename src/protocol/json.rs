@@ -319,15 +319,21 @@ pub fn validate_property_name(name: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A value that does not read as its type: Azure's 400 `InvalidInput` "An error occurred while
+/// processing this request." (Azurite's commit ad3114ce checked `"1.797693134862316e308"` as
+/// `Edm.Double` against Azure; Storage Explorer #1855 quotes the same text from a batch); which
+/// property and type follow as a detail line after `Time:`, where Azure puts its details.
 fn type_mismatch(name: &str, ty: EdmType) -> ApiError {
-    ApiError::with_message(
-        ErrorCode::InvalidInput,
+    ApiError::with_message(ErrorCode::InvalidInput, UNREADABLE_VALUE_MESSAGE).with_detail(Some(
         format!(
             "The value of property '{name}' is not a valid {}.",
             ty.name()
         ),
-    )
+    ))
 }
+
+/// Azure's message for a property value it cannot read as the declared type.
+pub const UNREADABLE_VALUE_MESSAGE: &str = "An error occurred while processing this request.";
 
 /// Decodes a property value given as text with its type (a CSV cell, where every value is
 /// text): the rules of an annotated JSON string, and `true` / `false` (any case) for Boolean.

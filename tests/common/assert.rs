@@ -41,7 +41,12 @@ pub fn assert_error(r: &Reply, status: u16, code: &str) {
         message.contains(&format!("\nRequestId:{request_id}\nTime:")),
         "message carries the request id and time: {message:?}"
     );
-    let time = message.rsplit("\nTime:").next().unwrap_or_default();
+    // Azure writes details (a string to sign, which property) on lines after `Time:`.
+    let time = message
+        .split("\nTime:")
+        .nth(1)
+        .and_then(|rest| rest.split('\n').next())
+        .unwrap_or_default();
     assert_eq!(time.len(), 28, "Time has 7 fractional digits: {time}");
     assert!(time.ends_with('Z'));
     assert!(r.header("x-ms-version").is_some(), "x-ms-version on errors");
