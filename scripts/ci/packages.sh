@@ -3,7 +3,8 @@
 # build), installs the wheel into a fresh venv and the npm tarballs into a fresh npm project,
 # and runs a short SDK scenario through the installed command, the pytest fixture and the JS
 # helper, and docs/realism.md's pytest and JS examples as written with the realism fixtures
-# the packages ship (tests/packaging/).
+# the packages ship (tests/packaging/); then checks that package.sh without --binary takes the
+# binary from cargo's target directory wherever it is (tests/packaging/package_target_dir.sh).
 #
 #   scripts/ci/packages.sh --binary PATH --work DIR [--sdk-venv DIR]
 #
@@ -121,4 +122,14 @@ else
   step_failed "installing the npm tarballs into a fresh project"
 fi
 echo "packages: npm took $((SECONDS - t0)) s"
+
+# --- scripts/package.sh without --binary: cargo's target directory, wherever it is ---------
+t0=$SECONDS
+echo "==> tests/packaging/package_target_dir.sh"
+if tests/packaging/package_target_dir.sh; then
+  PASS=$((PASS + 1))
+else
+  step_failed "tests/packaging/package_target_dir.sh"
+fi
+echo "packages: target directory took $((SECONDS - t0)) s"
 finish
