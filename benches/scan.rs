@@ -7,13 +7,14 @@
 //! `cargo bench --bench scan` (`SCAN_ENTITIES`, default 100000; `SCAN_ROUNDS`, default 30).
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tablestore::model::{
     EdmDateTime, EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp,
 };
 use tablestore::protocol::filter::parse;
-use tablestore::query::{eval, execute_raw_page, PageLimits};
+use tablestore::query::{eval, execute_raw_page, PageLimits, PageRead};
 use tablestore::store::memory::MemoryKv;
 use tablestore::store::tiered::{TierOptions, TieredKv};
 use tablestore::store::{Durability, KeyRange, KvStore, Store, StoredRow};
@@ -83,6 +84,7 @@ fn cpu_time() -> Duration {
 }
 
 fn main() {
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let entities = env_u64("SCAN_ENTITIES", 100_000);
     let rounds = env_u64("SCAN_ROUNDS", 30);
     let tier = TieredKv::new(
@@ -93,8 +95,8 @@ fn main() {
         },
     );
     let store = KvStore::open(tier, Durability::Durable).expect("store");
-    let table = store
-        .create_table(&TableRef::new("devstoreaccount1", "scan"))
+    let table = runtime
+        .block_on(store.create_table(&TableRef::new("devstoreaccount1", "scan")))
         .expect("table")
         .id;
     let per_partition = entities.div_ceil(PARTITIONS);
@@ -113,21 +115,22 @@ fn main() {
             })
             .collect();
         for chunk in ops.chunks(100) {
-            store.commit(table, chunk).expect("load");
+            runtime.block_on(store.commit(table, chunk)).expect("load");
         }
     }
-    let filter = parse("Bucket eq 7").expect("filter");
-    let matches = |row: &StoredRow<'_>| eval::matches(&filter, row);
+    let filter = Arc::new(parse("Bucket eq 7").expect("filter"));
+    let matches = move |row: &StoredRow<'_>| eval::matches(&filter, row);
+    // As the server runs it: a read job on the blocking pool.
     let scan = || {
-        let page = execute_raw_page(
-            &*store as &dyn Store,
-            table,
-            &[KeyRange::all()],
-            &matches,
+        let read = PageRead::new(
+            vec![KeyRange::all()],
+            matches.clone(),
             None,
             PageLimits::default(),
-        )
-        .expect("scan");
+        );
+        let page = runtime
+            .block_on(execute_raw_page(&*store as &dyn Store, table, read))
+            .expect("scan");
         assert_eq!(
             page.rows.len() as u64,
             entities.div_ceil(BUCKETS).min(entities)

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use tablestore::model::{EdmDateTime, EdmValue, EntityKey, IfMatch, Property, TableRef};
 use tablestore::model::{WriteKind, WriteOp};
 use tablestore::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
-use tablestore::store::{Durability, KeyRange, KvStore, Store, TableId};
+use tablestore::store::{Durability, KeyRange, KvStore, RowSource, Store, TableId};
 
 const PARTITIONS: usize = 100;
 
@@ -98,12 +98,18 @@ fn op(kind: WriteKind, i: usize, properties: Vec<Property>) -> WriteOp {
 }
 
 struct Run {
+    runtime: tokio::runtime::Runtime,
     dir: tempfile::TempDir,
     options: SledOptions,
     flush_ops: usize,
 }
 
 impl Run {
+    /// Waits for the store's `work`.
+    fn wait<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        self.runtime.block_on(work)
+    }
+
     fn open(&self) -> std::sync::Arc<KvStore<SledKv>> {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -117,8 +123,10 @@ impl Run {
 
     /// The store's own count (checked against a scan by the store conformance suite).
     fn report(&self, phase: &str, store: &dyn Store, started: Instant) {
-        store.flush().expect("flush");
-        let f = store.footprint().expect("the sled store counts its data");
+        self.wait(store.flush()).expect("flush");
+        let f = self
+            .wait(store.footprint())
+            .expect("the sled store counts its data");
         let (n, bytes) = (f.entities, f.logical_bytes);
         let disk = f.disk_bytes.unwrap_or(0);
         println!(
@@ -133,9 +141,9 @@ impl Run {
     /// Single-entity commits, flushed every `flush_ops` as the group commit would.
     fn singles(&self, store: &dyn Store, table: TableId, ops: impl Iterator<Item = WriteOp>) {
         for (n, op) in ops.enumerate() {
-            store.commit(table, &[op]).expect("commit");
+            self.wait(store.commit(table, &[op])).expect("commit");
             if (n + 1) % self.flush_ops == 0 {
-                store.flush().expect("flush");
+                self.wait(store.flush()).expect("flush");
             }
         }
     }
@@ -153,8 +161,8 @@ impl Run {
                     .iter()
                     .map(|&i| op(WriteKind::Insert, i, entity(i, 0)))
                     .collect();
-                store.commit(table, &ops).expect("batch");
-                store.flush().expect("flush");
+                self.wait(store.commit(table, &ops)).expect("batch");
+                self.wait(store.flush()).expect("flush");
             }
         }
     }
@@ -177,6 +185,7 @@ fn main() {
         ..SledOptions::default()
     };
     let run = Run {
+        runtime: tokio::runtime::Runtime::new().expect("a runtime"),
         dir: tempfile::tempdir().expect("temporary folder"),
         flush_ops: env("SPACE_FLUSH_OPS", 32).max(1),
         options,
@@ -193,8 +202,8 @@ fn main() {
     );
     let started = Instant::now();
     let store = run.open();
-    let main = store
-        .create_table(&TableRef::new("devstoreaccount1", "main"))
+    let main = run
+        .wait(store.create_table(&TableRef::new("devstoreaccount1", "main")))
         .expect("create")
         .id;
 
@@ -246,13 +255,28 @@ fn main() {
     run.report("delete every other entity", &*store, started);
 
     let scratch_ref = TableRef::new("devstoreaccount1", "scratch");
-    let scratch = store.create_table(&scratch_ref).expect("create").id;
+    let scratch = run
+        .wait(store.create_table(&scratch_ref))
+        .expect("create")
+        .id;
     run.load(&*store, scratch, n);
     run.report("load a second table", &*store, started);
-    store.delete_table(&scratch_ref).expect("delete table");
+    run.wait(store.delete_table(&scratch_ref))
+        .expect("delete table");
     // The purge runs in the background; wait until the table's rows are gone.
     let deadline = Instant::now() + Duration::from_secs(300);
-    while store.scan(scratch, &KeyRange::all()).next().is_some() && Instant::now() < deadline {
+    let any_row = || {
+        let mut found = false;
+        store
+            .rows(scratch)
+            .scan_raw(&KeyRange::all(), &mut |_| {
+                found = true;
+                false
+            })
+            .expect("scan");
+        found
+    };
+    while any_row() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
     run.report("delete the second table (purged)", &*store, started);

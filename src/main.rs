@@ -154,7 +154,9 @@ async fn run(config: Config) -> Result<(), StartError> {
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
         .await
         .map_err(|e| StartError::Listen(listen_error(&config, &e)))?;
-    let store = open_store(&config).map_err(|e| StartError::Store(store_error(&config, &e)))?;
+    let store = open_store(&config)
+        .await
+        .map_err(|e| StartError::Store(store_error(&config, &e)))?;
     let seeded = seed(&config, &store, &account)
         .await
         .map_err(StartError::Seed)?;

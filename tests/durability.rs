@@ -15,6 +15,16 @@ use tablestore::model::{EntityKey, IfMatch, Property, TableId, TableRef, WriteKi
 use tablestore::store::memory::MemoryKv;
 use tablestore::store::{Durability, Kv, KvStore, Space, Store, StoreError};
 
+/// Waits for `work` on this thread (a runtime of its own): the store applies a write on the
+/// thread that awaits its commit, which [`LAST_APPLY`] relies on.
+fn wait<T>(work: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(work)
+}
+
 thread_local! {
     /// Sequence number of the last `apply` made by this thread.
     static LAST_APPLY: Cell<u64> = const { Cell::new(0) };
@@ -110,9 +120,7 @@ fn open(
         ..Recording::default()
     });
     let store = KvStore::open(Shared(Arc::clone(&rec)), durability).expect("open");
-    let table = store
-        .create_table(&TableRef::new("acct", "durable"))
-        .expect("create");
+    let table = wait(store.create_table(&TableRef::new("acct", "durable"))).expect("create");
     (store, rec, table.id)
 }
 
@@ -153,7 +161,7 @@ fn hammer(
                     } else {
                         vec![upsert(&pk, &format!("r{i}"), i as i32)]
                     };
-                    store.commit(table, &ops).expect("commit");
+                    wait(store.commit(table, &ops)).expect("commit");
                     let mine = LAST_APPLY.with(Cell::get);
                     let durable_upto = rec.durable_upto.load(Ordering::SeqCst);
                     if durable {
@@ -204,7 +212,7 @@ fn relaxed_commits_never_wait_for_a_flush() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     // An explicit flush (graceful shutdown) makes everything durable.
-    store.flush().expect("flush");
+    wait(store.flush()).expect("flush");
     assert_eq!(
         rec.durable_upto.load(Ordering::SeqCst),
         rec.applies.load(Ordering::SeqCst)
@@ -215,14 +223,11 @@ fn relaxed_commits_never_wait_for_a_flush() {
 fn a_failed_flush_fails_the_commit_and_a_later_one_succeeds() {
     let (store, rec, table) = open(Durability::Durable, Duration::ZERO);
     rec.fail_flushes.store(true, Ordering::SeqCst);
-    let err = store
-        .commit(table, &[upsert("p", "r", 1)])
-        .expect_err("flush failed");
+    let err = wait(store.commit(table, &[upsert("p", "r", 1)])).expect_err("flush failed");
     assert!(matches!(err.error, StoreError::Io { .. }), "{err:?}");
     rec.fail_flushes.store(false, Ordering::SeqCst);
-    store.commit(table, &[upsert("p", "r", 2)]).expect("commit");
-    let e = store
-        .get_entity(table, "p", "r")
+    wait(store.commit(table, &[upsert("p", "r", 2)])).expect("commit");
+    let e = wait(store.get_entity(table, "p", "r"))
         .expect("get")
         .expect("present");
     assert_eq!(e.properties[0].value, EdmValue::Int32(2));
@@ -233,23 +238,21 @@ fn a_failed_flush_fails_the_commit_and_a_later_one_succeeds() {
 fn table_metadata_changes_are_durable_on_return() {
     let (store, rec, _) = open(Durability::Durable, Duration::ZERO);
     let name = TableRef::new("acct", "second");
-    store.create_table(&name).expect("create");
+    wait(store.create_table(&name)).expect("create");
     assert_eq!(
         LAST_APPLY.with(Cell::get),
         rec.durable_upto.load(Ordering::SeqCst)
     );
-    store.set_table_acl(&name, vec![1, 2, 3]).expect("acl");
+    wait(store.set_table_acl(&name, vec![1, 2, 3])).expect("acl");
     assert_eq!(
         LAST_APPLY.with(Cell::get),
         rec.durable_upto.load(Ordering::SeqCst)
     );
-    store
-        .set_service_properties("acct", b"<x/>".to_vec())
-        .expect("props");
+    wait(store.set_service_properties("acct", b"<x/>".to_vec())).expect("props");
     assert_eq!(
         LAST_APPLY.with(Cell::get),
         rec.durable_upto.load(Ordering::SeqCst)
     );
-    store.delete_table(&name).expect("delete");
+    wait(store.delete_table(&name)).expect("delete");
     assert!(rec.durable_upto.load(Ordering::SeqCst) >= LAST_APPLY.with(Cell::get));
 }

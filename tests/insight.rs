@@ -19,10 +19,11 @@ use tablestore::store::{Durability, KvStore, Store};
 
 /// `people`: 100 partitions `p000`…`p099` × 1,000 rows `r0000`…`r0999`; `LastName` is
 /// `n00`…`n49` by row (so 20 per partition share a name), `Amount` the row number.
-fn hundred_thousand() -> Arc<dyn Store> {
+async fn hundred_thousand() -> Arc<dyn Store> {
     let store = KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("store");
     let info = store
         .create_table(&TableRef::new(DEV_ACCOUNT, "people"))
+        .await
         .expect("create");
     for p in 0..100 {
         let pk = format!("p{p:03}");
@@ -48,7 +49,7 @@ fn hundred_thousand() -> Arc<dyn Store> {
                     if_match: IfMatch::Any,
                 })
                 .collect();
-            store.commit(info.id, &ops).expect("commit");
+            store.commit(info.id, &ops).await.expect("commit");
         }
     }
     store
@@ -118,7 +119,7 @@ type Expected = (&'static str, u64, u64, &'static str);
 
 #[tokio::test]
 async fn the_guides_query_shapes_on_a_hundred_thousand_entities() {
-    let t = TestServer::start_with_store(hundred_thousand()).await;
+    let t = TestServer::start_with_store(hundred_thousand().await).await;
     let cases: [(&str, &str, Expected); 7] = [
         (
             "PartitionKey eq 'p050' and RowKey eq 'r0500'",
@@ -204,7 +205,7 @@ async fn get_at(
 
 #[tokio::test]
 async fn insight_and_metrics_need_the_account_key() {
-    let t = TestServer::start_with_store(hundred_thousand()).await;
+    let t = TestServer::start_with_store(hundred_thousand().await).await;
     // A table scan that returns 100 of 100,000 entities: the table-scan advice. Each page of it
     // counts as one query and one request.
     let pages = query_to_the_end(&t, "LastName eq 'n07' and Amount lt 50").await;

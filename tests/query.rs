@@ -110,10 +110,11 @@ fn op(pk: &str, rk: &str, props: Vec<(&str, EdmValue)>) -> WriteOp {
 }
 
 /// A memory store holding `table`, filled through the store API (fast, no HTTP).
-fn filled_store(table: &str, partitions: usize, rows: usize) -> Arc<dyn Store> {
+async fn filled_store(table: &str, partitions: usize, rows: usize) -> Arc<dyn Store> {
     let store = KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("store");
     let info = store
         .create_table(&TableRef::new(DEV_ACCOUNT, table))
+        .await
         .expect("create");
     for p in 0..partitions {
         let pk = format!("p{p:03}");
@@ -128,7 +129,7 @@ fn filled_store(table: &str, partitions: usize, rows: usize) -> Arc<dyn Store> {
                     )
                 })
                 .collect();
-            store.commit(info.id, &ops).expect("commit");
+            store.commit(info.id, &ops).await.expect("commit");
         }
     }
     store
@@ -483,7 +484,7 @@ async fn get_entity_with_filter_is_an_extra_predicate() {
 
 #[tokio::test]
 async fn continuation_across_more_than_a_thousand_results() {
-    let t = TestServer::start_with_store(filled_store("big", 3, 700)).await;
+    let t = TestServer::start_with_store(filled_store("big", 3, 700).await).await;
     // 2,100 entities; the filter keeps 1,400 of them across two partitions.
     let (all, pages) = query_all(&t, "big", Some("PartitionKey ge 'p001'"), "").await;
     assert_eq!(all.len(), 1400);
@@ -501,7 +502,7 @@ async fn continuation_across_more_than_a_thousand_results() {
 
 #[tokio::test]
 async fn union_plans_page_with_small_top() {
-    let t = TestServer::start_with_store(filled_store("uni", 4, 20)).await;
+    let t = TestServer::start_with_store(filled_store("uni", 4, 20).await).await;
     let filter = "(PartitionKey eq 'p003' and RowKey ge 'r0018') or (PartitionKey eq 'p000' and (RowKey eq 'r0001' or RowKey eq 'r0005')) or PartitionKey eq 'p002'";
     let r = query(&t, "uni", filter, "").await;
     assert_eq!(
@@ -673,7 +674,7 @@ async fn query_tables_filter_on_table_name() {
 /// they need.
 #[tokio::test]
 async fn hundred_thousand_entities_examine_only_their_range() {
-    let t = TestServer::start_with_store(filled_store("huge", 100, 1000)).await;
+    let t = TestServer::start_with_store(filled_store("huge", 100, 1000).await).await;
     let r = query(
         &t,
         "huge",

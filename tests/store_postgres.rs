@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use common::postgres::{Durability, PgCluster};
 use tablestore::model::{EdmDateTime, EdmValue, EntityKey, IfMatch, Property, WriteKind, WriteOp};
 use tablestore::store::postgres::{schema, PgStore};
-use tablestore::store::{KeyBound, KeyRange, Store, StoreError, TableId, TableRef};
+use tablestore::store::{read_fn, KeyBound, KeyRange, Store, StoreError, TableId, TableRef};
 
 /// The database of each conformance check, by its temporary folder: the reopen checks open
 /// the same folder again and must find the same data.
@@ -30,8 +30,11 @@ fn database_for(dir: &Path) -> String {
 
 tablestore::store_conformance!(
     durable: true,
-    open: |dir: &std::path::Path| -> Arc<dyn tablestore::store::Store> {
-        super::PgStore::open(&super::database_for(dir)).expect("open the PostgreSQL store")
+    open_async: |dir: std::path::PathBuf| async move {
+        let store: Arc<dyn tablestore::store::Store> = super::PgStore::open(&super::database_for(&dir))
+            .await
+            .expect("open the PostgreSQL store");
+        store
     }
 );
 
@@ -50,9 +53,10 @@ fn write(kind: WriteKind, pk: &str, rk: &str, n: i64, if_match: IfMatch) -> Writ
     }
 }
 
-fn counter(store: &dyn Store, t: TableId) -> (i64, EdmDateTime) {
+async fn counter(store: &dyn Store, t: TableId) -> (i64, EdmDateTime) {
     let e = store
         .get_entity(t, "p", "counter")
+        .await
         .unwrap()
         .expect("counter");
     match &e.properties[0].value {
@@ -61,13 +65,14 @@ fn counter(store: &dyn Store, t: TableId) -> (i64, EdmDateTime) {
     }
 }
 
-#[test]
-fn scans_are_index_range_scans_not_sorted_sequential_scans() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scans_are_index_range_scans_not_sorted_sequential_scans() {
     let cluster = PgCluster::shared();
     let url = cluster.fresh_database("explain");
-    let store = PgStore::open(&url).unwrap();
+    let store = PgStore::open(&url).await.unwrap();
     let t = store
         .create_table(&TableRef::new("acct", "big"))
+        .await
         .unwrap()
         .id;
     for p in 0..20 {
@@ -82,7 +87,7 @@ fn scans_are_index_range_scans_not_sorted_sequential_scans() {
                 )
             })
             .collect();
-        store.commit(t, &ops).unwrap();
+        store.commit(t, &ops).await.unwrap();
     }
     cluster.psql(url.rsplit('/').next().unwrap(), "ANALYZE entities");
     let ranges = [
@@ -94,7 +99,7 @@ fn scans_are_index_range_scans_not_sorted_sequential_scans() {
         KeyRange::all(),
     ];
     for range in ranges {
-        let plan = store.explain_scan(t, &range).unwrap();
+        let plan = store.explain_scan(t, &range).await.unwrap();
         assert!(
             plan.contains("Index Scan using entities_pkey")
                 || plan.contains("Index Only Scan using entities_pkey"),
@@ -107,31 +112,39 @@ fn scans_are_index_range_scans_not_sorted_sequential_scans() {
         assert!(plan.contains("Index Cond"), "{range:?}:\n{plan}");
     }
     // And the scan itself returns exactly the partition, in order.
-    let keys: Vec<String> = store
-        .scan(t, &KeyRange::partition("p07"))
-        .map(|e| e.unwrap().row_key)
-        .collect();
+    let keys = read_fn(&*store, t, |rows, keys: &mut Vec<String>| {
+        rows.scan_raw(&KeyRange::partition("p07"), &mut |row| {
+            keys.push(row.keys().unwrap().1);
+            true
+        })
+    })
+    .await
+    .unwrap();
     assert_eq!(keys.len(), 100);
     assert!(keys.windows(2).all(|w| w[0] < w[1]));
 }
 
-#[test]
-fn migrations_apply_once_and_newer_schemas_are_refused() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn migrations_apply_once_and_newer_schemas_are_refused() {
     let cluster = PgCluster::shared();
     let url = cluster.fresh_database("migrate");
     let db = url.rsplit('/').next().unwrap().to_string();
     {
-        let store = PgStore::open(&url).unwrap();
-        store.create_table(&TableRef::new("acct", "kept")).unwrap();
+        let store = PgStore::open(&url).await.unwrap();
+        store
+            .create_table(&TableRef::new("acct", "kept"))
+            .await
+            .unwrap();
     }
     assert_eq!(
         cluster.psql(&db, "SELECT version FROM schema_version"),
         schema::CURRENT.to_string()
     );
     // Opening again applies nothing and keeps the data.
-    let store = PgStore::open(&url).unwrap();
+    let store = PgStore::open(&url).await.unwrap();
     assert!(store
         .get_table(&TableRef::new("acct", "KEPT"))
+        .await
         .unwrap()
         .is_some());
     drop(store);
@@ -146,7 +159,7 @@ fn migrations_apply_once_and_newer_schemas_are_refused() {
             schema::CURRENT + 1
         ),
     );
-    let Err(StoreError::Database { message, .. }) = PgStore::open(&url) else {
+    let Err(StoreError::Database { message, .. }) = PgStore::open(&url).await else {
         panic!("a newer schema must be refused")
     };
     assert!(
@@ -167,8 +180,8 @@ fn assert_one_sentence(message: &str) {
     }
 }
 
-#[test]
-fn start_up_errors_are_one_sentence() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn start_up_errors_are_one_sentence() {
     let cluster = PgCluster::shared();
     // Nothing listens on a port we just freed.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -177,7 +190,7 @@ fn start_up_errors_are_one_sentence() {
         .unwrap()
         .port();
     let Err(StoreError::Unavailable { message, .. }) =
-        PgStore::open(&format!("postgres://tablestore@127.0.0.1:{port}/nowhere"))
+        PgStore::open(&format!("postgres://tablestore@127.0.0.1:{port}/nowhere")).await
     else {
         panic!("an unreachable database must be Unavailable")
     };
@@ -190,7 +203,7 @@ fn start_up_errors_are_one_sentence() {
     assert_one_sentence(&message);
 
     let missing = cluster.url("no_such_database");
-    let Err(StoreError::Database { message, .. }) = PgStore::open(&missing) else {
+    let Err(StoreError::Database { message, .. }) = PgStore::open(&missing).await else {
         panic!("a missing database must be refused")
     };
     assert!(
@@ -206,7 +219,7 @@ fn start_up_errors_are_one_sentence() {
     cluster.psql(&db, "CREATE ROLE limited_user LOGIN");
     cluster.psql(&db, "REVOKE CREATE ON SCHEMA public FROM PUBLIC");
     let limited = url.replacen("tablestore@", "limited_user@", 1);
-    let Err(StoreError::Database { message, .. }) = PgStore::open(&limited) else {
+    let Err(StoreError::Database { message, .. }) = PgStore::open(&limited).await else {
         panic!("a user without CREATE must be refused")
     };
     assert!(
@@ -219,17 +232,22 @@ fn start_up_errors_are_one_sentence() {
     assert_one_sentence(&message);
 }
 
-#[test]
-fn conditional_writes_through_two_nodes_lose_no_update() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conditional_writes_through_two_nodes_lose_no_update() {
     let url = PgCluster::shared().fresh_database("nodes");
-    let nodes: Vec<Arc<PgStore>> = (0..2).map(|_| PgStore::open(&url).unwrap()).collect();
+    let mut nodes: Vec<Arc<PgStore>> = Vec::new();
+    for _ in 0..2 {
+        nodes.push(PgStore::open(&url).await.unwrap());
+    }
     let t = nodes[0]
         .create_table(&TableRef::new("acct", "counters"))
+        .await
         .unwrap()
         .id;
     assert_eq!(
         nodes[1]
             .get_table(&TableRef::new("acct", "COUNTERS"))
+            .await
             .unwrap()
             .map(|i| i.id),
         Some(t)
@@ -239,20 +257,21 @@ fn conditional_writes_through_two_nodes_lose_no_update() {
             t,
             &[write(WriteKind::Insert, "p", "counter", 0, IfMatch::Any)],
         )
+        .await
         .unwrap();
-    // Every thread reads the counter and writes it + 1 under If-Match; a 412 means another
+    // Every task reads the counter and writes it + 1 under If-Match; a 412 means another
     // write came first, so it reads again. The count of successful writes must equal the
     // counter: no acknowledged update lost.
-    let successes: usize = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..4)
-            .map(|i| {
-                let node = Arc::clone(&nodes[i % 2]);
-                scope.spawn(move || {
-                    let mut done = 0;
-                    let mut previous_stamp = EdmDateTime(0);
-                    while done < 15 {
-                        let (n, etag) = counter(&*node, t);
-                        let result = node.commit(
+    let tasks: Vec<_> = (0..4)
+        .map(|i| {
+            let node = Arc::clone(&nodes[i % 2]);
+            tokio::spawn(async move {
+                let mut done = 0;
+                let mut previous_stamp = EdmDateTime(0);
+                while done < 15 {
+                    let (n, etag) = counter(&*node, t).await;
+                    let result = node
+                        .commit(
                             t,
                             &[write(
                                 WriteKind::Update,
@@ -261,36 +280,42 @@ fn conditional_writes_through_two_nodes_lose_no_update() {
                                 n + 1,
                                 IfMatch::ETag(etag),
                             )],
-                        );
-                        match result {
-                            Ok(stamps) => {
-                                assert!(stamps[0] > etag && stamps[0] > previous_stamp);
-                                previous_stamp = stamps[0];
-                                done += 1;
-                            }
-                            Err(e) => assert_eq!(e.error, StoreError::PreconditionFailed),
+                        )
+                        .await;
+                    match result {
+                        Ok(stamps) => {
+                            assert!(stamps[0] > etag && stamps[0] > previous_stamp);
+                            previous_stamp = stamps[0];
+                            done += 1;
                         }
+                        Err(e) => assert_eq!(e.error, StoreError::PreconditionFailed),
                     }
-                    done
-                })
+                }
+                done
             })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).sum()
-    });
+        })
+        .collect();
+    let mut successes = 0;
+    for task in tasks {
+        successes += task.await.unwrap();
+    }
     assert_eq!(successes, 60);
-    assert_eq!(counter(&*nodes[1], t).0, 60);
+    assert_eq!(counter(&*nodes[1], t).await.0, 60);
     // Insert's uniqueness holds across nodes: exactly one of two racing inserts wins.
-    let results: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> = nodes
-            .iter()
-            .map(|node| {
-                scope.spawn(move || {
-                    node.commit(t, &[write(WriteKind::Insert, "p", "once", 1, IfMatch::Any)])
-                })
+    let racing: Vec<_> = nodes
+        .iter()
+        .map(|node| {
+            let node = Arc::clone(node);
+            tokio::spawn(async move {
+                node.commit(t, &[write(WriteKind::Insert, "p", "once", 1, IfMatch::Any)])
+                    .await
             })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    });
+        })
+        .collect();
+    let mut results = Vec::new();
+    for task in racing {
+        results.push(task.await.unwrap());
+    }
     assert_eq!(
         results.iter().filter(|r| r.is_ok()).count(),
         1,
@@ -301,20 +326,22 @@ fn conditional_writes_through_two_nodes_lose_no_update() {
         .any(|r| matches!(r, Err(e) if e.error == StoreError::EntityAlreadyExists)));
 }
 
-#[test]
-fn a_stopped_database_is_unavailable_and_the_store_recovers_when_it_is_back() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_database_is_unavailable_and_the_store_recovers_when_it_is_back() {
     let cluster = PgCluster::start(Durability::Fast);
     let url = cluster.create_database("restart");
-    let store = PgStore::open(&url).unwrap();
+    let store = PgStore::open(&url).await.unwrap();
     let t = store
         .create_table(&TableRef::new("acct", "survivor"))
+        .await
         .unwrap()
         .id;
     store
         .commit(t, &[write(WriteKind::Insert, "p", "r", 1, IfMatch::Any)])
+        .await
         .unwrap();
     cluster.stop();
-    match store.get_entity(t, "p", "r") {
+    match store.get_entity(t, "p", "r").await {
         Err(StoreError::Unavailable { message, .. }) => {
             assert!(message.contains("PostgreSQL"), "{message}");
             assert_one_sentence(&message);
@@ -323,6 +350,7 @@ fn a_stopped_database_is_unavailable_and_the_store_recovers_when_it_is_back() {
     }
     let err = store
         .commit(t, &[write(WriteKind::Insert, "p", "r2", 1, IfMatch::Any)])
+        .await
         .expect_err("the database is down");
     assert!(
         matches!(err.error, StoreError::Unavailable { .. }),
@@ -330,18 +358,22 @@ fn a_stopped_database_is_unavailable_and_the_store_recovers_when_it_is_back() {
     );
     cluster.start_again();
     // The same store handle (the pool) reconnects by itself.
-    let e = store.get_entity(t, "p", "r").unwrap().expect("kept");
+    let e = store.get_entity(t, "p", "r").await.unwrap().expect("kept");
     assert_eq!(e.properties[0].value, EdmValue::Int64(1));
     store
         .commit(t, &[write(WriteKind::Insert, "p", "r2", 1, IfMatch::Any)])
+        .await
         .unwrap();
 }
 
-#[test]
-fn keys_longer_than_the_index_takes_are_refused_not_busy() {
-    let store = PgStore::open(&PgCluster::shared().fresh_database("longkeys")).unwrap();
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keys_longer_than_the_index_takes_are_refused_not_busy() {
+    let store = PgStore::open(&PgCluster::shared().fresh_database("longkeys"))
+        .await
+        .unwrap();
     let t = store
         .create_table(&TableRef::new("acct", "long"))
+        .await
         .unwrap()
         .id;
     // ASCII keys at Azure's limit (1024 UTF-16 units each) fit.
@@ -351,8 +383,9 @@ fn keys_longer_than_the_index_takes_are_refused_not_busy() {
             t,
             &[write(WriteKind::Insert, &ascii, &ascii, 1, IfMatch::Any)],
         )
+        .await
         .unwrap();
-    assert!(store.get_entity(t, &ascii, &ascii).unwrap().is_some());
+    assert!(store.get_entity(t, &ascii, &ascii).await.unwrap().is_some());
     // 1024 CJK characters are 3 KB each in UTF-8: beyond PostgreSQL's B-tree entry limit.
     let wide: String = (0..1024u32)
         .map(|i| char::from_u32(0x4E00 + (i * 7919) % 20000).unwrap())
@@ -362,6 +395,7 @@ fn keys_longer_than_the_index_takes_are_refused_not_busy() {
             t,
             &[write(WriteKind::Insert, &wide, &wide, 1, IfMatch::Any)],
         )
+        .await
         .expect_err("too long to index");
     assert_eq!(
         err.error,
@@ -373,26 +407,27 @@ fn keys_longer_than_the_index_takes_are_refused_not_busy() {
 /// PostgreSQL's `CREATE TABLE IF NOT EXISTS` is not safe between concurrent sessions (one of
 /// them can fail on the catalog's unique indexes: 42710, 42P07 or 23505). Every start must
 /// still succeed, with the schema applied once.
-#[test]
-fn many_bootstraps_at_once_on_fresh_databases_all_succeed() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_bootstraps_at_once_on_fresh_databases_all_succeed() {
     const ROUNDS: usize = 12;
     const AT_ONCE: usize = 8;
     let cluster = PgCluster::shared();
     for round in 0..ROUNDS {
         let url = cluster.fresh_database("bootstrap");
-        let barrier = std::sync::Barrier::new(AT_ONCE);
-        let results: Vec<Result<(), StoreError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..AT_ONCE)
-                .map(|_| {
-                    let (url, barrier) = (&url, &barrier);
-                    scope.spawn(move || {
-                        barrier.wait();
-                        PgStore::open(url).map(drop)
-                    })
+        let barrier = Arc::new(tokio::sync::Barrier::new(AT_ONCE));
+        let starts: Vec<_> = (0..AT_ONCE)
+            .map(|_| {
+                let (url, barrier) = (url.clone(), Arc::clone(&barrier));
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    PgStore::open(&url).await.map(drop)
                 })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
+            })
+            .collect();
+        let mut results: Vec<Result<(), StoreError>> = Vec::new();
+        for start in starts {
+            results.push(start.await.unwrap());
+        }
         for r in &results {
             assert!(r.is_ok(), "round {round}: a bootstrap failed: {r:?}");
         }

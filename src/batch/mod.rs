@@ -125,13 +125,12 @@ pub struct Failed {
     pub failure: Failure,
 }
 
-/// A change set that was applied: the table, each operation's Timestamp, and the backend
-/// generation they were applied in (the caller makes them durable before answering).
+/// A change set that was applied (as durably as the store promises): the table and each
+/// operation's Timestamp.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
     pub table: TableInfo,
     pub stamps: Vec<EdmDateTime>,
-    pub generation: u64,
 }
 
 /// Checks a change set against the rules (see [`check_rules`]).
@@ -149,9 +148,9 @@ pub fn check(changes: &ChangeSet) -> Result<(), Failed> {
 }
 
 /// Executes a change set addressed to `account`: checks the rules, resolves the table and
-/// applies every operation or none with one `Store::commit_unsynced`. An empty change set
-/// does nothing (`None`).
-pub fn execute(
+/// applies every operation or none with one `Store::commit`. An empty change set does
+/// nothing (`None`).
+pub async fn execute(
     store: &dyn Store,
     account: &str,
     changes: &ChangeSet,
@@ -166,15 +165,16 @@ pub fn execute(
     };
     let info = store
         .get_table(&TableRef::new(account, table.as_str()))
+        .await
         .map_err(|e| store_failure(0, e))?
         .ok_or_else(|| store_failure(0, StoreError::TableNotFound))?;
-    let committed = store
-        .commit_unsynced(info.id, &changes.ops)
+    let stamps = store
+        .commit(info.id, &changes.ops)
+        .await
         .map_err(|e| store_failure(e.index, e.error))?;
     Ok(Some(Applied {
         table: info,
-        stamps: committed.stamps,
-        generation: committed.generation,
+        stamps,
     }))
 }
 
@@ -235,12 +235,28 @@ mod tests {
         assert_eq!(check(&many), Err((99, RuleViolation::TooManyOperations)));
     }
 
-    #[test]
-    fn a_failing_operation_leaves_nothing_behind() {
+    /// The keys of a table's entities.
+    async fn keys(store: &dyn Store, table: crate::store::TableId) -> Vec<(String, String)> {
+        crate::store::read_fn(store, table, |rows, keys: &mut Vec<(String, String)>| {
+            rows.scan_raw(&crate::store::KeyRange::all(), &mut |row| {
+                keys.push(row.keys().expect("keys"));
+                true
+            })
+        })
+        .await
+        .expect("scan")
+    }
+
+    #[tokio::test]
+    async fn a_failing_operation_leaves_nothing_behind() {
         let store = KvStore::open(MemoryKv::new(), Durability::Durable).unwrap();
-        let info = store.create_table(&TableRef::new("a", "tbl")).unwrap();
+        let info = store
+            .create_table(&TableRef::new("a", "tbl"))
+            .await
+            .unwrap();
         store
             .commit(info.id, &[op(WriteKind::Insert, "p", "57")])
+            .await
             .unwrap();
         let ops: Vec<WriteOp> = (0..100)
             .map(|i| op(WriteKind::Insert, "p", &i.to_string()))
@@ -249,47 +265,48 @@ mod tests {
             tables: vec!["TBL".into(); ops.len()],
             ops,
         };
-        let err = execute(&*store, "a", &changes).unwrap_err();
+        let err = execute(&*store, "a", &changes).await.unwrap_err();
         assert_eq!(
             (err.index, err.failure),
             (57, Failure::Store(StoreError::EntityAlreadyExists))
         );
-        let left: Vec<_> = store
-            .scan(info.id, &crate::store::KeyRange::all())
-            .collect();
+        let left = keys(&*store, info.id).await;
         assert_eq!(left.len(), 1, "only the pre-existing entity remains");
     }
 
-    #[test]
-    fn execute_checks_rules_and_the_table_before_writing() {
+    #[tokio::test]
+    async fn execute_checks_rules_and_the_table_before_writing() {
         let store = KvStore::open(MemoryKv::new(), Durability::Durable).unwrap();
-        let info = store.create_table(&TableRef::new("a", "tbl")).unwrap();
+        let info = store
+            .create_table(&TableRef::new("a", "tbl"))
+            .await
+            .unwrap();
         let mut changes = ChangeSet::with_capacity(2);
         changes.push("tbl".into(), op(WriteKind::Insert, "p", "1"));
         changes.push("tbl".into(), op(WriteKind::Insert, "q", "2"));
-        let err = execute(&*store, "a", &changes).unwrap_err();
+        let err = execute(&*store, "a", &changes).await.unwrap_err();
         assert_eq!(
             (err.index, err.failure),
             (1, Failure::Rule(RuleViolation::DifferentPartitions))
         );
         let mut missing = ChangeSet::default();
         missing.push("nosuch".into(), op(WriteKind::Insert, "p", "1"));
-        let err = execute(&*store, "a", &missing).unwrap_err();
+        let err = execute(&*store, "a", &missing).await.unwrap_err();
         assert_eq!(
             (err.index, err.failure),
             (0, Failure::Store(StoreError::TableNotFound))
         );
-        assert_eq!(execute(&*store, "a", &ChangeSet::default()), Ok(None));
+        assert_eq!(execute(&*store, "a", &ChangeSet::default()).await, Ok(None));
         let mut good = ChangeSet::default();
         good.push("tbl".into(), op(WriteKind::Insert, "p", "1"));
         good.push("TBL".into(), op(WriteKind::InsertOrMerge, "p", "2"));
-        let applied = execute(&*store, "a", &good).unwrap().expect("applied");
+        let applied = execute(&*store, "a", &good)
+            .await
+            .unwrap()
+            .expect("applied");
         assert_eq!((applied.table.id, applied.stamps.len()), (info.id, 2));
         assert!(applied.stamps[0] < applied.stamps[1]);
-        assert_eq!(
-            store.scan(info.id, &crate::store::KeyRange::all()).count(),
-            2
-        );
+        assert_eq!(keys(&*store, info.id).await.len(), 2);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
-use super::local::{open_folder, LocalEndpoint};
+use super::local::{open_folder, runtime, LocalEndpoint};
 use super::progress::Progress;
 use super::remote::{RemoteEndpoint, Target};
 use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
@@ -377,13 +377,15 @@ fn with_endpoints<T>(
 ) -> Result<T, DataError> {
     match &endpoint.location {
         Some(location) => {
+            let runtime = runtime()?;
             let store: Arc<dyn Store> = open_folder(location, write)?;
-            let endpoints = local_endpoints(&store, accounts, &location.display().to_string());
+            let endpoints =
+                local_endpoints(&store, &runtime, accounts, &location.display().to_string());
             let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
             let result = work(&refs);
             if write.is_some() {
-                store
-                    .flush()
+                runtime
+                    .block_on(store.flush())
                     .map_err(|e| DataError::new(format!("cannot flush the data folder: {e}")))?;
             }
             result
@@ -408,10 +410,15 @@ fn import_accounts(tables: &[transfer::SourceTable], default: &str) -> Vec<Strin
 }
 
 /// One endpoint per account over `store`; `label` names the store in messages.
-fn local_endpoints(store: &Arc<dyn Store>, accounts: &[String], label: &str) -> Vec<LocalEndpoint> {
+fn local_endpoints(
+    store: &Arc<dyn Store>,
+    runtime: &tokio::runtime::Handle,
+    accounts: &[String],
+    label: &str,
+) -> Vec<LocalEndpoint> {
     accounts
         .iter()
-        .map(|a| LocalEndpoint::new(Arc::clone(store), a, label))
+        .map(|a| LocalEndpoint::new(Arc::clone(store), runtime.clone(), a, label))
         .collect()
 }
 
@@ -478,7 +485,8 @@ pub fn seed(
         return Ok(Summary::default());
     }
     let accounts = import_accounts(&tables, default_account);
-    let endpoints = local_endpoints(&store, &accounts, "the seed target");
+    let runtime = runtime()?;
+    let endpoints = local_endpoints(&store, &runtime, &accounts, "the seed target");
     let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
     let mut progress = Progress::new("seeded", true);
     let options = ImportOptions {
@@ -506,10 +514,16 @@ pub fn import_azurite_at_start(
         return Ok(Summary::default());
     }
     let tables = azurite::read(dir)?;
+    let runtime = runtime()?;
     let mut progress = Progress::new("imported", true);
     let mut total = Summary::default();
     for table in tables {
-        let target = LocalEndpoint::new(Arc::clone(&store), &table.account, "the server's store");
+        let target = LocalEndpoint::new(
+            Arc::clone(&store),
+            runtime.clone(),
+            &table.account,
+            "the server's store",
+        );
         target.ensure_table(&table.name)?;
         if let Some(acl) = &table.acl {
             target.set_table_acl(&table.name, acl)?;
@@ -557,8 +571,8 @@ fn finish_start_up_import(
     record: Option<&Path>,
     fingerprint: &str,
 ) -> Result<(), DataError> {
-    store
-        .flush()
+    runtime()?
+        .block_on(store.flush())
         .map_err(|e| DataError::new(format!("cannot flush the store: {e}")))?;
     if let Some(record) = record {
         std::fs::write(record, format!("{fingerprint}\n")).map_err(|e| {

@@ -1,14 +1,19 @@
 //! A store as an [`Endpoint`]: a data folder opened by the command (refused while a server
-//! holds it), or the running server's own store (`--seed`).
+//! holds it), or the running server's own store (`--seed`). Transfers are synchronous (files,
+//! a blocking HTTP client) and run off the async workers; they wait for the asynchronous
+//! store on the runtime they were started from ([`runtime`]).
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use tokio::runtime::Handle;
+
 use super::{DataError, Endpoint, WriteError};
 use crate::model::{Entity, TableId, TableName, TableNameError, TableRef, WriteOp};
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
+use crate::query::{execute_raw_page, PageLimits, PageRead};
 use crate::store::memory::MemoryKv;
 use crate::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
 use crate::store::{Durability, KeyRange, KvStore, Store, StoreError};
@@ -69,6 +74,17 @@ pub fn open_folder(
     Ok(store)
 }
 
+/// The runtime a transfer waits for the store on: the one the command was started from
+/// (main runs transfers on its blocking pool).
+pub fn runtime() -> Result<Handle, DataError> {
+    Handle::try_current().map_err(|_| {
+        DataError::new("a local store can only be used from within the tablestore runtime")
+    })
+}
+
+/// Entities a local scan reads per page.
+const SCAN_PAGE: usize = 1000;
+
 /// An empty in-memory store (tests and benchmarks).
 pub fn open_memory() -> Arc<dyn Store> {
     KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("a memory store always opens")
@@ -84,20 +100,33 @@ fn store_message(e: &StoreError) -> String {
 /// One account of a store.
 pub struct LocalEndpoint {
     store: Arc<dyn Store>,
+    runtime: Handle,
     account: String,
     label: String,
     ids: Mutex<HashMap<String, TableId>>,
 }
 
 impl LocalEndpoint {
-    /// `label` says where the store is, for messages.
-    pub fn new(store: Arc<dyn Store>, account: &str, label: impl Into<String>) -> LocalEndpoint {
+    /// `label` says where the store is, for messages. The endpoint's calls block their thread
+    /// (never one of `runtime`'s async workers) while `runtime` runs the store's work.
+    pub fn new(
+        store: Arc<dyn Store>,
+        runtime: Handle,
+        account: &str,
+        label: impl Into<String>,
+    ) -> LocalEndpoint {
         LocalEndpoint {
             store,
+            runtime,
             account: account.to_string(),
             label: label.into(),
             ids: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Waits for `work` on the store's runtime.
+    fn wait<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        self.runtime.block_on(work)
     }
 
     fn table_id(&self, table: &str) -> Result<TableId, DataError> {
@@ -110,8 +139,7 @@ impl LocalEndpoint {
             return Ok(*id);
         }
         let info = self
-            .store
-            .get_table(&self.table_ref(table))
+            .wait(self.store.get_table(&self.table_ref(table)))
             .map_err(|e| self.failed(&e))?
             .ok_or_else(|| {
                 DataError::new(format!(
@@ -145,17 +173,30 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn list_tables(&self) -> Result<Vec<String>, DataError> {
-        self.store
-            .list_tables(&self.account, None)
-            .map_err(|e| self.failed(&e))?
-            .map(|t| t.map(|t| t.name).map_err(|e| self.failed(&e)))
-            .collect()
+        let mut names = Vec::new();
+        let mut from: Option<String> = None;
+        loop {
+            let tables = self
+                .wait(
+                    self.store
+                        .list_tables(&self.account, from.as_deref(), SCAN_PAGE),
+                )
+                .map_err(|e| self.failed(&e))?;
+            let complete = tables.len() < SCAN_PAGE;
+            let last = tables.last().map(|t| t.name.to_ascii_lowercase());
+            // A page after the first starts at the last table of the one before.
+            let skip = usize::from(from.is_some());
+            names.extend(tables.into_iter().skip(skip).map(|t| t.name));
+            if complete || last.is_none() {
+                return Ok(names);
+            }
+            from = last;
+        }
     }
 
     fn find_table(&self, name: &str) -> Result<Option<String>, DataError> {
         Ok(self
-            .store
-            .get_table(&self.table_ref(name))
+            .wait(self.store.get_table(&self.table_ref(name)))
             .map_err(|e| self.failed(&e))?
             .map(|t| t.name))
     }
@@ -175,23 +216,35 @@ impl Endpoint for LocalEndpoint {
             ),
             None => None,
         };
-        let range = match after {
-            Some((pk, rk)) => match KeyRange::all().resume_from(pk, rk) {
-                Some(r) => r,
-                None => return Ok(()),
-            },
-            None => KeyRange::all(),
+        let expr = Arc::new(expr);
+        let matches =
+            move |row: &crate::store::StoredRow<'_>| matches_opt(expr.as_ref().as_ref(), row);
+        // Page by page, as a query reads them: each page is one read job of the store.
+        let limits = PageLimits {
+            top: SCAN_PAGE,
+            ..PageLimits::default()
         };
-        for entity in self.store.scan(id, &range) {
-            let entity = entity.map_err(|e| self.failed(&e))?;
-            if after.is_some_and(|(pk, rk)| entity.partition_key == pk && entity.row_key == rk) {
-                continue;
+        let mut resume = after.map(|(pk, rk)| (pk.to_string(), rk.to_string()));
+        loop {
+            let read = PageRead::new(vec![KeyRange::all()], matches.clone(), resume, limits);
+            let page = self
+                .wait(execute_raw_page(&*self.store, id, read))
+                .map_err(|e| self.failed(&e))?;
+            for view in page.rows.entities().map_err(|e| self.failed(&e))? {
+                let entity = view.into_entity();
+                if after.is_some_and(|(pk, rk)| entity.partition_key == pk && entity.row_key == rk)
+                {
+                    continue;
+                }
+                if !visit(entity)? {
+                    return Ok(());
+                }
             }
-            if matches_opt(expr.as_ref(), &entity) && !visit(entity)? {
-                break;
+            match page.next {
+                Some(next) => resume = Some(next),
+                None => return Ok(()),
             }
         }
-        Ok(())
     }
 
     fn ensure_table(&self, table: &str) -> Result<(), DataError> {
@@ -204,7 +257,7 @@ impl Endpoint for LocalEndpoint {
             };
             DataError::new(format!("{table:?} is not a valid table name ({rule})"))
         })?;
-        match self.store.create_table(&self.table_ref(name.as_str())) {
+        match self.wait(self.store.create_table(&self.table_ref(name.as_str()))) {
             Ok(_) | Err(StoreError::TableAlreadyExists) => Ok(()),
             Err(e) => Err(self.failed(&e)),
         }
@@ -212,8 +265,7 @@ impl Endpoint for LocalEndpoint {
 
     fn table_acl(&self, table: &str) -> Result<Option<String>, DataError> {
         let info = self
-            .store
-            .get_table(&self.table_ref(table))
+            .wait(self.store.get_table(&self.table_ref(table)))
             .map_err(|e| self.failed(&e))?;
         Ok(info
             .filter(|t| !t.acl.is_empty())
@@ -226,14 +278,13 @@ impl Endpoint for LocalEndpoint {
                 DataError::new(format!("the access policies of {table}: {}", e.message()))
             })?;
         let encoded = crate::auth::acl::encode_signed_identifiers(&identifiers);
-        self.store
-            .set_table_acl(&self.table_ref(table), encoded)
+        self.wait(self.store.set_table_acl(&self.table_ref(table), encoded))
             .map_err(|e| self.failed(&e))
     }
 
     fn write_batch(&self, table: &str, ops: &[WriteOp]) -> Result<(), WriteError> {
         let id = self.table_id(table).map_err(|e| WriteError::Other(e.0))?;
-        match self.store.commit_unsynced(id, ops) {
+        match self.wait(self.store.commit(id, ops)) {
             Ok(_) => Ok(()),
             Err(e) if e.error == StoreError::EntityAlreadyExists => {
                 Err(WriteError::Exists { index: e.index })
@@ -252,6 +303,6 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn sync(&self) -> Result<(), DataError> {
-        self.store.flush().map_err(|e| self.failed(&e))
+        self.wait(self.store.flush()).map_err(|e| self.failed(&e))
     }
 }

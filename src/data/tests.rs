@@ -14,6 +14,19 @@ use crate::store::Store;
 
 const ACCOUNT: &str = "devstoreaccount1";
 
+/// An endpoint over `store`, waiting for it on a runtime the tests share.
+fn endpoint(store: &Arc<dyn Store>, label: &str) -> LocalEndpoint {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    let runtime = RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    });
+    LocalEndpoint::new(Arc::clone(store), runtime.handle().clone(), ACCOUNT, label)
+}
+
 fn key() -> impl Strategy<Value = String> {
     // Unicode, quotes, `%`, `~`, spaces, commas and the empty key; never / \ # ? or controls.
     proptest::collection::vec(
@@ -120,7 +133,7 @@ fn comparable(e: &Entity) -> Comparable {
 }
 
 fn all_entities(store: &Arc<dyn Store>, table: &str) -> Vec<Comparable> {
-    let ep = LocalEndpoint::new(Arc::clone(store), ACCOUNT, "test");
+    let ep = endpoint(store, "test");
     let mut out = Vec::new();
     ep.scan(table, None, None, &mut |e| {
         out.push(comparable(&e));
@@ -132,7 +145,7 @@ fn all_entities(store: &Arc<dyn Store>, table: &str) -> Vec<Comparable> {
 
 fn round_trip(entities: &[Entity], format: Format) {
     let source_store = open_memory();
-    let source = LocalEndpoint::new(Arc::clone(&source_store), ACCOUNT, "source");
+    let source = endpoint(&source_store, "source");
     source.ensure_table("Fixture").unwrap();
     let mut progress = Progress::new("loaded", true);
     transfer::load(
@@ -153,7 +166,7 @@ fn round_trip(entities: &[Entity], format: Format) {
     transfer::export(&source, dir.path(), &options, &mut progress).unwrap();
 
     let target_store = open_memory();
-    let target = LocalEndpoint::new(Arc::clone(&target_store), ACCOUNT, "target");
+    let target = endpoint(&target_store, "target");
     let tables = transfer::sources(dir.path(), None).unwrap();
     let options = ImportOptions::default();
     transfer::import(&tables, &[&target], None, &options, &mut progress).unwrap();
@@ -211,7 +224,7 @@ fn every_type_and_extreme_survives_both_formats() {
 #[test]
 fn import_modes_decide_what_happens_to_existing_entities() {
     let store = open_memory();
-    let ep = LocalEndpoint::new(Arc::clone(&store), ACCOUNT, "test");
+    let ep = endpoint(&store, "test");
     ep.ensure_table("Tab").unwrap();
     let mut progress = Progress::new("loaded", true);
     let one = |v: i32| Entity {
@@ -245,7 +258,7 @@ fn import_modes_decide_what_happens_to_existing_entities() {
     load(Mode::Merge, one(4)).unwrap();
     let names = |store: &Arc<dyn Store>| {
         let mut names = Vec::new();
-        LocalEndpoint::new(Arc::clone(store), ACCOUNT, "t")
+        endpoint(store, "t")
             .scan("Tab", None, None, &mut |e| {
                 names.extend(e.properties.into_iter().map(|p| p.name));
                 Ok(true)
@@ -261,7 +274,7 @@ fn import_modes_decide_what_happens_to_existing_entities() {
 #[test]
 fn a_resumed_insert_tolerates_what_the_interrupted_run_wrote_then_stops_tolerating() {
     let store = open_memory();
-    let ep = LocalEndpoint::new(Arc::clone(&store), ACCOUNT, "test");
+    let ep = endpoint(&store, "test");
     ep.ensure_table("Tab").unwrap();
     let mut progress = Progress::new("loaded", true);
     // Partitions of 100: one batch each.

@@ -6,12 +6,13 @@
 use proptest::prelude::*;
 
 use super::plan::plan_entities;
-use super::{eval, execute_page, PageLimits};
+use super::split::Split;
+use super::{eval, read_page, PageLimits};
 use crate::model::edm::compare_ordinal;
 use crate::model::{EdmValue, Entity, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
 use crate::protocol::filter::{parse, CmpOp, Expr, MAX_COMPARISONS};
 use crate::store::memory::MemoryKv;
-use crate::store::{Durability, KeyRange, KvStore, Store, TableId};
+use crate::store::{block_on, Durability, KeyRange, KvStore, RowSource, Store, TableId};
 
 /// Keys from a small alphabet so filters hit them often; includes the empty key, a quote,
 /// non-ASCII and a character whose UTF-16 order differs from its code-point order.
@@ -114,14 +115,15 @@ fn key_of(e: &Entity) -> (String, String) {
 
 fn load(entities: &[RawEntity]) -> (std::sync::Arc<KvStore<MemoryKv>>, TableId) {
     let store = KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("memory store");
-    let table = load_into(&*store, "equiv", entities);
+    let table = block_on(load_into(&*store, "equiv", entities));
     (store, table)
 }
 
 /// Creates table `name` in `store` and writes `entities` into it, one InsertOrReplace each.
-pub(super) fn load_into(store: &dyn Store, name: &str, entities: &[RawEntity]) -> TableId {
+pub(super) async fn load_into(store: &dyn Store, name: &str, entities: &[RawEntity]) -> TableId {
     let table = store
         .create_table(&TableRef::new("acct", name))
+        .await
         .expect("table")
         .id;
     for (pk, rk, props) in entities {
@@ -140,7 +142,7 @@ pub(super) fn load_into(store: &dyn Store, name: &str, entities: &[RawEntity]) -
                 .collect(),
             if_match: IfMatch::Any,
         };
-        store.commit(table, &[op]).expect("insert");
+        store.commit(table, &[op]).await.expect("insert");
     }
     table
 }
@@ -161,10 +163,13 @@ proptest! {
         let expr = parse(&text).map_err(|e| TestCaseError::fail(format!("{text}: {e:?}")))?;
         let (store, table) = load(&entities);
 
-        let all: Vec<Entity> = store
-            .scan(table, &KeyRange::all())
-            .collect::<Result<_, _>>()
-            .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        let rows = store.rows(table);
+        let mut all: Vec<Entity> = Vec::new();
+        rows.scan_raw(&KeyRange::all(), &mut |row| {
+            all.push(row.view().expect("entity").into_entity());
+            true
+        })
+        .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
         for w in all.windows(2) {
             let order = compare_ordinal(&w[0].partition_key, &w[1].partition_key)
                 .then_with(|| compare_ordinal(&w[0].row_key, &w[1].row_key));
@@ -178,16 +183,16 @@ proptest! {
         let mut resume: Option<(String, String)> = None;
         let mut pages = 0;
         loop {
-            let page = execute_page(
-                &*store,
-                table,
+            let page = read_page(
+                &rows,
                 &plan.ranges,
                 &|e| eval::matches(&expr, e),
                 resume.as_ref().map(|(p, r)| (p.as_str(), r.as_str())),
                 limits,
+                Split::IfCoreFree,
             ).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
-            prop_assert!(page.entities.len() <= top);
-            got.extend(page.entities.iter().map(key_of));
+            prop_assert!(page.rows.len() <= top);
+            got.extend(page.rows.iter().map(|row| row.keys().expect("keys")));
             pages += 1;
             prop_assert!(pages < 1000, "paging does not terminate");
             match page.next {

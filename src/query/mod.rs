@@ -1,8 +1,10 @@
 //! Runs queries against the store: key ranges in order, a residual predicate, a page size,
 //! continuation from any key this server issued, and a bound on how much one page may scan.
 //! [`plan`] turns a parsed `$filter` into the ranges to read, [`eval`] decides whether a row
-//! matches; this module executes pages. Depends on `model`, the filter AST of `protocol` and
-//! the `store` trait, never on `server`.
+//! matches; this module executes pages. A page of entities is a [`PageRead`]: a synchronous
+//! job over the table's rows that the store runs on the blocking pool, consistently
+//! ([`Store::read`]). Depends on `model`, the filter AST of `protocol` and the `store`
+//! contract, never on `server`.
 
 pub mod eval;
 pub mod plan;
@@ -10,9 +12,11 @@ mod split;
 
 use std::time::{Duration, Instant};
 
-use crate::model::{Entity, EntityView, TableRef};
+use crate::model::TableRef;
 use crate::protocol::filter::Expr;
-use crate::store::{KeyRange, Store, StoreError, StoredRow, StoredRows, TableId};
+use crate::store::{
+    read_with, KeyRange, ReadJob, RowSource, Store, StoreError, StoredRow, StoredRows, TableId,
+};
 
 /// Limits on one page of results.
 #[derive(Debug, Clone, Copy)]
@@ -36,16 +40,6 @@ impl Default for PageLimits {
     }
 }
 
-/// One page of a query.
-#[derive(Debug, Default)]
-pub struct Page {
-    pub entities: Vec<Entity>,
-    /// Where the next page starts (PartitionKey, RowKey), if more entities may match.
-    pub next: Option<(String, String)>,
-    /// Entities read from the store for this page (including the look-ahead).
-    pub examined: u64,
-}
-
 /// One page of a query with its matching entities as stored (key and value bytes), for a
 /// caller that encodes them straight from the bytes instead of decoding them.
 #[derive(Debug, Default)]
@@ -57,88 +51,108 @@ pub struct RawPage {
     pub examined: u64,
 }
 
-/// Executes a page and decodes its entities (see [`execute_raw_page`]).
-pub fn execute_page(
-    store: &dyn Store,
-    table: TableId,
-    ranges: &[KeyRange],
-    matches: &Matcher<'_>,
-    resume: Option<(&str, &str)>,
-    limits: PageLimits,
-) -> Result<Page, StoreError> {
-    let raw = execute_raw_page(store, table, ranges, matches, resume, limits)?;
-    let entities = raw
-        .rows
-        .entities()?
-        .into_iter()
-        .map(EntityView::into_entity)
-        .collect();
-    Ok(Page {
-        entities,
-        next: raw.next,
-        examined: raw.examined,
-    })
-}
-
-/// Executes a page: reads `ranges` (sorted, non-overlapping) in order starting at `resume`,
-/// keeps entities for which `matches` holds, as stored. Rows are tested in place on their
-/// stored bytes and never decoded here. A large range read from RAM may be scanned in two
-/// halves at once when a core is free ([`split`]); the page is the same either way.
-pub fn execute_raw_page(
-    store: &dyn Store,
-    table: TableId,
-    ranges: &[KeyRange],
-    matches: &Matcher<'_>,
-    resume: Option<(&str, &str)>,
-    limits: PageLimits,
-) -> Result<RawPage, StoreError> {
-    execute_raw_page_with(
-        store,
-        table,
-        ranges,
-        matches,
-        resume,
-        limits,
-        split::Split::IfCoreFree,
-    )
-}
-
 /// A row predicate that scan threads share.
 pub type Matcher<'a> = dyn Fn(&StoredRow<'_>) -> bool + Sync + 'a;
 
-fn execute_raw_page_with(
+/// One page of a query as a read job: reads `ranges` (sorted, non-overlapping) in order
+/// starting at `resume`, keeps the rows for which `matches` holds, as stored. Rows are
+/// tested in place on their stored bytes and never decoded here. A large range read from RAM
+/// may be scanned in two halves at once when a core is free ([`split`]); the page is the
+/// same either way.
+pub struct PageRead<M> {
+    ranges: Vec<KeyRange>,
+    matches: M,
+    resume: Option<(String, String)>,
+    limits: PageLimits,
+    page: RawPage,
+}
+
+impl<M> PageRead<M>
+where
+    M: Fn(&StoredRow<'_>) -> bool + Send + Sync + 'static,
+{
+    pub fn new(
+        ranges: Vec<KeyRange>,
+        matches: M,
+        resume: Option<(String, String)>,
+        limits: PageLimits,
+    ) -> PageRead<M> {
+        PageRead {
+            ranges,
+            matches,
+            resume,
+            limits,
+            page: RawPage::default(),
+        }
+    }
+
+    /// The page the last run read.
+    pub fn into_page(self) -> RawPage {
+        self.page
+    }
+}
+
+impl<M> ReadJob for PageRead<M>
+where
+    M: Fn(&StoredRow<'_>) -> bool + Send + Sync + 'static,
+{
+    fn run(&mut self, rows: &dyn RowSource) -> Result<(), StoreError> {
+        let resume = self.resume.as_ref().map(|(p, r)| (p.as_str(), r.as_str()));
+        self.page = read_page(
+            rows,
+            &self.ranges,
+            &self.matches,
+            resume,
+            self.limits,
+            split::Split::IfCoreFree,
+        )?;
+        Ok(())
+    }
+}
+
+/// Executes one page of a query on `table` (see [`PageRead`]); the store runs it so that it
+/// sees each change set whole or not at all.
+pub async fn execute_raw_page<M>(
     store: &dyn Store,
     table: TableId,
+    read: PageRead<M>,
+) -> Result<RawPage, StoreError>
+where
+    M: Fn(&StoredRow<'_>) -> bool + Send + Sync + 'static,
+{
+    if read.ranges.is_empty() {
+        // Nothing to read (`$top=0`, or a SAS range that leaves none of the plan).
+        return Ok(RawPage::default());
+    }
+    Ok(read_with(store, table, read).await?.into_page())
+}
+
+/// Reads one page from `rows` (the body of [`PageRead`], which the store may run again).
+fn read_page(
+    rows: &dyn RowSource,
     ranges: &[KeyRange],
     matches: &Matcher<'_>,
     resume: Option<(&str, &str)>,
     limits: PageLimits,
     split: split::Split,
 ) -> Result<RawPage, StoreError> {
-    let mut page = RawPage::default();
-    // The store may run the page again (a change set committed while it was read) to
-    // show each change set whole or not at all.
-    store.read_consistently(table, &mut || {
-        let mut builder = PageBuilder::new(limits);
-        for range in ranges {
-            let range = match resume {
-                Some((pk, rk)) => match range.resume_from(pk, rk) {
-                    Some(r) => r,
-                    None => continue,
-                },
-                None => range.clone(),
-            };
-            if !split::scan_split(store, table, &range, matches, &mut builder, split)? {
-                builder.scan(store, table, &range, matches)?;
-            }
-            if builder.done {
-                break;
-            }
+    let mut builder = PageBuilder::new(limits);
+    for range in ranges {
+        let range = match resume {
+            Some((pk, rk)) => match range.resume_from(pk, rk) {
+                Some(r) => r,
+                None => continue,
+            },
+            None => range.clone(),
+        };
+        if !split::scan_split(rows, &range, matches, &mut builder, split)? {
+            builder.scan(rows, &range, matches)?;
         }
-        page = builder.page;
-        Ok(())
-    })?;
-    Ok(page)
+        if builder.done {
+            break;
+        }
+    }
+    Ok(builder.page)
 }
 
 /// A page being filled, one row after another, with the page's limits.
@@ -163,13 +177,12 @@ impl PageBuilder {
     /// Reads `range` in order until the page is complete or the range ends.
     fn scan(
         &mut self,
-        store: &dyn Store,
-        table: TableId,
+        rows: &dyn RowSource,
         range: &KeyRange,
         matches: &Matcher<'_>,
     ) -> Result<(), StoreError> {
         let mut failure = None;
-        store.scan_raw(table, range, &mut |row| match self.offer(&row, matches) {
+        rows.scan_raw(range, &mut |row| match self.offer(&row, matches) {
             Ok(more) => more,
             Err(e) => {
                 failure = Some(e);
@@ -214,10 +227,13 @@ pub struct TablePage {
     pub plan: String,
 }
 
+/// Tables read from the store at a time while a filter skips some.
+const TABLE_BATCH: usize = 1000;
+
 /// Runs a page of Query Tables: tables of `account` in lower-cased-name order from
 /// `start_folded`, those matching `filter` (on `TableName`), at most `top`. A filter that pins
 /// `TableName` to a few exact values is answered by looking those names up.
-pub fn execute_table_page(
+pub async fn execute_table_page(
     store: &dyn Store,
     account: &str,
     filter: Option<&Expr>,
@@ -235,7 +251,7 @@ pub fn execute_table_page(
                 break;
             }
             page.examined += 1;
-            if let Some(table) = store.get_table(&TableRef::new(account, folded))? {
+            if let Some(table) = store.get_table(&TableRef::new(account, folded)).await? {
                 if eval::matches_opt(filter, &eval::TableRow { name: &table.name }) {
                     page.names.push(table.name);
                 }
@@ -244,18 +260,40 @@ pub fn execute_table_page(
         return Ok(page);
     }
     page.plan = format!("scan{suffix}");
-    for table in store.list_tables(account, start_folded)? {
-        let table = table?;
-        if page.names.len() >= top {
-            page.next = Some(table.name.to_ascii_lowercase());
-            break;
+    // Without a filter, the page and the table after it (where the next page starts) are
+    // all that is read; with one, batches until the page is full or the tables end.
+    let batch = if filter.is_some() {
+        TABLE_BATCH
+    } else {
+        top + 1
+    };
+    let mut from = start_folded.map(str::to_string);
+    // The batch after the first starts at the last table read: skip it.
+    let mut skip: Option<String> = None;
+    loop {
+        let tables = store.list_tables(account, from.as_deref(), batch).await?;
+        let complete = tables.len() < batch;
+        let last = tables.last().map(|t| t.name.to_ascii_lowercase());
+        for table in tables {
+            let folded = table.name.to_ascii_lowercase();
+            if skip.as_ref() == Some(&folded) {
+                continue;
+            }
+            if page.names.len() >= top {
+                page.next = Some(folded);
+                return Ok(page);
+            }
+            page.examined += 1;
+            if eval::matches_opt(filter, &eval::TableRow { name: &table.name }) {
+                page.names.push(table.name);
+            }
         }
-        page.examined += 1;
-        if eval::matches_opt(filter, &eval::TableRow { name: &table.name }) {
-            page.names.push(table.name);
+        if complete {
+            return Ok(page);
         }
+        skip.clone_from(&last);
+        from = last;
     }
-    Ok(page)
 }
 
 #[cfg(test)]
@@ -266,13 +304,18 @@ mod split_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{EdmValue, EdmValueRef, EntityKey, IfMatch, Property, WriteKind, WriteOp};
+    use crate::model::{
+        EdmValue, EdmValueRef, Entity, EntityKey, EntityView, IfMatch, Property, WriteKind, WriteOp,
+    };
     use crate::store::memory::MemoryKv;
     use crate::store::{Durability, KvStore};
 
-    fn store_with(n: usize) -> (std::sync::Arc<KvStore<MemoryKv>>, TableId) {
+    async fn store_with(n: usize) -> (std::sync::Arc<KvStore<MemoryKv>>, TableId) {
         let store = KvStore::open(MemoryKv::new(), Durability::Durable).unwrap();
-        let t = store.create_table(&TableRef::new("acct", "tbl")).unwrap();
+        let t = store
+            .create_table(&TableRef::new("acct", "tbl"))
+            .await
+            .unwrap();
         for i in 0..n {
             let op = WriteOp {
                 kind: WriteKind::Insert,
@@ -286,18 +329,21 @@ mod tests {
                 }],
                 if_match: IfMatch::Any,
             };
-            store.commit(t.id, &[op]).unwrap();
+            store.commit(t.id, &[op]).await.unwrap();
         }
         (store, t.id)
     }
 
-    fn all_pages(
+    async fn all_pages<M>(
         store: &dyn Store,
         table: TableId,
         ranges: &[KeyRange],
         top: usize,
-        pred: &Matcher<'_>,
-    ) -> (Vec<Entity>, usize) {
+        pred: M,
+    ) -> (Vec<Entity>, usize)
+    where
+        M: Fn(&StoredRow<'_>) -> bool + Clone + Send + Sync + 'static,
+    {
         let mut out = Vec::new();
         let mut resume: Option<(String, String)> = None;
         let mut pages = 0;
@@ -307,17 +353,10 @@ mod tests {
                 max_examined: 7,
                 ..PageLimits::default()
             };
-            let page = execute_page(
-                store,
-                table,
-                ranges,
-                pred,
-                resume.as_ref().map(|(a, b)| (a.as_str(), b.as_str())),
-                limits,
-            )
-            .unwrap();
+            let read = PageRead::new(ranges.to_vec(), pred.clone(), resume.take(), limits);
+            let page = execute_raw_page(store, table, read).await.unwrap();
             pages += 1;
-            out.extend(page.entities);
+            out.extend(decoded(&page));
             match page.next {
                 Some(n) => resume = Some(n),
                 None => return (out, pages),
@@ -325,10 +364,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn pages_cover_everything_once_in_order() {
-        let (store, t) = store_with(50);
-        let (all, pages) = all_pages(&*store, t, &[KeyRange::all()], 4, &|_| true);
+    fn decoded(page: &RawPage) -> Vec<Entity> {
+        let views = page.rows.entities().unwrap();
+        views.into_iter().map(EntityView::into_entity).collect()
+    }
+
+    #[tokio::test]
+    async fn pages_cover_everything_once_in_order() {
+        let (store, t) = store_with(50).await;
+        let (all, pages) =
+            all_pages(&*store, t, &[KeyRange::all()], 4, |_: &StoredRow<'_>| true).await;
         assert_eq!(all.len(), 50);
         assert!(pages >= 13);
         let keys: Vec<_> = all
@@ -341,31 +386,44 @@ mod tests {
         assert_eq!(keys, sorted);
     }
 
-    #[test]
-    fn selective_scan_is_bounded_and_complete() {
-        let (store, t) = store_with(60);
+    #[tokio::test]
+    async fn selective_scan_is_bounded_and_complete() {
+        let (store, t) = store_with(60).await;
         let pred = |r: &StoredRow<'_>| matches!(r.property("n"), Some(EdmValueRef::Int32(n)) if n % 20 == 0);
-        let (all, pages) = all_pages(&*store, t, &[KeyRange::all()], 1000, &pred);
+        let (all, pages) = all_pages(&*store, t, &[KeyRange::all()], 1000, pred).await;
         assert_eq!(all.len(), 3);
         assert!(pages > 5, "pages end after max_examined entities");
     }
 
-    #[test]
-    fn raw_pages_hold_the_same_entities_as_decoded_pages() {
-        let (store, t) = store_with(40);
+    #[tokio::test]
+    async fn a_page_read_as_a_job_is_the_page_read_directly() {
+        let (store, t) = store_with(40).await;
         let pred = |r: &StoredRow<'_>| matches!(r.property("n"), Some(EdmValueRef::Int32(n)) if n % 3 == 0);
         let limits = PageLimits {
             top: 5,
             ..PageLimits::default()
         };
-        let ranges = [KeyRange::all()];
-        let decoded = execute_page(&*store, t, &ranges, &pred, None, limits).unwrap();
-        let raw = execute_raw_page(&*store, t, &ranges, &pred, None, limits).unwrap();
-        assert_eq!(raw.next, decoded.next);
-        assert_eq!(raw.examined, decoded.examined);
-        let views = raw.rows.entities().unwrap();
+        let direct = read_page(
+            &store.rows(t),
+            &[KeyRange::all()],
+            &pred,
+            None,
+            limits,
+            split::Split::Never,
+        )
+        .unwrap();
+        let job = execute_raw_page(
+            &*store,
+            t,
+            PageRead::new(vec![KeyRange::all()], pred, None, limits),
+        )
+        .await
+        .unwrap();
+        assert_eq!(job.next, direct.next);
+        assert_eq!(job.examined, direct.examined);
+        let (views, expected) = (job.rows.entities().unwrap(), decoded(&direct));
         assert_eq!(views.len(), 5);
-        for (view, entity) in views.iter().zip(&decoded.entities) {
+        for (view, entity) in views.iter().zip(&expected) {
             let expected = EntityView::of(entity);
             assert_eq!(view.partition_key, expected.partition_key);
             assert_eq!(view.row_key, expected.row_key);
@@ -374,15 +432,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn union_of_ranges() {
-        let (store, t) = store_with(30);
+    #[tokio::test]
+    async fn union_of_ranges() {
+        let (store, t) = store_with(30).await;
         let ranges = [
             KeyRange::point("p0", "0003"),
             KeyRange::point("p2", "0005"),
             KeyRange::partition("zz"),
         ];
-        let (all, _) = all_pages(&*store, t, &ranges, 1, &|_| true);
+        let (all, _) = all_pages(&*store, t, &ranges, 1, |_: &StoredRow<'_>| true).await;
         let keys: Vec<_> = all.iter().map(|e| e.row_key.as_str()).collect();
         assert_eq!(keys, vec!["0003", "0005"]);
     }

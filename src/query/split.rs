@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use super::{Matcher, PageBuilder, PageLimits};
-use crate::store::{KeyBound, KeyRange, Store, StoreError, StoredRow, StoredRows, TableId};
+use crate::store::{KeyBound, KeyRange, RowSource, StoreError, StoredRow, StoredRows};
 
 /// Ranges with fewer rows are scanned on one thread (a thread costs tens of microseconds;
 /// this many rows take a millisecond or more).
@@ -66,8 +66,7 @@ impl Drop for Slot {
 /// Reads `range` into `builder` on two threads if it is worth it. Returns false, having read
 /// nothing, when the range is to be read by the plain scan.
 pub(super) fn scan_split(
-    store: &dyn Store,
-    table: TableId,
+    rows: &dyn RowSource,
     range: &KeyRange,
     matches: &Matcher<'_>,
     builder: &mut PageBuilder,
@@ -83,7 +82,7 @@ pub(super) fn scan_split(
         #[cfg(test)]
         Split::Never => return Ok(false),
     };
-    let Some(partition) = store.split_point(table, range, min_rows) else {
+    let Some(partition) = rows.split_point(range, min_rows) else {
         return Ok(false);
     };
     let first = KeyRange {
@@ -98,9 +97,8 @@ pub(super) fn scan_split(
     let limits = builder.limits;
     let started = builder.started;
     let (first_result, ahead) = std::thread::scope(|s| {
-        let helper =
-            s.spawn(|| Ahead::read(store, table, &second, matches, limits, started, &stop));
-        let result = builder.scan(store, table, &first, matches);
+        let helper = s.spawn(|| Ahead::read(rows, &second, matches, limits, started, &stop));
+        let result = builder.scan(rows, &first, matches);
         if builder.done || result.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
@@ -115,7 +113,7 @@ pub(super) fn scan_split(
     }
     if !ahead.join_into(builder) {
         // The page ends inside the second half at a row the helper did not note.
-        builder.scan(store, table, &second, matches)?;
+        builder.scan(rows, &second, matches)?;
     }
     Ok(true)
 }
@@ -147,8 +145,7 @@ struct Ahead {
 
 impl Ahead {
     fn read(
-        store: &dyn Store,
-        table: TableId,
+        rows: &dyn RowSource,
         range: &KeyRange,
         matches: &Matcher<'_>,
         limits: PageLimits,
@@ -157,7 +154,7 @@ impl Ahead {
     ) -> Ahead {
         let mut ahead = Ahead::default();
         let mut stopped = false;
-        let result = store.scan_raw(table, range, &mut |row| {
+        let result = rows.scan_raw(range, &mut |row| {
             let more = ahead.take(&row, matches, limits, started, stop);
             stopped |= !more;
             more

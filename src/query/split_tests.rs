@@ -8,12 +8,12 @@ use proptest::prelude::*;
 use super::equivalence_tests::{arb_filter, arb_key, first_of_each_name, load_into, RawEntity};
 use super::plan::plan_entities;
 use super::split::Split;
-use super::{eval, execute_raw_page_with, PageLimits, RawPage};
+use super::{eval, read_page, PageLimits, RawPage};
 use crate::model::EdmValue;
 use crate::protocol::filter::{parse, Expr, MAX_COMPARISONS};
 use crate::store::memory::MemoryKv;
 use crate::store::tiered::{TierOptions, TieredKv};
-use crate::store::{Durability, KeyRange, KvStore, Store, TableId};
+use crate::store::{block_on, Durability, KeyRange, KvStore, RowSource, Store};
 
 /// Entities over many partitions (so ranges split) with Int32 and String properties.
 fn arb_row() -> impl Strategy<Value = RawEntity> {
@@ -52,8 +52,7 @@ fn seen(page: &RawPage) -> Seen {
 
 /// Every page of the query both ways; fails on the first page that differs.
 fn compare_pages(
-    store: &dyn Store,
-    table: TableId,
+    rows: &dyn RowSource,
     ranges: &[KeyRange],
     expr: Option<&Expr>,
     limits: PageLimits,
@@ -63,11 +62,10 @@ fn compare_pages(
     let mut pages = 0;
     loop {
         let at = resume.as_ref().map(|(p, r)| (p.as_str(), r.as_str()));
-        let plain = execute_raw_page_with(store, table, ranges, &matches, at, limits, Split::Never)
+        let plain = read_page(rows, ranges, &matches, at, limits, Split::Never)
             .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
-        let split =
-            execute_raw_page_with(store, table, ranges, &matches, at, limits, Split::Always(2))
-                .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        let split = read_page(rows, ranges, &matches, at, limits, Split::Always(2))
+            .map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
         prop_assert_eq!(
             seen(&split),
             seen(&plain),
@@ -103,22 +101,25 @@ proptest! {
             }
             None => None,
         };
-        let store: std::sync::Arc<dyn Store> = if tiered {
+        let rows: Box<dyn RowSource> = if tiered {
             let tier = TieredKv::new(
                 MemoryKv::new(),
                 TierOptions { background: false, ..TierOptions::with_budget_mib(64) },
             );
-            KvStore::open(tier, Durability::Relaxed).expect("store")
+            let store = KvStore::open(tier, Durability::Relaxed).expect("store");
+            let table = block_on(load_into(&*store, "split", &rows));
+            Box::new(store.rows(table))
         } else {
-            KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("store")
+            let store = KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("store");
+            let table = block_on(load_into(&*store, "split", &rows));
+            Box::new(store.rows(table))
         };
-        let table = load_into(&*store, "split", &rows);
         let limits = PageLimits { top, max_examined, ..PageLimits::default() };
         let planned = plan_entities(expr.as_ref()).ranges;
-        compare_pages(&*store, table, &planned, expr.as_ref(), limits)?;
-        compare_pages(&*store, table, &[KeyRange::all()], expr.as_ref(), limits)?;
+        compare_pages(&*rows, &planned, expr.as_ref(), limits)?;
+        compare_pages(&*rows, &[KeyRange::all()], expr.as_ref(), limits)?;
         // Whole pages too: no page budget, the most rows a page returns.
-        compare_pages(&*store, table, &[KeyRange::all()], expr.as_ref(), PageLimits::default())?;
+        compare_pages(&*rows, &[KeyRange::all()], expr.as_ref(), PageLimits::default())?;
     }
 }
 
@@ -128,21 +129,24 @@ fn a_large_range_splits_at_a_partition_start_and_a_partition_does_not() {
     let rows: Vec<_> = (0..40)
         .map(|i| (format!("p{:02}", i / 4), format!("r{i:02}"), Vec::new()))
         .collect();
-    let table = load_into(&*store, "split", &rows);
+    let table = block_on(load_into(&*store, "split", &rows));
     let middle = store
-        .split_point(table, &KeyRange::all(), 8)
+        .rows(table)
+        .split_point(&KeyRange::all(), 8)
         .expect("a split point");
     assert!(
         middle.as_str() > "p00" && middle.as_str() <= "p09",
         "{middle}"
     );
     assert_eq!(
-        store.split_point(table, &KeyRange::all(), 41),
+        store.rows(table).split_point(&KeyRange::all(), 41),
         None,
         "too few rows"
     );
     assert_eq!(
-        store.split_point(table, &KeyRange::partition("p03"), 2),
+        store
+            .rows(table)
+            .split_point(&KeyRange::partition("p03"), 2),
         None
     );
     let tier = TieredKv::new(
@@ -153,8 +157,14 @@ fn a_large_range_splits_at_a_partition_start_and_a_partition_does_not() {
         },
     );
     let tiered = KvStore::open(tier, Durability::Relaxed).expect("store");
-    let table = load_into(&*tiered, "split", &rows);
-    // Resident once read; then it splits like the memory store.
-    let _ = tiered.get_entity(table, "p00", "r00");
-    assert_eq!(tiered.split_point(table, &KeyRange::all(), 8), Some(middle));
+    let table = block_on(async {
+        let table = load_into(&*tiered, "split", &rows).await;
+        // Resident once read; then it splits like the memory store.
+        let _ = tiered.get_entity(table, "p00", "r00").await;
+        table
+    });
+    assert_eq!(
+        tiered.rows(table).split_point(&KeyRange::all(), 8),
+        Some(middle)
+    );
 }

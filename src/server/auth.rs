@@ -61,10 +61,24 @@ pub fn auth_error(e: &AuthError) -> ApiError {
     error
 }
 
+/// The table whose stored access policies a service SAS names (its `tn` when it has an
+/// `si`), looked up before authentication: the store is asynchronous, the auth library not.
+async fn sas_policy_table(
+    state: &AppState,
+    account: &str,
+    raw_query: Option<&str>,
+) -> Option<crate::store::TableInfo> {
+    let pairs = crate::auth::canonical::parse_query(raw_query?);
+    let value = |name: &str| pairs.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+    value("si")?;
+    let table = crate::model::TableRef::new(account, value("tn")?.as_str());
+    state.store.get_table(&table).await.ok().flatten()
+}
+
 /// Authenticates and authorizes a request for `operation`. Returns the principal, whose SAS
 /// key range the handlers enforce. `is_https` is whether the request came over TLS (SAS
 /// `spr=https`, bearer tokens).
-pub fn check(
+pub async fn check(
     state: &AppState,
     parts: &Parts,
     ctx: &RequestContext,
@@ -73,12 +87,11 @@ pub fn check(
     client_ip: Option<IpAddr>,
     is_https: bool,
 ) -> Result<Principal, ApiError> {
-    let store = &state.store;
+    let policy_table = sas_policy_table(state, ctx.data_account(), parts.uri.query()).await;
     let policies = |account: &str, table: &str, id: &str| {
-        let info = store
-            .get_table(&crate::model::TableRef::new(account, table))
-            .ok()
-            .flatten()?;
+        let info = policy_table
+            .as_ref()
+            .filter(|t| account == ctx.data_account() && t.name.eq_ignore_ascii_case(table))?;
         let identifiers = crate::auth::decode_signed_identifiers(&info.acl).ok()?;
         identifiers
             .into_iter()

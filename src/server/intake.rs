@@ -218,7 +218,9 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
             &operation,
             Some(peer.ip()),
             scheme == Scheme::Https,
-        ) {
+        )
+        .await
+        {
             Ok(p) => Some(p),
             Err(e) => {
                 let mut response = ctx.error_response(&e, error_format);

@@ -1,6 +1,6 @@
 //! The axum front end, deliberately thin: one catch-all route parses the request into an
-//! [`Operation`](crate::protocol::operation::Operation), a handler per operation calls the
-//! store through [`AppState::blocking`], and every error becomes Azure's error response.
+//! [`Operation`](crate::protocol::operation::Operation), a handler per operation awaits the
+//! store, and every error becomes Azure's error response.
 
 pub mod auth;
 pub mod call;
@@ -8,7 +8,6 @@ pub mod connections;
 pub mod context;
 pub mod dispatch;
 mod front_page;
-pub mod group_commit;
 pub mod handlers;
 pub mod health;
 pub mod intake;
@@ -25,7 +24,6 @@ use tokio::net::TcpListener;
 
 use crate::auth::Accounts;
 use crate::config::{connection_string, Config};
-use crate::protocol::{ApiError, ErrorCode};
 use crate::store::memory::MemoryKv;
 use crate::store::memory_limit::ProcessLimit;
 use crate::store::postgres::PgStore;
@@ -40,22 +38,10 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub config: Arc<Config>,
     pub accounts: Arc<Accounts>,
-    pub group_commit: Arc<group_commit::GroupCommit>,
-    /// Bounds how many [`AppState::blocking`] calls run at once; the rest wait their turn.
-    pub store_work: Arc<tokio::sync::Semaphore>,
     /// Query classes, statistics, advice and metrics (fed by `middleware::request_log`).
     pub insight: crate::insight::Insight,
     /// Production realism (targets, page breaks, lifecycle, faults); off by default.
     pub realism: Arc<crate::realism::Realism>,
-}
-
-/// How many store tasks (scans, table and metadata work) may run on the blocking pool at
-/// once: a few per core keeps the cores busy while a scan waits on the disk. Unbounded, 32
-/// concurrent full-table scans each pulled their own pages through sled's cache and took the
-/// server from ~120 MiB to over 300 MiB resident, for no more scans per second.
-fn store_work_permits() -> usize {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    (cores * 4).clamp(4, 64)
 }
 
 impl AppState {
@@ -65,65 +51,19 @@ impl AppState {
         let realism = crate::realism::Realism::new(realism::options(&config.realism)?);
         Ok(AppState {
             realism: Arc::new(realism),
-            group_commit: Arc::new(group_commit::GroupCommit::start(Arc::clone(&store))),
-            store_work: Arc::new(tokio::sync::Semaphore::new(store_work_permits())),
             store,
             config: Arc::new(config),
             accounts: Arc::new(accounts),
             insight: crate::insight::Insight::start(),
         })
     }
-
-    /// Runs short store work (point reads, applying a write) right here on the async worker:
-    /// a lookup or an in-memory apply takes microseconds, much less than a round trip
-    /// through the blocking pool. Scans and flushes use [`AppState::blocking`].
-    pub fn inline<T>(
-        &self,
-        work: impl FnOnce(&dyn Store) -> Result<T, ApiError>,
-    ) -> Result<T, ApiError> {
-        work(&*self.store)
-    }
-
-    /// Applies entity writes with `apply`, which returns its result and the backend
-    /// generation the writes were applied in, and acknowledges them only once they are
-    /// durable (through the asynchronous group commit).
-    pub async fn write<T>(
-        &self,
-        apply: impl FnOnce(&dyn Store) -> Result<(T, u64), ApiError>,
-    ) -> Result<T, ApiError> {
-        let (result, generation) = apply(&*self.store)?;
-        self.group_commit.wait(generation).await?;
-        Ok(result)
-    }
-
-    /// Runs store work on the blocking pool (the store is synchronous), at most
-    /// [`store_work_permits`] at a time.
-    pub async fn blocking<T, F>(&self, work: F) -> Result<T, ApiError>
-    where
-        F: FnOnce(&dyn Store) -> Result<T, ApiError> + Send + 'static,
-        T: Send + 'static,
-    {
-        let permit = Arc::clone(&self.store_work)
-            .acquire_owned()
-            .await
-            .map_err(|_| ApiError::new(ErrorCode::InternalError))?;
-        let store = Arc::clone(&self.store);
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            work(&*store)
-        })
-        .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "store task failed");
-            ApiError::new(ErrorCode::InternalError)
-        })?
-    }
 }
 
-/// Opens the store the configuration asks for.
-pub fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+/// Opens the store the configuration asks for (a PostgreSQL store's connections live on
+/// the runtime this is awaited on).
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     if let Some((url, schema)) = config.postgres() {
-        return Ok(PgStore::open_in_schema(url, schema)?);
+        return Ok(PgStore::open_in_schema(url, schema).await?);
     }
     if config.is_in_memory() {
         return Ok(KvStore::open(MemoryKv::new(), config.durability())?);
@@ -233,10 +173,7 @@ async fn serve_inner(
         app(state)
     };
     connections::run(listener, router, tls, shutdown, limits).await;
-    tokio::task::spawn_blocking(move || store.flush())
-        .await
-        .map_err(std::io::Error::other)?
-        .map_err(|e| std::io::Error::other(e.to_string()))
+    store.flush().await.map_err(std::io::Error::other)
 }
 
 /// A server running in this process (tests and embedding).
@@ -264,7 +201,7 @@ impl RunningServer {
         config: Config,
         limits: ServeLimits,
     ) -> std::io::Result<RunningServer> {
-        let store = open_store(&config).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let store = open_store(&config).await.map_err(std::io::Error::other)?;
         RunningServer::start_with_store_and_limits(config, store, limits).await
     }
 

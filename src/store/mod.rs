@@ -1,22 +1,26 @@
 //! Ordered storage of tables and entities; knows nothing about OData or HTTP.
 //!
-//! [`Store`] is the small synchronous interface the rest of the server uses (handlers call it
-//! through `spawn_blocking`). [`KvStore`] implements it once, over any ordered key-value
-//! backend ([`Kv`]): sled on disk (`sled_kv.rs`) or a BTreeMap in memory (`memory.rs`).
-//! Preconditions (If-Match, insert-must-not-exist) are checked inside [`Store::commit`] under a
-//! per-partition lock and applied as one atomic backend batch, so conditional writes never race
-//! and a batch is all-or-nothing. The store stamps Timestamps from a process-wide monotonic
-//! clock, so every write gets a distinct Timestamp and hence a distinct ETag.
+//! [`Store`] is the asynchronous interface the rest of the server uses: the handlers await
+//! it directly. [`KvStore`] implements it once, over any ordered key-value backend ([`Kv`]):
+//! sled on disk (`sled_kv.rs`, with the RAM tier of `tiered.rs` in front) or a BTreeMap in
+//! memory (`memory.rs`); `postgres/` implements it on PostgreSQL. Preconditions (If-Match,
+//! insert-must-not-exist) are checked inside [`Store::commit`] under a per-partition lock and
+//! applied as one atomic backend batch, so conditional writes never race and a batch is
+//! all-or-nothing; the commit then awaits the store's one group commit (`group_commit.rs`)
+//! when the durability mode asks for it. The store stamps Timestamps from a process-wide
+//! monotonic clock, so every write gets a distinct Timestamp and hence a distinct ETag.
 
 pub mod codec;
 pub mod conformance;
 pub mod footprint;
+mod group_commit;
 pub(crate) mod intent;
 pub mod key;
 pub(crate) mod legacy_log;
 pub mod memory;
 pub mod memory_limit;
 pub mod postgres;
+pub mod read;
 pub mod row;
 pub mod sled_kv;
 pub mod tiered;
@@ -25,14 +29,19 @@ pub mod value_lz4;
 use std::borrow::Cow;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+
+use async_trait::async_trait;
 
 use crate::model::limits::{check_entity, EntityLimitError};
 use crate::model::{EdmDateTime, Entity, IfMatch, Property, WriteKind, WriteOp};
 pub use crate::model::{TableId, TableRef};
 use codec::TableRecord;
 pub use footprint::Footprint;
+use group_commit::GroupCommit;
 pub use key::{KeyBound, KeyRange};
+use read::ReadPool;
+pub use read::{read_fn, read_with, ReadJob, RowSource};
 pub use row::{StoredRow, StoredRows};
 
 /// Why a store operation failed: first the outcomes of the request itself (each answered with
@@ -197,14 +206,6 @@ pub struct CommitError {
     pub error: StoreError,
 }
 
-/// Operations applied by [`Store::commit_unsynced`]: their Timestamps and the backend
-/// generation they were applied in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Committed {
-    pub stamps: Vec<EdmDateTime>,
-    pub generation: u64,
-}
-
 /// A table as the store knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableInfo {
@@ -215,85 +216,85 @@ pub struct TableInfo {
     pub acl: Vec<u8>,
 }
 
-pub type EntityIter<'a> = Box<dyn Iterator<Item = Result<Entity, StoreError>> + Send + 'a>;
-pub type TableIter<'a> = Box<dyn Iterator<Item = Result<TableInfo, StoreError>> + Send + 'a>;
-
 /// The store contract: tables addressed by [`TableRef`], entities by the [`TableId`] a table
 /// resolved to, key ranges ([`KeyRange`]) and rows ([`StoredRow`]) in Azure's key order.
 /// Every implementation passes the one conformance suite ([`conformance`]).
+///
+/// Asynchronous, so that the server awaits the store on its own runtime: a point read or a
+/// commit runs where it is awaited (`KvStore`'s take microseconds; PostgreSQL's await the
+/// database), scans run as [`ReadJob`]s on the blocking pool, and a commit returns once the
+/// write is as durable as the store's durability mode promises.
+#[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Creates the table; its name must be valid ([`crate::model::TableName::parse`]).
-    fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError>;
+    async fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError>;
     /// Removes the table and (eventually, in the background) its entities.
-    fn delete_table(&self, table: &TableRef) -> Result<(), StoreError>;
+    async fn delete_table(&self, table: &TableRef) -> Result<(), StoreError>;
     /// Looks a table up by name, case-insensitively.
-    fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError>;
-    /// Tables of an account ordered by lower-cased name, from `start_folded` (inclusive).
-    fn list_tables(
+    async fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError>;
+    /// At most `limit` tables of an account, ordered by lower-cased name, from `start_folded`
+    /// (inclusive).
+    async fn list_tables(
         &self,
         account: &str,
         start_folded: Option<&str>,
-    ) -> Result<TableIter<'_>, StoreError>;
-    fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError>;
-    fn get_entity(
+        limit: usize,
+    ) -> Result<Vec<TableInfo>, StoreError>;
+    async fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError>;
+    async fn get_entity(
         &self,
         table: TableId,
         partition_key: &str,
         row_key: &str,
     ) -> Result<Option<Entity>, StoreError>;
-    /// Entities of `range` in key order, read lazily.
-    fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_>;
-    /// Visits the stored rows of `range` in key order, without copying or decoding them,
-    /// until `visit` returns false.
-    fn scan_raw(
+    /// Runs `job` (the scans of `table` behind one response page) over the table's rows on
+    /// the blocking pool, so that it sees each change set committed to `table` whole or not
+    /// at all while commits go on (the store may run it again from the start for that), and
+    /// gives it back. Not across jobs: the next page reads later data.
+    /// [`read::read_with`] is the typed way to call it.
+    async fn read(
         &self,
         table: TableId,
-        range: &KeyRange,
-        visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
-    ) -> Result<(), StoreError>;
-    /// A PartitionKey near the middle of `range` at which a scan of it may be split in two,
-    /// each half read by its own thread: the rows before that partition, and the partition
-    /// with the rows after it (both non-empty). `None` when the range holds fewer than
-    /// `min_rows` rows or the store would not gain by it (it reads the range from disk).
-    fn split_point(&self, _table: TableId, _range: &KeyRange, _min_rows: usize) -> Option<String> {
-        None
-    }
-    /// Runs `read` (the scans of `table` behind one response page, which may run it again
-    /// from the start) so that it sees each change set committed to `table` whole or not at
-    /// all, while commits go on. The default runs it once: for stores whose scans read one
-    /// snapshot (PostgreSQL). Not across pages: the next page reads later data.
-    fn read_consistently(
-        &self,
-        _table: TableId,
-        read: &mut dyn FnMut() -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
-        read()
-    }
+        job: Box<dyn ReadJob>,
+    ) -> Result<Box<dyn ReadJob>, StoreError>;
     /// Applies all operations atomically (all share one PartitionKey when more than one), or
-    /// none. Returns the new Timestamp of each operation (`Delete`'s is unused). Durable on
-    /// return when the store is in durable mode.
-    fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError>;
-    /// Like [`Store::commit`] but returns as soon as the operations are applied (visible to
-    /// reads), before they are durable. The caller must make them durable ([`Store::flush`],
-    /// or the server's asynchronous group commit) before acknowledging them when
-    /// [`Store::needs_sync`] says so.
-    fn commit_unsynced(&self, table: TableId, ops: &[WriteOp]) -> Result<Committed, CommitError>;
-    /// Whether acknowledged writes must wait for a flush (durable mode on disk).
-    fn needs_sync(&self) -> bool;
-    /// The backend generation: it changes when the backend discarded unflushed writes (a
-    /// reopen after a failed write). A write is durable only if a flush completed in the
-    /// generation it was applied in.
-    fn generation(&self) -> u64;
+    /// none. Returns the new Timestamp of each operation (`Delete`'s is unused) once they are
+    /// as durable as the store promises ([`Durability`]).
+    async fn commit(
+        &self,
+        table: TableId,
+        ops: &[WriteOp],
+    ) -> Result<Vec<EdmDateTime>, CommitError>;
     /// Forces everything written so far to stable storage.
-    fn flush(&self) -> Result<(), StoreError>;
+    async fn flush(&self) -> Result<(), StoreError>;
     /// The account's service properties document (opaque to the store), if ever set.
-    fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError>;
-    fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError>;
-    /// The stored entities' count and logical size, and the data folder's size (walks the
-    /// folder: call it off the async workers). `None` if the store does not keep count.
-    fn footprint(&self) -> Option<Footprint> {
+    async fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError>;
+    async fn set_service_properties(
+        &self,
+        account: &str,
+        properties: Vec<u8>,
+    ) -> Result<(), StoreError>;
+    /// The stored entities' count and logical size, and the data folder's size. `None` if
+    /// the store does not keep count.
+    async fn footprint(&self) -> Option<Footprint> {
         None
     }
+    /// Flushes the store's group commit has run (the `tablestore_group_commit_flushes_total`
+    /// metric); 0 for stores that have none.
+    fn group_commit_flushes(&self) -> u64 {
+        0
+    }
+}
+
+/// Runs `future` to completion on a runtime of its own: for synchronous tests (property
+/// tests) of code that awaits the store.
+#[cfg(test)]
+pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(future)
 }
 
 /// The ordered key-value backend under [`KvStore`]. Two keyspaces: table metadata and entities.
@@ -402,7 +403,7 @@ pub enum Durability {
 }
 
 const LOCK_STRIPES: usize = 1024;
-/// Stripes (by table id) of the commit counters behind [`Store::read_consistently`].
+/// Stripes (by table id) of the commit counters behind consistent reads ([`Store::read`]).
 const WATCH_STRIPES: usize = 64;
 /// Reads tried while no commit overlaps them before commits are held off for one.
 const OPTIMISTIC_READS: usize = 4;
@@ -443,7 +444,7 @@ impl Clock {
     }
 }
 
-/// The single [`Store`] implementation, generic over the backend.
+/// The single [`Store`] implementation over a key-value backend, generic over the backend.
 pub struct KvStore<B: Kv> {
     kv: Arc<B>,
     durability: Durability,
@@ -457,9 +458,11 @@ pub struct KvStore<B: Kv> {
     /// readers: sled's is not, see `intent.rs`).
     applying: Vec<AtomicU64>,
     clock: Clock,
-    group_commit: GroupCommit,
+    /// Makes writes durable (`None`: nothing to flush, in memory or with relaxed durability).
+    group_commit: Option<GroupCommit>,
     /// Commits to the entities of the tables of each stripe, for consistent reads.
-    watches: Vec<CommitWatch>,
+    watches: Arc<CommitWatches>,
+    reads: ReadPool,
 }
 
 /// Commits to the tables of one stripe, counted as they start and finish applying: a read
@@ -475,6 +478,87 @@ struct CommitWatch {
     gate: RwLock<()>,
 }
 
+/// The [`CommitWatch`]es of every table stripe.
+struct CommitWatches(Vec<CommitWatch>);
+
+impl CommitWatches {
+    fn new() -> CommitWatches {
+        CommitWatches((0..WATCH_STRIPES).map(|_| CommitWatch::default()).collect())
+    }
+
+    fn of(&self, table_id: u64) -> &CommitWatch {
+        &self.0[(table_id % WATCH_STRIPES as u64) as usize]
+    }
+
+    /// Runs `read` (which may be run again from the start) so that it sees each change set
+    /// committed to `table_id` whole or not at all, while commits go on.
+    fn read_consistently(
+        &self,
+        table_id: u64,
+        read: &mut dyn FnMut() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let watch = self.of(table_id);
+        for _ in 0..OPTIMISTIC_READS {
+            // `finished` first: equal counts then mean no commit was applying at the second
+            // load (a commit counts `started` before `finished`).
+            let finished = watch.finished.load(Ordering::SeqCst);
+            let started = watch.started.load(Ordering::SeqCst);
+            if finished == started {
+                read()?;
+                if watch.started.load(Ordering::SeqCst) == started {
+                    return Ok(());
+                }
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        // Commits keep overlapping the read: hold them off while it runs once more.
+        let _gate = watch.gate.write().unwrap_or_else(|e| e.into_inner());
+        read()
+    }
+}
+
+/// One table's rows in a [`KvStore`], as a [`ReadJob`] reads them.
+pub struct KvRows<B: Kv> {
+    kv: Arc<B>,
+    table: TableId,
+}
+
+impl<B: Kv> RowSource for KvRows<B> {
+    fn scan_raw(
+        &self,
+        range: &KeyRange,
+        visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
+    ) -> Result<(), StoreError> {
+        let (start, end) = range.to_bytes(self.table.0);
+        self.kv.visit(Space::Entities, start, end, &mut |k, v| {
+            visit(StoredRow::new(k, v))
+        })
+    }
+
+    fn split_point(&self, range: &KeyRange, min_rows: usize) -> Option<String> {
+        let (start, end) = range.to_bytes(self.table.0);
+        let middle = self
+            .kv
+            .split_point(Space::Entities, &start, &end, min_rows)?;
+        let (partition, _) = key::decode_entity_key(&middle)?;
+        // The halves meet at a partition's start (a partition is read by one thread); the
+        // first half must still hold a row.
+        let (boundary, _) = KeyRange::partition(&partition).to_bytes(self.table.0);
+        let Bound::Included(boundary) = boundary else {
+            return None;
+        };
+        let mut first = None;
+        self.kv
+            .visit(Space::Entities, start, end, &mut |k, _| {
+                first = Some(k.to_vec());
+                false
+            })
+            .ok()?;
+        (first? < boundary).then_some(partition)
+    }
+}
+
 impl<B: Kv> KvStore<B> {
     pub fn open(kv: B, durability: Durability) -> Result<Arc<KvStore<B>>, StoreError> {
         let kv = Arc::new(kv);
@@ -486,6 +570,17 @@ impl<B: Kv> KvStore<B> {
             ),
             None => 1,
         };
+        let group_commit = if durability == Durability::Durable && kv.is_persistent() {
+            // The flusher holds the backend weakly: closing the store drops it at once.
+            let backend = Arc::downgrade(&kv);
+            Some(GroupCommit::start(Box::new(move || {
+                let kv = backend.upgrade()?;
+                let result = kv.flush();
+                Some((result, kv.generation()))
+            }))?)
+        } else {
+            None
+        };
         let store = Arc::new(KvStore {
             kv,
             durability,
@@ -494,8 +589,9 @@ impl<B: Kv> KvStore<B> {
             partition_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
             applying: (0..LOCK_STRIPES).map(|_| AtomicU64::new(0)).collect(),
             clock: Clock::default(),
-            group_commit: GroupCommit::default(),
-            watches: (0..WATCH_STRIPES).map(|_| CommitWatch::default()).collect(),
+            group_commit,
+            watches: Arc::new(CommitWatches::new()),
+            reads: ReadPool::new(),
         });
         // Finish purging tables whose deletion was interrupted.
         let pending: Vec<u64> = store
@@ -517,6 +613,20 @@ impl<B: Kv> KvStore<B> {
             store.spawn_purge(id);
         }
         Ok(store)
+    }
+
+    /// The durability the store was opened with.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// One table's rows as read jobs see them, read directly on the calling thread (not
+    /// through [`Store::read`], so without its consistency): for tests and benchmarks.
+    pub fn rows(&self, table: TableId) -> KvRows<B> {
+        KvRows {
+            kv: Arc::clone(&self.kv),
+            table,
+        }
     }
 
     /// A Timestamp later than every one handed out before (by this process).
@@ -558,30 +668,20 @@ impl<B: Kv> KvStore<B> {
         self.kv.get(Space::Entities, key)
     }
 
-    fn watch(&self, table_id: u64) -> &CommitWatch {
-        &self.watches[(table_id % WATCH_STRIPES as u64) as usize]
-    }
-
-    /// Makes writes applied in backend generation `generation` durable (durable mode).
-    fn make_durable(&self, generation: u64) -> Result<(), StoreError> {
-        if self.durability == Durability::Durable && self.kv.is_persistent() {
-            self.group_commit.sync(|| self.kv.flush())?;
-            if self.kv.generation() != generation {
-                // The backend was reopened after a failure between the write and the flush:
-                // the write may be gone, so it must not be acknowledged.
-                return Err(StoreError::Reopening(
-                    "the store was reopened before the write was flushed",
-                ));
-            }
+    /// Waits until writes applied in backend generation `generation` are durable (when the
+    /// store makes them so).
+    async fn durable(&self, generation: u64) -> Result<(), StoreError> {
+        match &self.group_commit {
+            Some(group) => group.wait(generation).await,
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Applies one metadata write and makes it durable.
-    fn write_tables(&self, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<(), StoreError> {
+    /// Applies one metadata write; returns the backend generation it was applied in.
+    fn write_tables(&self, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>) -> Result<u64, StoreError> {
         let generation = self.kv.begin_write()?;
         self.kv.apply(Space::Tables, batch)?;
-        self.make_durable(generation)
+        Ok(generation)
     }
 
     fn read_table(&self, account: &str, folded: &str) -> Result<Option<TableRecord>, StoreError> {
@@ -594,6 +694,129 @@ impl<B: Kv> KvStore<B> {
                 .ok_or_else(|| StoreError::Corrupt(format!("table record of {folded}"))),
             None => Ok(None),
         }
+    }
+
+    /// Creates the table record under the table lock; returns it and the generation.
+    fn apply_create_table(&self, table: &TableRef) -> Result<(TableInfo, u64), StoreError> {
+        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let account = table.account.as_str();
+        let folded = table.folded();
+        if self.read_table(account, &folded)?.is_some() {
+            return Err(StoreError::TableAlreadyExists);
+        }
+        let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
+        let record = TableRecord {
+            id,
+            name: table.name.clone(),
+            acl: Vec::new(),
+        };
+        let generation = self.write_tables(vec![
+            (
+                NEXT_TABLE_ID_KEY.to_vec(),
+                Some((id + 1).to_le_bytes().to_vec()),
+            ),
+            (
+                key::table_meta_key(account, &folded),
+                Some(codec::encode_table(&record)),
+            ),
+        ])?;
+        let info = TableInfo {
+            id: TableId(id),
+            name: record.name,
+            acl: record.acl,
+        };
+        Ok((info, generation))
+    }
+
+    /// Removes the table record under the table lock, leaving a marker for the purge;
+    /// returns the table id and the generation.
+    fn apply_delete_table(&self, table: &TableRef) -> Result<(u64, u64), StoreError> {
+        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let account = table.account.as_str();
+        let folded = table.folded();
+        let record = self
+            .read_table(account, &folded)?
+            .ok_or(StoreError::TableNotFound)?;
+        let mut marker = DELETED_TABLE_PREFIX.to_vec();
+        marker.extend_from_slice(&record.id.to_be_bytes());
+        let generation = self.write_tables(vec![
+            (key::table_meta_key(account, &folded), None),
+            (marker, Some(Vec::new())),
+        ])?;
+        Ok((record.id, generation))
+    }
+
+    fn apply_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<u64, StoreError> {
+        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let account = table.account.as_str();
+        let folded = table.folded();
+        let mut record = self
+            .read_table(account, &folded)?
+            .ok_or(StoreError::TableNotFound)?;
+        record.acl = acl;
+        self.write_tables(vec![(
+            key::table_meta_key(account, &folded),
+            Some(codec::encode_table(&record)),
+        )])
+    }
+
+    /// Checks the operations' preconditions under the partition lock and applies them as
+    /// one backend batch. Returns their Timestamps and the generation they were applied in;
+    /// they are visible to reads, not yet durable.
+    fn apply_commit(
+        &self,
+        table: TableId,
+        ops: &[WriteOp],
+    ) -> Result<(Vec<EdmDateTime>, u64), CommitError> {
+        let table_id = table.0;
+        let Some(first) = ops.first() else {
+            return Ok((Vec::new(), self.kv.generation()));
+        };
+        let last = ops.len() - 1;
+        let generation = self
+            .kv
+            .begin_write()
+            .map_err(|error| CommitError { index: last, error })?;
+        let stripe = Self::stripe(table_id, &first.key.partition_key);
+        let _guard = self.partition_locks[stripe]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut batch = Vec::with_capacity(ops.len());
+        let mut stamps = Vec::with_capacity(ops.len());
+        for (index, op) in ops.iter().enumerate() {
+            let key = key::entity_key(table_id, &op.key.partition_key, &op.key.row_key);
+            // Insert Or Replace has no precondition and keeps nothing of the old entity: the
+            // lookup would be wasted.
+            let current = if op.kind == WriteKind::InsertOrReplace {
+                None
+            } else {
+                self.kv
+                    .get(Space::Entities, &key)
+                    .map_err(|error| CommitError { index, error })?
+            };
+            let ts = self.next_timestamp();
+            let value = apply_write(op, current.as_ref().map(AsRef::as_ref), ts)
+                .map_err(|error| CommitError { index, error })?;
+            batch.push((key, value));
+            stamps.push(ts);
+        }
+        let watch = self.watches.of(table_id);
+        let applied = {
+            let _gate = watch.gate.read().unwrap_or_else(|e| e.into_inner());
+            watch.started.fetch_add(1, Ordering::SeqCst);
+            let several = batch.len() > 1;
+            if several {
+                self.applying[stripe].fetch_add(1, Ordering::AcqRel);
+            }
+            let applied = self.kv.apply(Space::Entities, batch);
+            if several {
+                self.applying[stripe].fetch_add(1, Ordering::AcqRel);
+            }
+            watch.finished.fetch_add(1, Ordering::SeqCst);
+            applied
+        };
+        applied.map_err(|error| CommitError { index: last, error })?;
+        Ok((stamps, generation))
     }
 
     /// Removes every entity of a deleted table, in chunks, then forgets the table id.
@@ -697,55 +920,22 @@ pub fn apply_write(
     })
 }
 
+#[async_trait]
 impl<B: Kv> Store for KvStore<B> {
-    fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError> {
-        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let account = table.account.as_str();
-        let folded = table.folded();
-        if self.read_table(account, &folded)?.is_some() {
-            return Err(StoreError::TableAlreadyExists);
-        }
-        let id = self.next_table_id.fetch_add(1, Ordering::SeqCst);
-        let record = TableRecord {
-            id,
-            name: table.name.clone(),
-            acl: Vec::new(),
-        };
-        self.write_tables(vec![
-            (
-                NEXT_TABLE_ID_KEY.to_vec(),
-                Some((id + 1).to_le_bytes().to_vec()),
-            ),
-            (
-                key::table_meta_key(account, &folded),
-                Some(codec::encode_table(&record)),
-            ),
-        ])?;
-        Ok(TableInfo {
-            id: TableId(id),
-            name: record.name,
-            acl: record.acl,
-        })
+    async fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError> {
+        let (info, generation) = self.apply_create_table(table)?;
+        self.durable(generation).await?;
+        Ok(info)
     }
 
-    fn delete_table(&self, table: &TableRef) -> Result<(), StoreError> {
-        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let account = table.account.as_str();
-        let folded = table.folded();
-        let record = self
-            .read_table(account, &folded)?
-            .ok_or(StoreError::TableNotFound)?;
-        let mut marker = DELETED_TABLE_PREFIX.to_vec();
-        marker.extend_from_slice(&record.id.to_be_bytes());
-        self.write_tables(vec![
-            (key::table_meta_key(account, &folded), None),
-            (marker, Some(Vec::new())),
-        ])?;
-        self.spawn_purge(record.id);
+    async fn delete_table(&self, table: &TableRef) -> Result<(), StoreError> {
+        let (id, generation) = self.apply_delete_table(table)?;
+        self.durable(generation).await?;
+        self.spawn_purge(id);
         Ok(())
     }
 
-    fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
+    async fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
         Ok(self
             .read_table(&table.account, &table.folded())?
             .map(|r| TableInfo {
@@ -755,11 +945,12 @@ impl<B: Kv> Store for KvStore<B> {
             }))
     }
 
-    fn list_tables(
+    async fn list_tables(
         &self,
         account: &str,
         start_folded: Option<&str>,
-    ) -> Result<TableIter<'_>, StoreError> {
+        limit: usize,
+    ) -> Result<Vec<TableInfo>, StoreError> {
         let prefix = key::account_prefix(account);
         let start = key::table_meta_key(account, start_folded.unwrap_or(""));
         let end = {
@@ -769,9 +960,9 @@ impl<B: Kv> Store for KvStore<B> {
             e[n - 1] = 0x02;
             e
         };
-        let iter = self
-            .kv
+        self.kv
             .range(Space::Tables, Bound::Included(start), Bound::Excluded(end))
+            .take(limit)
             .map(|r| {
                 let (_, v) = r?;
                 codec::decode_table(v.as_ref())
@@ -781,25 +972,16 @@ impl<B: Kv> Store for KvStore<B> {
                         acl: r.acl,
                     })
                     .ok_or_else(|| StoreError::Corrupt("table record".into()))
-            });
-        Ok(Box::new(iter))
+            })
+            .collect()
     }
 
-    fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError> {
-        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
-        let account = table.account.as_str();
-        let folded = table.folded();
-        let mut record = self
-            .read_table(account, &folded)?
-            .ok_or(StoreError::TableNotFound)?;
-        record.acl = acl;
-        self.write_tables(vec![(
-            key::table_meta_key(account, &folded),
-            Some(codec::encode_table(&record)),
-        )])
+    async fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError> {
+        let generation = self.apply_table_acl(table, acl)?;
+        self.durable(generation).await
     }
 
-    fn get_entity(
+    async fn get_entity(
         &self,
         table: TableId,
         partition_key: &str,
@@ -821,221 +1003,68 @@ impl<B: Kv> Store for KvStore<B> {
         }
     }
 
-    fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_> {
-        let (start, end) = range.to_bytes(table.0);
-        Box::new(self.kv.range(Space::Entities, start, end).map(|r| {
-            let (k, v) = r?;
-            let (partition_key, row_key) = key::decode_entity_key(k.as_ref())
-                .ok_or_else(|| StoreError::Corrupt("entity key".into()))?;
-            let (timestamp, properties) = codec::decode_entity(v.as_ref())
-                .ok_or_else(|| StoreError::Corrupt("entity".into()))?;
-            Ok(Entity {
-                partition_key,
-                row_key,
-                timestamp,
-                properties,
-            })
-        }))
-    }
-
-    fn scan_raw(
+    async fn read(
         &self,
         table: TableId,
-        range: &KeyRange,
-        visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
-    ) -> Result<(), StoreError> {
-        let (start, end) = range.to_bytes(table.0);
-        self.kv.visit(Space::Entities, start, end, &mut |k, v| {
-            visit(StoredRow::new(k, v))
-        })
-    }
-
-    fn split_point(&self, table: TableId, range: &KeyRange, min_rows: usize) -> Option<String> {
-        let (start, end) = range.to_bytes(table.0);
-        let middle = self
-            .kv
-            .split_point(Space::Entities, &start, &end, min_rows)?;
-        let (partition, _) = key::decode_entity_key(&middle)?;
-        // The halves meet at a partition's start (a partition is read by one thread); the
-        // first half must still hold a row.
-        let (boundary, _) = KeyRange::partition(&partition).to_bytes(table.0);
-        let Bound::Included(boundary) = boundary else {
-            return None;
-        };
-        let mut first = None;
-        self.kv
-            .visit(Space::Entities, start, end, &mut |k, _| {
-                first = Some(k.to_vec());
-                false
+        job: Box<dyn ReadJob>,
+    ) -> Result<Box<dyn ReadJob>, StoreError> {
+        let rows = self.rows(table);
+        let watches = Arc::clone(&self.watches);
+        self.reads
+            .run_job(job, move |job| {
+                watches.read_consistently(table.0, &mut || job.run(&rows))
             })
-            .ok()?;
-        (first? < boundary).then_some(partition)
+            .await
     }
 
-    fn read_consistently(
+    async fn commit(
         &self,
         table: TableId,
-        read: &mut dyn FnMut() -> Result<(), StoreError>,
-    ) -> Result<(), StoreError> {
-        let watch = self.watch(table.0);
-        for _ in 0..OPTIMISTIC_READS {
-            // `finished` first: equal counts then mean no commit was applying at the second
-            // load (a commit counts `started` before `finished`).
-            let finished = watch.finished.load(Ordering::SeqCst);
-            let started = watch.started.load(Ordering::SeqCst);
-            if finished == started {
-                read()?;
-                if watch.started.load(Ordering::SeqCst) == started {
-                    return Ok(());
-                }
-            } else {
-                std::thread::yield_now();
-            }
-        }
-        // Commits keep overlapping the read: hold them off while it runs once more.
-        let _gate = watch.gate.write().unwrap_or_else(|e| e.into_inner());
-        read()
-    }
-
-    fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
-        let committed = self.commit_unsynced(table, ops)?;
-        self.make_durable(committed.generation)
+        ops: &[WriteOp],
+    ) -> Result<Vec<EdmDateTime>, CommitError> {
+        let (stamps, generation) = self.apply_commit(table, ops)?;
+        self.durable(generation)
+            .await
             .map_err(|error| CommitError {
                 index: ops.len().saturating_sub(1),
                 error,
             })?;
-        Ok(committed.stamps)
+        Ok(stamps)
     }
 
-    fn generation(&self) -> u64 {
-        self.kv.generation()
-    }
-
-    fn needs_sync(&self) -> bool {
-        self.durability == Durability::Durable && self.kv.is_persistent()
-    }
-
-    fn commit_unsynced(&self, table: TableId, ops: &[WriteOp]) -> Result<Committed, CommitError> {
-        let table_id = table.0;
-        let Some(first) = ops.first() else {
-            return Ok(Committed {
-                stamps: Vec::new(),
-                generation: self.kv.generation(),
-            });
-        };
-        let last = ops.len() - 1;
-        let generation = self
-            .kv
-            .begin_write()
-            .map_err(|error| CommitError { index: last, error })?;
-        let stripe = Self::stripe(table_id, &first.key.partition_key);
-        let _guard = self.partition_locks[stripe]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let mut batch = Vec::with_capacity(ops.len());
-        let mut stamps = Vec::with_capacity(ops.len());
-        for (index, op) in ops.iter().enumerate() {
-            let key = key::entity_key(table_id, &op.key.partition_key, &op.key.row_key);
-            // Insert Or Replace has no precondition and keeps nothing of the old entity: the
-            // lookup would be wasted.
-            let current = if op.kind == WriteKind::InsertOrReplace {
-                None
-            } else {
-                self.kv
-                    .get(Space::Entities, &key)
-                    .map_err(|error| CommitError { index, error })?
-            };
-            let ts = self.next_timestamp();
-            let value = apply_write(op, current.as_ref().map(AsRef::as_ref), ts)
-                .map_err(|error| CommitError { index, error })?;
-            batch.push((key, value));
-            stamps.push(ts);
+    async fn flush(&self) -> Result<(), StoreError> {
+        if !self.kv.is_persistent() {
+            return Ok(());
         }
-        let watch = self.watch(table_id);
-        let applied = {
-            let _gate = watch.gate.read().unwrap_or_else(|e| e.into_inner());
-            watch.started.fetch_add(1, Ordering::SeqCst);
-            let several = batch.len() > 1;
-            if several {
-                self.applying[stripe].fetch_add(1, Ordering::AcqRel);
-            }
-            let applied = self.kv.apply(Space::Entities, batch);
-            if several {
-                self.applying[stripe].fetch_add(1, Ordering::AcqRel);
-            }
-            watch.finished.fetch_add(1, Ordering::SeqCst);
-            applied
-        };
-        applied.map_err(|error| CommitError { index: last, error })?;
-        Ok(Committed { stamps, generation })
+        let kv = Arc::clone(&self.kv);
+        self.reads.run(move || kv.flush()).await
     }
 
-    fn flush(&self) -> Result<(), StoreError> {
-        self.kv.flush()
-    }
-
-    fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    async fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
             .kv
             .get(Space::Tables, &service_properties_key(account))?
             .map(|b| b.as_ref().to_vec()))
     }
 
-    fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError> {
-        self.write_tables(vec![(service_properties_key(account), Some(properties))])
+    async fn set_service_properties(
+        &self,
+        account: &str,
+        properties: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        let generation =
+            self.write_tables(vec![(service_properties_key(account), Some(properties))])?;
+        self.durable(generation).await
     }
 
-    fn footprint(&self) -> Option<Footprint> {
-        self.kv.footprint()
+    async fn footprint(&self) -> Option<Footprint> {
+        // Walks the data folder: off the async workers.
+        let kv = Arc::clone(&self.kv);
+        self.reads.run(move || Ok(kv.footprint())).await.ok()?
     }
-}
 
-/// Leader-based group commit: a writer that needs durability either runs the flush itself or
-/// waits for the flush in progress and, if that one started before its write, the next one.
-/// Concurrent writers therefore share flushes instead of queueing one each.
-#[derive(Default)]
-struct GroupCommit {
-    state: Mutex<GroupState>,
-    done: Condvar,
-}
-
-#[derive(Default)]
-struct GroupState {
-    /// Number of sync requests so far; a request's ticket is its position.
-    requested: u64,
-    /// All tickets up to this one are durable.
-    completed: u64,
-    flushing: bool,
-    last_error: Option<StoreError>,
-}
-
-impl GroupCommit {
-    fn sync(&self, flush: impl Fn() -> Result<(), StoreError>) -> Result<(), StoreError> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.requested += 1;
-        let ticket = state.requested;
-        loop {
-            if state.completed >= ticket {
-                return match &state.last_error {
-                    Some(e) => Err(e.clone()),
-                    None => Ok(()),
-                };
-            }
-            if !state.flushing {
-                // Lead a flush that covers every request made so far.
-                state.flushing = true;
-                let covers = state.requested;
-                drop(state);
-                let result = flush();
-                state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                state.flushing = false;
-                state.completed = covers;
-                state.last_error = result.as_ref().err().cloned();
-                self.done.notify_all();
-                return result;
-            }
-            state = self.done.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
+    fn group_commit_flushes(&self) -> u64 {
+        self.group_commit.as_ref().map_or(0, GroupCommit::flushes)
     }
 }
 

@@ -806,7 +806,7 @@ fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::store::Sto
 mod tests {
     use super::*;
     use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
-    use crate::store::{Durability, KvStore, Store};
+    use crate::store::{block_on, Durability, KvStore, RowSource, Store};
 
     fn open(dir: &Path, layout: Layout) -> Arc<KvStore<SledKv>> {
         let options = SledOptions {
@@ -842,11 +842,10 @@ mod tests {
         kind: WriteKind,
         property: impl Fn(u32) -> Option<(&'static str, EdmValue)>,
     ) {
-        let id = match store.get_table(&TableRef::new("a", table)).expect("get") {
+        let id = match block_on(store.get_table(&TableRef::new("a", table))).expect("get") {
             Some(t) => t.id,
             None => {
-                store
-                    .create_table(&TableRef::new("a", table))
+                block_on(store.create_table(&TableRef::new("a", table)))
                     .expect("create")
                     .id
             }
@@ -868,7 +867,7 @@ mod tests {
                 if_match: IfMatch::Any,
             })
             .collect();
-        store.commit(id, &ops).expect("commit");
+        block_on(store.commit(id, &ops)).expect("commit");
     }
 
     /// Change sets of two partitions proceed in parallel: while one is held in the middle of
@@ -899,7 +898,9 @@ mod tests {
         let mut tier = TierOptions::with_budget_mib(16);
         tier.background = false;
         let store = KvStore::open(TieredKv::new(kv, tier), Durability::Durable).unwrap();
-        let table = store.create_table(&TableRef::new("a", "t")).unwrap().id;
+        let table = block_on(store.create_table(&TableRef::new("a", "t")))
+            .unwrap()
+            .id;
         assert_ne!(
             KvStore::<TieredKv<SledKv>>::stripe(table.0, "held"),
             KvStore::<TieredKv<SledKv>>::stripe(table.0, "free"),
@@ -922,12 +923,12 @@ mod tests {
                 .collect()
         };
         let n_of = |e: Option<crate::model::Entity>| e.map(|e| e.properties[0].value.clone());
-        store.commit(table, &ops("held", 0)).unwrap();
+        block_on(store.commit(table, &ops("held", 0))).unwrap();
         armed.store(true, Ordering::SeqCst);
 
         let held = {
             let store = Arc::clone(&store);
-            std::thread::spawn(move || store.commit(table, &ops("held", 1)).map(drop))
+            std::thread::spawn(move || block_on(store.commit(table, &ops("held", 1))).map(drop))
         };
         entered
             .recv_timeout(Duration::from_secs(10))
@@ -936,7 +937,7 @@ mod tests {
         let free = {
             let store = Arc::clone(&store);
             std::thread::spawn(move || {
-                let result = store.commit(table, &ops("free", 1)).map(drop);
+                let result = block_on(store.commit(table, &ops("free", 1))).map(drop);
                 done_tx.send(()).unwrap();
                 result
             })
@@ -948,7 +949,7 @@ mod tests {
         let reader = {
             let store = Arc::clone(&store);
             std::thread::spawn(move || {
-                let value = store.get_entity(table, "held", "r2").unwrap();
+                let value = block_on(store.get_entity(table, "held", "r2")).unwrap();
                 read_tx.send(()).unwrap();
                 value
             })
@@ -964,7 +965,7 @@ mod tests {
         for r in 0..3 {
             let row = format!("r{r}");
             assert_eq!(
-                n_of(store.get_entity(table, "free", &row).unwrap()),
+                n_of(block_on(store.get_entity(table, "free", &row)).unwrap()),
                 Some(EdmValue::Int32(1))
             );
         }
@@ -979,15 +980,29 @@ mod tests {
     }
 
     fn entity_count(store: &KvStore<SledKv>, table: &str) -> usize {
-        let t = store
-            .get_table(&TableRef::new("a", table))
-            .unwrap()
-            .expect("table");
-        let all = crate::store::key::KeyRange::all();
-        store
-            .scan(t.id, &all)
+        decoded(store, table)
+            .iter()
             .inspect(|e| assert!(e.is_ok(), "{e:?}"))
             .count()
+    }
+
+    /// Whether each row of `table` decodes, in key order, up to the first that does not.
+    fn decoded(store: &KvStore<SledKv>, table: &str) -> Vec<Result<(), StoreError>> {
+        let t = block_on(store.get_table(&TableRef::new("a", table)))
+            .unwrap()
+            .expect("table");
+        let mut rows = Vec::new();
+        let scanned = store
+            .rows(t.id)
+            .scan_raw(&crate::store::key::KeyRange::all(), &mut |row| {
+                rows.push(row.view().map(drop));
+                true
+            });
+        // A row that cannot be read ends the scan with its error.
+        if let Err(e) = scanned {
+            rows.push(Err(e));
+        }
+        rows
     }
 
     /// New folders compress each entity with LZ4 (store format 2) over an uncompressed log.
@@ -1004,9 +1019,10 @@ mod tests {
 
         let store = open(dir.path(), Layout::new(Compression::Off));
         assert_eq!(entity_count(&store, "t"), 10);
-        let t = store.get_table(&TableRef::new("a", "t")).unwrap().unwrap();
-        let e = store
-            .get_entity(t.id, "p", "00007")
+        let t = block_on(store.get_table(&TableRef::new("a", "t")))
+            .unwrap()
+            .unwrap();
+        let e = block_on(store.get_entity(t.id, "p", "00007"))
             .unwrap()
             .expect("entity");
         assert_eq!(
@@ -1031,11 +1047,11 @@ mod tests {
             let store = open(dir.path(), Layout::default());
             assert_eq!(entity_count(&store, "old"), 50);
             insert(&*store, "old", 50..60);
-            assert_eq!(store.footprint().unwrap().entities, 60);
+            assert_eq!(block_on(store.footprint()).unwrap().entities, 60);
             drop(store);
             assert_eq!(folder_compression(dir.path()), Some(created));
             let store = open(dir.path(), Layout::default());
-            assert_eq!(store.footprint().unwrap().entities, 60);
+            assert_eq!(block_on(store.footprint()).unwrap().entities, 60);
             assert_eq!(entity_count(&store, "old"), 60);
         }
     }
@@ -1078,14 +1094,17 @@ mod tests {
             db.flush().unwrap();
         }
         let store = open(dir.path(), Layout::default());
-        let t = store.get_table(&TableRef::new("a", "t")).unwrap().unwrap();
-        assert!(store.get_entity(t.id, "p", "00000").unwrap().is_some());
+        let t = block_on(store.get_table(&TableRef::new("a", "t")))
+            .unwrap()
+            .unwrap();
+        assert!(block_on(store.get_entity(t.id, "p", "00000"))
+            .unwrap()
+            .is_some());
         assert!(matches!(
-            store.get_entity(t.id, "p", "00001"),
+            block_on(store.get_entity(t.id, "p", "00001")),
             Err(StoreError::Corrupt(_))
         ));
-        let all = crate::store::key::KeyRange::all();
-        let results: Vec<bool> = store.scan(t.id, &all).map(|e| e.is_ok()).collect();
+        let results: Vec<bool> = decoded(&store, "t").iter().map(Result::is_ok).collect();
         assert_eq!(results[..2], [true, false]);
     }
 
@@ -1102,7 +1121,7 @@ mod tests {
                 insert_or_replace(&*store, "t", 10..20);
                 delete(&*store, "t", 30..32);
                 delete(&*store, "t", 32..33);
-                store.footprint().unwrap()
+                block_on(store.footprint()).unwrap()
             })
             .collect();
         assert_eq!(footprints[0].entities, 37);
@@ -1137,7 +1156,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path(), Layout::default());
         insert(&*store, "t", 0..30);
-        let expected = store.footprint().unwrap();
+        let expected = block_on(store.footprint()).unwrap();
         drop(store);
         // What a crash after more writes looks like to the next start: totals that no longer
         // match the data, and no clean-shutdown token.
@@ -1151,7 +1170,7 @@ mod tests {
         }
         write_marker(dir.path(), FORMAT_LZ4_VALUES, None).unwrap();
         let store = open(dir.path(), Layout::default());
-        let f = store.footprint().unwrap();
+        let f = block_on(store.footprint()).unwrap();
         assert_eq!((f.entities, f.logical_bytes), (30, expected.logical_bytes));
         assert!(f.logical_bytes > 30 * 400);
         assert!(f.disk_bytes.unwrap() > 0);

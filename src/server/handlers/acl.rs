@@ -36,8 +36,10 @@ pub async fn get_table_acl(
 ) -> Result<Response, ApiError> {
     let table = call.table(table);
     let info = state
-        .blocking(move |store| store.get_table(&table).map_err(store_error))
-        .await?
+        .store
+        .get_table(&table)
+        .await
+        .map_err(store_error)?
         .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
     // Stored bytes were written by encode_signed_identifiers; re-encoding normalises them.
     let identifiers = if info.acl.is_empty() {
@@ -64,12 +66,10 @@ pub async fn set_table_acl(
     let encoded = encode_signed_identifiers(&identifiers);
     let table = call.table(table);
     state
-        .blocking(move |store| {
-            store
-                .set_table_acl(&table, encoded)
-                .map_err(acl_store_error)
-        })
-        .await?;
+        .store
+        .set_table_acl(&table, encoded)
+        .await
+        .map_err(acl_store_error)?;
     Ok(call
         .ctx
         .plain_response(StatusCode::NO_CONTENT)

@@ -7,7 +7,7 @@
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::entities::table_info;
+use super::entities::read_entity;
 use super::store_error;
 use crate::batch::{self, ChangeSet, Failure};
 use crate::insight::{BatchFacts, Observation};
@@ -145,16 +145,7 @@ async fn changeset(
         return failure_response(call, failed, subs.len(), prefer);
     }
     let account = call.ctx.data_account();
-    let outcome = state
-        .write(|store| {
-            let outcome = batch::execute(store, account, &changes);
-            let generation = match &outcome {
-                Ok(Some(applied)) => applied.generation,
-                _ => store.generation(),
-            };
-            Ok((outcome, generation))
-        })
-        .await?;
+    let outcome = batch::execute(&*state.store, account, &changes).await;
     let applied = match outcome {
         Ok(Some(applied)) => applied,
         Ok(None) => return Ok(accepted(call, encode_changeset_response(&[]))),
@@ -219,16 +210,16 @@ async fn query(state: &AppState, call: &Call, sub: SubRequest) -> Result<Respons
         Err(e) => return Ok(fail(&e)),
     };
     let table = call.table(entity.table.as_str());
-    let found = state.inline(|store| {
-        let info = table_info(store, &table)?;
-        let found = store
-            .get_entity(info.id, &entity.partition_key, &entity.row_key)
-            .map_err(store_error)?
-            .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
-        Ok((info, found))
-    });
+    let found = read_entity(
+        &*state.store,
+        &table,
+        &entity.partition_key,
+        &entity.row_key,
+    )
+    .await;
     let (info, found) = match found {
-        Ok(v) => v,
+        Ok((info, Some(found))) => (info, found),
+        Ok((_, None)) => return Ok(fail(&ApiError::new(ErrorCode::ResourceNotFound))),
         Err(e) => return Ok(fail(&e)),
     };
     let ctx = EntityContext {

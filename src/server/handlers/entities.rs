@@ -8,7 +8,7 @@ use super::{metadata, observe, parse_top, store_error, wants_plan};
 use crate::insight::class::{filtered_properties, single_partition};
 use crate::insight::{Event, Observation, QueryClass};
 use crate::model::entity::etag_for;
-use crate::model::{Entity, TableRef, WriteKind};
+use crate::model::{EdmDateTime, Entity, TableRef, WriteKind, WriteOp};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::filter;
 use crate::protocol::headers::{self, ReturnPreference};
@@ -18,16 +18,32 @@ use crate::protocol::uri::entity_path;
 use crate::protocol::write::{decode_insert, decode_write};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::query::plan::plan_entities;
-use crate::query::{eval, execute_raw_page, PageLimits};
+use crate::query::{eval, execute_raw_page, PageLimits, PageRead};
 use crate::server::call::Call;
 use crate::server::AppState;
-use crate::store::{Store, TableInfo};
+use crate::store::{Store, StoredRow, TableInfo};
 
-pub fn table_info(store: &dyn Store, table: &TableRef) -> Result<TableInfo, ApiError> {
+pub async fn table_info(store: &dyn Store, table: &TableRef) -> Result<TableInfo, ApiError> {
     store
         .get_table(table)
+        .await
         .map_err(store_error)?
         .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))
+}
+
+/// The table a point read names and, if it exists, the entity.
+pub async fn read_entity(
+    store: &dyn Store,
+    table: &TableRef,
+    partition_key: &str,
+    row_key: &str,
+) -> Result<(TableInfo, Option<Entity>), ApiError> {
+    let info = table_info(store, table).await?;
+    let found = store
+        .get_entity(info.id, partition_key, row_key)
+        .await
+        .map_err(store_error)?;
+    Ok((info, found))
 }
 
 fn entity_context<'a>(
@@ -95,35 +111,29 @@ pub async fn query_entities(
     let resume = resume_position(call);
     let table = call.table(table);
     let count_pages = wants_plan(call);
-    let (info, mut page, pages) = state
-        .blocking(move |store| {
-            let info = table_info(store, &table)?;
-            let matches = |e: &crate::store::StoredRow<'_>| eval::matches_opt(filter.as_ref(), e);
-            let run = |resume: Option<&(String, String)>| {
-                execute_raw_page(
-                    store,
-                    info.id,
-                    &plan.ranges,
-                    &matches,
-                    resume.map(|(p, r)| (p.as_str(), r.as_str())),
-                    limits,
-                )
+    let store = &*state.store;
+    let info = table_info(store, &table).await?;
+    let filter = std::sync::Arc::new(filter);
+    let matches = move |row: &StoredRow<'_>| eval::matches_opt(filter.as_ref().as_ref(), row);
+    let read = |resume: Option<(String, String)>| {
+        let job = PageRead::new(plan.ranges.clone(), matches.clone(), resume, limits);
+        async move {
+            execute_raw_page(store, info.id, job)
+                .await
                 .map_err(store_error)
-            };
-            let page = run(resume.as_ref())?;
-            // Opt-in debugging only: the pages the whole result takes from here.
-            let mut pages = None;
-            if count_pages {
-                let (mut n, mut next) = (1u64, page.next.clone());
-                while let Some(at) = next.filter(|_| n < MAX_COUNTED_PAGES) {
-                    next = run(Some(&at))?.next;
-                    n += 1;
-                }
-                pages = Some(n);
-            }
-            Ok((info, page, pages))
-        })
-        .await?;
+        }
+    };
+    let mut page = read(resume).await?;
+    // Opt-in debugging only: the pages the whole result takes from here.
+    let mut pages = None;
+    if count_pages {
+        let (mut n, mut next) = (1u64, page.next.clone());
+        while let Some(at) = next.filter(|_| n < MAX_COUNTED_PAGES) {
+            next = read(Some(at)).await?.next;
+            n += 1;
+        }
+        pages = Some(n);
+    }
     crate::server::realism::cut_page(state, &mut page);
     tracing::debug!(
         request_id = %call.ctx.request_id,
@@ -182,15 +192,16 @@ pub async fn get_entity(
     // answered like a missing one (the swagger accepts the parameter; Azure's use is unknown).
     let filter = filter::parse_param(call.query.get("$filter"))?;
     let table = call.table(entity.table.as_str());
-    let (info, found) = state.inline(|store| {
-        let info = table_info(store, &table)?;
-        let found = store
-            .get_entity(info.id, &entity.partition_key, &entity.row_key)
-            .map_err(store_error)?
-            .filter(|e| eval::matches_opt(filter.as_ref(), e))
-            .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
-        Ok((info, found))
-    })?;
+    let (info, found) = read_entity(
+        &*state.store,
+        &table,
+        &entity.partition_key,
+        &entity.row_key,
+    )
+    .await?;
+    let found = found
+        .filter(|e| eval::matches_opt(filter.as_ref(), e))
+        .ok_or_else(|| ApiError::new(ErrorCode::ResourceNotFound))?;
     let select = json::parse_select(call.query.get("$select"));
     let ctx = entity_context(call, metadata, &info.name, select.as_deref());
     let mut r = call.ctx.odata_response(StatusCode::OK);
@@ -206,6 +217,25 @@ pub async fn get_entity(
     Ok(observe(r.into_response(), observed))
 }
 
+/// Commits one write to `table`; returns the table and the write's Timestamp.
+async fn commit_one(
+    state: &AppState,
+    table: &TableRef,
+    op: &WriteOp,
+) -> Result<(TableInfo, EdmDateTime), ApiError> {
+    let store = &*state.store;
+    let info = table_info(store, table).await?;
+    let stamps = store
+        .commit(info.id, std::slice::from_ref(op))
+        .await
+        .map_err(|e| store_error(e.error))?;
+    let timestamp = stamps
+        .first()
+        .copied()
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError))?;
+    Ok((info, timestamp))
+}
+
 pub async fn insert_entity(
     state: &AppState,
     call: &Call,
@@ -215,15 +245,7 @@ pub async fn insert_entity(
     let op = decode_insert(&call.body, call.header("content-type"))?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let table = call.table(table);
-    let (info, timestamp) = state
-        .write(|store| {
-            let info = table_info(store, &table)?;
-            let committed = store
-                .commit_unsynced(info.id, std::slice::from_ref(&op))
-                .map_err(|e| store_error(e.error))?;
-            Ok(((info, committed.stamps[0]), committed.generation))
-        })
-        .await?;
+    let (info, timestamp) = commit_one(state, &table, &op).await?;
     let location = format!(
         "{}/{}",
         call.ctx.base_url,
@@ -265,15 +287,8 @@ pub async fn write_entity(
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let is_delete = op.kind == WriteKind::Delete;
     let table = call.table(table);
-    let (name, timestamp) = state
-        .write(|store| {
-            let info = table_info(store, &table)?;
-            let committed = store
-                .commit_unsynced(info.id, std::slice::from_ref(&op))
-                .map_err(|e| store_error(e.error))?;
-            Ok(((info.name, committed.stamps[0]), committed.generation))
-        })
-        .await?;
+    let (info, timestamp) = commit_one(state, &table, &op).await?;
+    let name = info.name;
     let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
     if !is_delete {
         r.header("etag", &etag_for(timestamp));

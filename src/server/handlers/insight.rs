@@ -94,7 +94,7 @@ async fn answer(
     };
     let mut r = ctx.plain_response(StatusCode::OK);
     if metrics {
-        let flushes = state.group_commit.flushes();
+        let flushes = state.store.group_commit_flushes();
         let footprint = footprint(state).await;
         let text = state.insight.metrics(flushes, footprint);
         r.body(
@@ -247,14 +247,9 @@ pub fn caller(
     }
 }
 
-/// Bytes of the files under `dir` (the store's size on disk).
-/// The store's size (walks the data folder, so on the blocking pool).
+/// The store's size (entities, logical bytes, bytes on disk).
 async fn footprint(state: &AppState) -> Option<Footprint> {
-    let store = std::sync::Arc::clone(&state.store);
-    tokio::task::spawn_blocking(move || store.footprint())
-        .await
-        .ok()
-        .flatten()
+    state.store.footprint().await
 }
 
 /// The insight document's `store` member: the whole server's data, all accounts together.

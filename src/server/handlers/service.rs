@@ -13,17 +13,14 @@ use crate::server::context::RequestContext;
 use crate::server::AppState;
 
 async fn load(state: &AppState, account: &str) -> Result<ServiceProperties, ApiError> {
-    let account = account.to_string();
-    state
-        .blocking(move |store| {
-            let stored = store
-                .get_service_properties(&account)
-                .map_err(store_error)?;
-            Ok(stored
-                .and_then(|b| ServiceProperties::decode(&b))
-                .unwrap_or_default())
-        })
+    let stored = state
+        .store
+        .get_service_properties(account)
         .await
+        .map_err(store_error)?;
+    Ok(stored
+        .and_then(|b| ServiceProperties::decode(&b))
+        .unwrap_or_default())
 }
 
 pub async fn get_service_properties(state: &AppState, call: &Call) -> Result<Response, ApiError> {
@@ -36,14 +33,11 @@ pub async fn get_service_properties(state: &AppState, call: &Call) -> Result<Res
 pub async fn set_service_properties(state: &AppState, call: &Call) -> Result<Response, ApiError> {
     let current = load(state, call.ctx.data_account()).await?;
     let next = current.apply_update(&call.body)?;
-    let account = call.ctx.data_account().to_string();
     state
-        .blocking(move |store| {
-            store
-                .set_service_properties(&account, next.encode())
-                .map_err(store_error)
-        })
-        .await?;
+        .store
+        .set_service_properties(call.ctx.data_account(), next.encode())
+        .await
+        .map_err(store_error)?;
     Ok(call
         .ctx
         .plain_response(StatusCode::ACCEPTED)

@@ -23,7 +23,7 @@ pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, Api
         .query
         .get("NextTableName")
         .map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
-    let account = call.ctx.data_account().to_string();
+    let account = call.ctx.data_account();
     let page = if top == 0 {
         // `$top=0`: an empty page with no continuation, as for Query Entities.
         TablePage {
@@ -31,12 +31,15 @@ pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, Api
             ..TablePage::default()
         }
     } else {
-        state
-            .blocking(move |store| {
-                execute_table_page(store, &account, filter.as_ref(), start.as_deref(), top)
-                    .map_err(store_error)
-            })
-            .await?
+        execute_table_page(
+            &*state.store,
+            account,
+            filter.as_ref(),
+            start.as_deref(),
+            top,
+        )
+        .await
+        .map_err(store_error)?
     };
     tracing::debug!(
         request_id = %call.ctx.request_id,
@@ -84,8 +87,10 @@ pub async fn get_table(state: &AppState, call: &Call, table: String) -> Result<R
     let metadata = metadata(call)?;
     let table = call.table(table);
     let info = state
-        .blocking(move |store| store.get_table(&table).map_err(store_error))
-        .await?
+        .store
+        .get_table(&table)
+        .await
+        .map_err(store_error)?
         .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))?;
     let mut r = call.ctx.odata_response(StatusCode::OK);
     r.body(
@@ -108,8 +113,10 @@ pub async fn create_table(state: &AppState, call: &Call) -> Result<Response, Api
     })?;
     let table = call.table(name.as_str());
     let info = state
-        .blocking(move |store| store.create_table(&table).map_err(store_error))
-        .await?;
+        .store
+        .create_table(&table)
+        .await
+        .map_err(store_error)?;
     let location = format!("{}/Tables('{}')", call.ctx.base_url, info.name);
     let preference = ReturnPreference::parse(call.header(headers::PREFER));
     if preference == Some(ReturnPreference::NoContent) {
@@ -138,14 +145,14 @@ pub async fn delete_table(
 ) -> Result<Response, ApiError> {
     let table = call.table(table);
     state
-        .blocking(move |store| {
-            store.delete_table(&table).map_err(|e| match e {
-                // Azure answers a missing table here with ResourceNotFound [rec: Py].
-                StoreError::TableNotFound => ApiError::new(ErrorCode::ResourceNotFound),
-                other => store_error(other),
-            })
-        })
-        .await?;
+        .store
+        .delete_table(&table)
+        .await
+        .map_err(|e| match e {
+            // Azure answers a missing table here with ResourceNotFound [rec: Py].
+            StoreError::TableNotFound => ApiError::new(ErrorCode::ResourceNotFound),
+            other => store_error(other),
+        })?;
     Ok(call
         .ctx
         .odata_response(StatusCode::NO_CONTENT)

@@ -14,7 +14,7 @@ use proptest::test_runner::TestCaseError;
 
 use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
 use crate::store::memory::MemoryKv;
-use crate::store::{Durability, KeyRange, Kv, KvStore, Store, TableId};
+use crate::store::{read_fn, Durability, KeyRange, Kv, KvStore, Store, TableId};
 
 /// One step of a sequence; tables are numbered 0 and 1, row keys `r0`..`r5` in partition `p`.
 #[derive(Debug, Clone)]
@@ -81,27 +81,28 @@ fn write_op(kind: u8, rk: u8, n: i32) -> WriteOp {
 }
 
 /// The ids of tables `one` and `two`, created if the store does not have them yet.
-fn tables(store: &dyn Store) -> Vec<TableId> {
-    ["one", "two"]
-        .iter()
-        .map(|name| {
-            let t = TableRef::new("acct", *name);
-            match store.get_table(&t).expect("get") {
-                Some(info) => info.id,
-                None => store.create_table(&t).expect("create").id,
-            }
-        })
-        .collect()
+async fn tables(store: &dyn Store) -> Vec<TableId> {
+    let mut ids = Vec::new();
+    for name in ["one", "two"] {
+        let t = TableRef::new("acct", name);
+        ids.push(match store.get_table(&t).await.expect("get") {
+            Some(info) => info.id,
+            None => store.create_table(&t).await.expect("create").id,
+        });
+    }
+    ids
 }
 
-fn contents(store: &dyn Store, t: TableId) -> Vec<(String, Vec<Property>)> {
-    store
-        .scan(t, &KeyRange::all())
-        .map(|e| {
-            let e = e.expect("scan");
-            (e.row_key, e.properties)
+async fn contents(store: &dyn Store, t: TableId) -> Vec<(String, Vec<Property>)> {
+    read_fn(store, t, |rows, out: &mut Vec<(String, Vec<Property>)>| {
+        rows.scan_raw(&KeyRange::all(), &mut |row| {
+            let e = row.view().expect("entity").into_entity();
+            out.push((e.row_key, e.properties));
+            true
         })
-        .collect()
+    })
+    .await
+    .expect("scan")
 }
 
 /// Runs `steps` against the store `open` opens in a fresh temporary folder and against the
@@ -113,50 +114,64 @@ pub(crate) fn run<K: Kv, X>(
     extra: impl Fn(&K, &[TableId], X) -> Result<(), TestCaseError>,
     invariant: impl Fn(&K) -> Result<(), TestCaseError>,
 ) -> Result<(), TestCaseError> {
-    let dir = tempfile::tempdir().expect("a temporary folder");
-    let memory = KvStore::open(MemoryKv::new(), Durability::Durable).expect("memory");
-    let mem_ids = tables(&*memory);
-    let mut store = open(dir.path());
-    let mut ids = tables(&*store);
-    for step in steps {
-        let reopen = match step {
-            Step::Commit(t, ops) => {
-                let ops: Vec<WriteOp> = ops.iter().map(|&(k, r, n)| write_op(k, r, n)).collect();
-                let a = store.commit(ids[t], &ops).map(|s| s.len());
-                let b = memory.commit(mem_ids[t], &ops).map(|s| s.len());
-                prop_assert_eq!(
-                    a.map_err(|e| (e.index, e.error)),
-                    b.map_err(|e| (e.index, e.error))
-                );
-                false
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let memory = KvStore::open(MemoryKv::new(), Durability::Durable).expect("memory");
+        let mem_ids = tables(&*memory).await;
+        let mut store = open(dir.path());
+        let mut ids = tables(&*store).await;
+        for step in steps {
+            let reopen = match step {
+                Step::Commit(t, ops) => {
+                    let ops: Vec<WriteOp> =
+                        ops.iter().map(|&(k, r, n)| write_op(k, r, n)).collect();
+                    let a = store.commit(ids[t], &ops).await.map(|s| s.len());
+                    let b = memory.commit(mem_ids[t], &ops).await.map(|s| s.len());
+                    prop_assert_eq!(
+                        a.map_err(|e| (e.index, e.error)),
+                        b.map_err(|e| (e.index, e.error))
+                    );
+                    false
+                }
+                Step::Get(t, r) => {
+                    let row = format!("r{r}");
+                    let a = store.get_entity(ids[t], "p", &row).await.expect("get");
+                    let b = memory.get_entity(mem_ids[t], "p", &row).await.expect("get");
+                    prop_assert_eq!(a.map(|e| e.properties), b.map(|e| e.properties));
+                    false
+                }
+                Step::Scan(t) => {
+                    prop_assert_eq!(
+                        contents(&*store, ids[t]).await,
+                        contents(&*memory, mem_ids[t]).await
+                    );
+                    false
+                }
+                Step::Reopen => true,
+                Step::Extra(x) => {
+                    extra(&store.kv, &ids, x)?;
+                    false
+                }
+            };
+            if reopen {
+                // The old handle must let go of the folder before the new one opens it.
+                drop(store);
+                store = open(dir.path());
+                ids = tables(&*store).await;
             }
-            Step::Get(t, r) => {
-                let row = format!("r{r}");
-                let a = store.get_entity(ids[t], "p", &row).expect("get");
-                let b = memory.get_entity(mem_ids[t], "p", &row).expect("get");
-                prop_assert_eq!(a.map(|e| e.properties), b.map(|e| e.properties));
-                false
-            }
-            Step::Scan(t) => {
-                prop_assert_eq!(contents(&*store, ids[t]), contents(&*memory, mem_ids[t]));
-                false
-            }
-            Step::Reopen => true,
-            Step::Extra(x) => {
-                extra(&store.kv, &ids, x)?;
-                false
-            }
-        };
-        if reopen {
-            // The old handle must let go of the folder before the new one opens it.
-            drop(store);
-            store = open(dir.path());
-            ids = tables(&*store);
+            invariant(&store.kv)?;
         }
-        invariant(&store.kv)?;
-    }
-    for t in 0..2 {
-        prop_assert_eq!(contents(&*store, ids[t]), contents(&*memory, mem_ids[t]));
-    }
-    Ok(())
+        for t in 0..2 {
+            prop_assert_eq!(
+                contents(&*store, ids[t]).await,
+                contents(&*memory, mem_ids[t]).await
+            );
+        }
+        Ok(())
+    })
 }

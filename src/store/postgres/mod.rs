@@ -17,27 +17,33 @@
 //! Serialization failures and deadlocks rerun the transaction with backoff; a lost or
 //! unreachable database is [`StoreError::Unavailable`] (503 ServerBusy), and the pool
 //! reconnects by itself once the database is back.
+//!
+//! The store runs on the caller's tokio runtime (the server's): the driver and the pool's
+//! connection tasks live there, and every method but [`Store::read`] is native async. A read
+//! job is synchronous (the query executor's page logic), so it runs on the blocking pool and
+//! fetches its pages with [`Handle::block_on`] on the runtime that called `read`.
 
-mod bridge;
 mod errors;
 pub mod schema;
 
 use std::ops::Bound;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use async_trait::async_trait;
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use tokio::runtime::Handle;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
+use super::read::ReadPool;
 use super::{
-    apply_write, key, Clock, CommitError, Committed, EntityIter, Footprint, KeyRange, Store,
-    StoreError, StoredRow, TableId, TableInfo, TableIter, TableRef,
+    apply_write, key, Clock, CommitError, Footprint, KeyRange, ReadJob, RowSource, Store,
+    StoreError, StoredRow, TableId, TableInfo, TableRef,
 };
 use crate::model::limits::EntityLimitError;
 use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
-use bridge::Bridge;
 pub use errors::Target;
 use errors::{classify, from_db_error, from_pool_error, DbFailure};
 
@@ -79,8 +85,7 @@ pub fn display_url(url: &str) -> String {
 /// The [`Store`] over a PostgreSQL database.
 pub struct PgStore {
     shared: Arc<Shared>,
-    /// Declared last: dropped after `shared`, and shuts its runtime down in the background.
-    bridge: Bridge,
+    reads: ReadPool,
 }
 
 struct Shared {
@@ -92,14 +97,18 @@ struct Shared {
 impl PgStore {
     /// Connects to the database `url` names, applies missing schema migrations and resumes
     /// interrupted table purges. Errors are one sentence each (bad URL, unreachable, login
-    /// refused, no rights, schema newer than this binary).
-    pub fn open(url: &str) -> Result<Arc<PgStore>, StoreError> {
-        PgStore::open_in_schema(url, None)
+    /// refused, no rights, schema newer than this binary). The store's connections live on
+    /// the runtime this is called on.
+    pub async fn open(url: &str) -> Result<Arc<PgStore>, StoreError> {
+        PgStore::open_in_schema(url, None).await
     }
 
     /// [`PgStore::open`] with the store's tables in `schema` (created if missing) instead of
     /// the user's default search path: tests give each server a schema of its own.
-    pub fn open_in_schema(url: &str, schema: Option<&str>) -> Result<Arc<PgStore>, StoreError> {
+    pub async fn open_in_schema(
+        url: &str,
+        schema: Option<&str>,
+    ) -> Result<Arc<PgStore>, StoreError> {
         let mut config = tokio_postgres::Config::from_str(url.trim()).map_err(|e| {
             StoreError::database(format!(
                 "the store URL is not a valid PostgreSQL URL ({e}): use postgres://user[:password]@host[:port]/database"
@@ -132,9 +141,6 @@ impl PgStore {
             config.options(&options);
         }
         let target = Target::from_config(&config);
-        let bridge = Bridge::new().map_err(|e| {
-            StoreError::database(format!("cannot start the PostgreSQL store's threads: {e}"))
-        })?;
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -154,10 +160,11 @@ impl PgStore {
             target,
             clock: Clock::default(),
         });
-        let s = Arc::clone(&shared);
-        let schema = schema.map(str::to_string);
-        let pending = bridge.run(async move { s.migrate(schema.as_deref()).await })?;
-        let store = Arc::new(PgStore { shared, bridge });
+        let pending = shared.migrate(schema).await?;
+        let store = Arc::new(PgStore {
+            shared,
+            reads: ReadPool::new(),
+        });
         for id in pending {
             store.spawn_purge(id);
         }
@@ -171,179 +178,135 @@ impl PgStore {
 
     /// The plan PostgreSQL chooses for the statement a scan of `range` runs (its first
     /// page), as `EXPLAIN` prints it: for tests that check scans are index range scans.
-    pub fn explain_scan(&self, table: TableId, range: &KeyRange) -> Result<String, StoreError> {
-        let (start, end) = range.to_bytes(table.0);
-        let s = Arc::clone(&self.shared);
-        self.bridge.run(async move {
-            let (sql, params) = page_sql(&start, &end);
-            let client = s.client().await?;
-            let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                params.iter().map(|p| p as _).collect();
-            args.push(&MAX_PAGE);
-            let rows = client
-                .query(&format!("EXPLAIN {sql}"), &args)
-                .await
-                .map_err(|e| from_db_error(&s.target, &e))?;
-            Ok(rows
-                .iter()
-                .map(|r| r.get::<_, String>(0))
-                .collect::<Vec<_>>()
-                .join("\n"))
-        })
-    }
-
-    fn run<T: Send + 'static>(
+    pub async fn explain_scan(
         &self,
-        work: impl std::future::Future<Output = T> + Send + 'static,
-    ) -> T {
-        self.bridge.run(work)
+        table: TableId,
+        range: &KeyRange,
+    ) -> Result<String, StoreError> {
+        let (start, end) = range.to_bytes(table.0);
+        let s = &self.shared;
+        let (sql, params) = page_sql(&start, &end);
+        let client = s.client().await?;
+        let mut args: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as _).collect();
+        args.push(&MAX_PAGE);
+        let rows = client
+            .query(&format!("EXPLAIN {sql}"), &args)
+            .await
+            .map_err(|e| from_db_error(&s.target, &e))?;
+        Ok(rows
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n"))
     }
 
+    /// Purges a deleted table's entities in the background, on the runtime of the caller.
     fn spawn_purge(&self, table_id: i64) {
         let s = Arc::clone(&self.shared);
-        self.bridge.spawn(async move {
+        tokio::spawn(async move {
             if let Err(e) = s.purge(table_id).await {
                 tracing::warn!(table_id, error = %e, "purging a deleted table failed; a later start resumes it");
             }
         });
     }
+}
 
-    /// Scans `range` page by page, handing each row to `visit` until it returns false.
-    fn scan_pages(
+/// One table's rows as a read job sees them: every page of every scan of the job reads one
+/// snapshot. The first page begins a `READ ONLY` `REPEATABLE READ` transaction on a pooled
+/// connection (sent with the page's statement in one round trip) that the job keeps until it
+/// ends, so the job sees a concurrent change set (one transaction) whole or not at all,
+/// however many ranges and pages it reads. The transaction ends in the background when the
+/// job is done (the connection goes back to the pool); a connection that failed is never
+/// pooled again. Pages are fetched with [`Handle::block_on`]: the job runs on a thread of the
+/// blocking pool, and the driver's connection tasks on the runtime `handle` names.
+struct PgRows {
+    shared: Arc<Shared>,
+    handle: Handle,
+    table: TableId,
+    snapshot: Mutex<Snapshot>,
+}
+
+/// The connection holding a read job's snapshot.
+enum Snapshot {
+    /// No page was read yet.
+    NotBegun,
+    Open(Box<Object>),
+    /// A page failed: the rows before it came from a snapshot that is gone.
+    Lost,
+}
+
+impl PgRows {
+    /// Up to `limit` rows from `start` to `end`, in the job's snapshot.
+    fn page(
         &self,
-        table: TableId,
+        start: &Bound<Vec<u8>>,
+        end: &Bound<Vec<u8>>,
+        limit: i64,
+    ) -> Result<Vec<Row>, StoreError> {
+        let mut snapshot = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        let open = match std::mem::replace(&mut *snapshot, Snapshot::Lost) {
+            Snapshot::NotBegun => None,
+            Snapshot::Open(client) => Some(*client),
+            Snapshot::Lost => {
+                return Err(StoreError::unavailable(format!(
+                    "a scan on PostgreSQL at {} lost its snapshot; retry the request",
+                    self.shared.target.host
+                )))
+            }
+        };
+        let (client, rows) = self
+            .handle
+            .block_on(self.shared.snapshot_page(open, start, end, limit));
+        if let Some(client) = client {
+            *snapshot = Snapshot::Open(Box::new(client));
+        }
+        rows
+    }
+}
+
+impl RowSource for PgRows {
+    /// Reads `range` page by page: each page starts after the last key read; pages grow from
+    /// [`FIRST_PAGE`] to [`MAX_PAGE`] rows but hold no more than [`PAGE_BYTES`] at the largest
+    /// row seen so far, so large entities keep pages small.
+    fn scan_raw(
+        &self,
         range: &KeyRange,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
     ) -> Result<(), StoreError> {
-        let mut pages = Pages::new(self, table, range);
-        while let Some(rows) = pages.next_page()? {
-            for (k, v) in rows {
-                if !visit(&k, &v) {
+        let (mut start, end) = range.to_bytes(self.table.0);
+        let mut limit = FIRST_PAGE;
+        loop {
+            let rows = self.page(&start, &end, limit)?;
+            for (k, v) in &rows {
+                if !visit(StoredRow::new(k, v)) {
                     return Ok(());
                 }
             }
-        }
-        Ok(())
-    }
-}
-
-/// Tables of an account, read page by page.
-struct TablePages<'a> {
-    store: &'a PgStore,
-    account: String,
-    start: Bound<Vec<u8>>,
-    end: Vec<u8>,
-    buffered: std::vec::IntoIter<TableInfo>,
-    done: bool,
-}
-
-impl Iterator for TablePages<'_> {
-    type Item = Result<TableInfo, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(t) = self.buffered.next() {
-                return Some(Ok(t));
+            if (rows.len() as i64) < limit {
+                return Ok(());
             }
-            if self.done {
-                return None;
+            if let Some((k, _)) = rows.last() {
+                start = Bound::Excluded(k.clone());
             }
-            let s = Arc::clone(&self.store.shared);
-            let (start, end, account) =
-                (self.start.clone(), self.end.clone(), self.account.clone());
-            match self
-                .store
-                .run(async move { s.table_page(&account, &start, &end).await })
-            {
-                Ok((tables, last)) => {
-                    self.done = tables.len() < MAX_PAGE as usize;
-                    match last {
-                        Some(k) => self.start = Bound::Excluded(k),
-                        None => self.done = true,
-                    }
-                    self.buffered = tables.into_iter();
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            }
+            limit = next_limit(limit, &rows);
         }
     }
 }
 
-/// Where a paged scan is: the next page starts after the last key read; pages grow from
-/// [`FIRST_PAGE`] to [`MAX_PAGE`] rows but hold no more than [`PAGE_BYTES`] at the largest row
-/// seen so far, so large entities keep pages small.
-///
-/// All pages of one scan read one snapshot: the first page begins a `READ ONLY` `REPEATABLE
-/// READ` transaction on a pooled connection that the scan keeps until its last page, so a scan
-/// sees a concurrent change set (one transaction) whole or not at all, however many pages it
-/// reads. The transaction ends (and the connection goes back to the pool) after the last page,
-/// or when the scan is dropped early; a connection that failed is never pooled again.
-struct Pages<'a> {
-    store: &'a PgStore,
-    start: Bound<Vec<u8>>,
-    end: Bound<Vec<u8>>,
-    limit: i64,
-    done: bool,
-    /// The connection holding the scan's snapshot, between pages.
-    snapshot: Option<Object>,
-}
-
-impl<'a> Pages<'a> {
-    fn new(store: &'a PgStore, table: TableId, range: &KeyRange) -> Pages<'a> {
-        let (start, end) = range.to_bytes(table.0);
-        Pages {
-            store,
-            start,
-            end,
-            limit: FIRST_PAGE,
-            done: false,
-            snapshot: None,
-        }
-    }
-
-    /// The next page, or `None` after the last one.
-    fn next_page(&mut self) -> Result<Option<Vec<Row>>, StoreError> {
-        if self.done {
-            return Ok(None);
-        }
-        let s = Arc::clone(&self.store.shared);
-        let (start, end, limit) = (self.start.clone(), self.end.clone(), self.limit);
-        let snapshot = self.snapshot.take();
-        let (snapshot, rows) = self
-            .store
-            .run(async move { s.snapshot_page(snapshot, &start, &end, limit).await });
-        self.snapshot = snapshot;
-        let rows = rows.inspect_err(|_| self.done = true)?;
-        self.done = (rows.len() as i64) < self.limit;
-        if let Some((k, _)) = rows.last() {
-            self.start = Bound::Excluded(k.clone());
-        }
-        self.limit = next_limit(self.limit, &rows);
-        if self.done {
-            self.end_snapshot();
-        }
-        Ok(Some(rows))
-    }
-
-    /// Ends the scan's transaction in the background and gives its connection back.
-    fn end_snapshot(&mut self) {
-        if let Some(client) = self.snapshot.take() {
-            self.store.bridge.spawn(async move {
+impl Drop for PgRows {
+    /// Ends the job's transaction in the background and gives its connection back.
+    fn drop(&mut self) {
+        let snapshot = self.snapshot.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Snapshot::Open(client) = std::mem::replace(snapshot, Snapshot::Lost) {
+            let client = *client;
+            self.handle.spawn(async move {
                 if client.batch_execute("ROLLBACK").await.is_err() {
                     // Unusable (the database went away): never hand it out again.
                     drop(Object::take(client));
                 }
             });
         }
-    }
-}
-
-impl Drop for Pages<'_> {
-    fn drop(&mut self) {
-        self.end_snapshot();
     }
 }
 
@@ -356,29 +319,6 @@ fn next_limit(limit: i64, rows: &[Row]) -> i64 {
         .unwrap_or(1);
     let fits = (PAGE_BYTES / largest.max(1)).max(1) as i64;
     (limit * 4).min(MAX_PAGE).min(fits)
-}
-
-/// Entities of a range, read page by page.
-struct EntityPages<'a> {
-    pages: Pages<'a>,
-    buffered: std::vec::IntoIter<Row>,
-}
-
-impl Iterator for EntityPages<'_> {
-    type Item = Result<Entity, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some((k, v)) = self.buffered.next() {
-                return Some(decode_entity(&k, &v));
-            }
-            match self.pages.next_page() {
-                Ok(Some(rows)) => self.buffered = rows.into_iter(),
-                Ok(None) => return None,
-                Err(e) => return Some(Err(e)),
-            }
-        }
-    }
 }
 
 fn decode_entity(k: &[u8], v: &[u8]) -> Result<Entity, StoreError> {
@@ -648,33 +588,34 @@ impl Shared {
         }
     }
 
-    /// Up to [`MAX_PAGE`] tables of `account` from `start` to `end`, and the last one's key.
+    /// Up to `limit` tables of `account` ordered by lower-cased name, from `start_folded`
+    /// (inclusive).
     async fn table_page(
         &self,
         account: &str,
-        start: &Bound<Vec<u8>>,
-        end: &[u8],
-    ) -> Result<(Vec<TableInfo>, Option<Vec<u8>>), StoreError> {
-        let (op, from) = match start {
-            Bound::Included(k) => (">=", k.clone()),
-            Bound::Excluded(k) => (">", k.clone()),
-            Bound::Unbounded => (">=", key::account_prefix(account)),
-        };
-        let sql = format!(
-            "SELECT meta_key, id, name, acl FROM tables WHERE meta_key {op} $1 AND meta_key < $2 ORDER BY meta_key LIMIT $3"
-        );
+        start_folded: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<TableInfo>, StoreError> {
+        let from = key::table_meta_key(account, start_folded.unwrap_or(""));
+        // The account's records end before `enc(account)` with its terminator 00 01 raised
+        // to 00 02.
+        let mut end = key::account_prefix(account);
+        let n = end.len();
+        end[n - 1] = 0x02;
         let rows = self
             .read(|client| {
-                let (sql, from) = (&sql, &from);
+                let (from, end) = (&from, &end);
                 async move {
-                    let stmt = client.prepare_cached(sql).await?;
-                    client.query(&stmt, &[from, &end, &MAX_PAGE]).await
+                    let stmt = client
+                        .prepare_cached(
+                            "SELECT meta_key, id, name, acl FROM tables WHERE meta_key >= $1 AND meta_key < $2 ORDER BY meta_key LIMIT $3",
+                        )
+                        .await?;
+                    client.query(&stmt, &[from, end, &limit]).await
                 }
             })
             .await?;
-        let last = rows.last().map(|r| r.get::<_, Vec<u8>>(0));
-        let tables = rows.iter().map(table_info).collect();
-        Ok((tables, last))
+        Ok(rows.iter().map(table_info).collect())
     }
 
     async fn get_table(
@@ -1025,52 +966,40 @@ fn table_info(row: &tokio_postgres::Row) -> TableInfo {
     }
 }
 
+#[async_trait]
 impl Store for PgStore {
-    fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError> {
-        let s = Arc::clone(&self.shared);
-        let table = table.clone();
-        self.run(async move { s.create_table(&table).await })
+    async fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError> {
+        self.shared.create_table(table).await
     }
 
-    fn delete_table(&self, table: &TableRef) -> Result<(), StoreError> {
-        let s = Arc::clone(&self.shared);
-        let table = table.clone();
-        let id = self.run(async move { s.delete_table(&table).await })?;
+    async fn delete_table(&self, table: &TableRef) -> Result<(), StoreError> {
+        let id = self.shared.delete_table(table).await?;
         self.spawn_purge(id);
         Ok(())
     }
 
-    fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
-        let s = Arc::clone(&self.shared);
-        let (account, folded) = (table.account.clone(), table.folded());
-        self.run(async move { s.get_table(&account, &folded).await })
+    async fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
+        self.shared.get_table(&table.account, &table.folded()).await
     }
 
-    fn list_tables(
+    async fn list_tables(
         &self,
         account: &str,
         start_folded: Option<&str>,
-    ) -> Result<TableIter<'_>, StoreError> {
-        // The account's records end before `enc(account)` with its terminator 00 01 raised
-        // to 00 02.
-        let mut end = key::account_prefix(account);
-        let n = end.len();
-        end[n - 1] = 0x02;
-        Ok(Box::new(TablePages {
-            store: self,
-            account: account.to_string(),
-            start: Bound::Included(key::table_meta_key(account, start_folded.unwrap_or(""))),
-            end,
-            buffered: Vec::new().into_iter(),
-            done: false,
-        }))
+        limit: usize,
+    ) -> Result<Vec<TableInfo>, StoreError> {
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.shared.table_page(account, start_folded, limit).await
     }
 
-    fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError> {
-        let s = Arc::clone(&self.shared);
+    async fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError> {
         let meta_key = key::table_meta_key(&table.account, &table.folded());
-        let updated = self.run(async move {
-            s.read(|client| {
+        let updated = self
+            .shared
+            .read(|client| {
                 let (meta_key, acl) = (&meta_key, &acl);
                 async move {
                     client
@@ -1081,25 +1010,23 @@ impl Store for PgStore {
                         .await
                 }
             })
-            .await
-        })?;
+            .await?;
         if updated == 0 {
             return Err(StoreError::TableNotFound);
         }
         Ok(())
     }
 
-    fn get_entity(
+    async fn get_entity(
         &self,
         table: TableId,
         partition_key: &str,
         row_key: &str,
     ) -> Result<Option<Entity>, StoreError> {
-        let s = Arc::clone(&self.shared);
         let key = key::entity_key(table.0, partition_key, row_key);
-        let stored_key = key.clone();
-        let found = self.run(async move {
-            s.read(|client| {
+        let found = self
+            .shared
+            .read(|client| {
                 let key = &key;
                 async move {
                     let stmt = client
@@ -1109,106 +1036,85 @@ impl Store for PgStore {
                     Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
                 }
             })
-            .await
-        })?;
-        found
-            .map(|value| decode_entity(&stored_key, &value))
-            .transpose()
+            .await?;
+        found.map(|value| decode_entity(&key, &value)).transpose()
     }
 
-    fn scan(&self, table: TableId, range: &KeyRange) -> EntityIter<'_> {
-        Box::new(EntityPages {
-            pages: Pages::new(self, table, range),
-            buffered: Vec::new().into_iter(),
-        })
-    }
-
-    fn scan_raw(
+    /// The job reads one snapshot ([`PgRows`]), so it runs once.
+    async fn read(
         &self,
         table: TableId,
-        range: &KeyRange,
-        visit: &mut dyn FnMut(StoredRow<'_>) -> bool,
-    ) -> Result<(), StoreError> {
-        self.scan_pages(table, range, &mut |k, v| visit(StoredRow::new(k, v)))
+        job: Box<dyn ReadJob>,
+    ) -> Result<Box<dyn ReadJob>, StoreError> {
+        let rows = PgRows {
+            shared: Arc::clone(&self.shared),
+            handle: Handle::current(),
+            table,
+            snapshot: Mutex::new(Snapshot::NotBegun),
+        };
+        self.reads.run_job(job, move |job| job.run(&rows)).await
     }
 
-    fn commit(&self, table: TableId, ops: &[WriteOp]) -> Result<Vec<EdmDateTime>, CommitError> {
+    /// Durable on return: a committed transaction is the database's own guarantee.
+    async fn commit(
+        &self,
+        table: TableId,
+        ops: &[WriteOp],
+    ) -> Result<Vec<EdmDateTime>, CommitError> {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
-        let s = Arc::clone(&self.shared);
-        let ops = ops.to_vec();
-        self.run(async move { s.commit(table, &ops).await })
+        self.shared.commit(table, ops).await
     }
 
-    fn commit_unsynced(&self, table: TableId, ops: &[WriteOp]) -> Result<Committed, CommitError> {
-        // A committed transaction is durable already (the database's own guarantee).
-        Ok(Committed {
-            stamps: self.commit(table, ops)?,
-            generation: 0,
-        })
-    }
-
-    fn needs_sync(&self) -> bool {
-        false
-    }
-
-    fn generation(&self) -> u64 {
-        0
-    }
-
-    fn flush(&self) -> Result<(), StoreError> {
+    async fn flush(&self) -> Result<(), StoreError> {
         Ok(())
     }
 
-    fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let s = Arc::clone(&self.shared);
-        let account = account.to_string();
-        self.run(async move {
-            s.read(|client| {
-                let account = &account;
-                async move {
-                    let row = client
-                        .query_opt(
-                            "SELECT properties FROM service_properties WHERE account = $1",
-                            &[account],
-                        )
-                        .await?;
-                    Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
-                }
+    async fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.shared
+            .read(|client| async move {
+                let row = client
+                    .query_opt(
+                        "SELECT properties FROM service_properties WHERE account = $1",
+                        &[&account],
+                    )
+                    .await?;
+                Ok(row.map(|r| r.get::<_, Vec<u8>>(0)))
             })
             .await
-        })
     }
 
-    fn footprint(&self) -> Option<Footprint> {
-        let s = Arc::clone(&self.shared);
-        self.run(async move { s.footprint().await })
-            .inspect_err(
-                |e| tracing::warn!(error = %e, "reading the PostgreSQL store's size failed"),
-            )
-            .ok()
-    }
-
-    fn set_service_properties(&self, account: &str, properties: Vec<u8>) -> Result<(), StoreError> {
-        let s = Arc::clone(&self.shared);
-        let account = account.to_string();
-        self.run(async move {
-            s.read(|client| {
-                let (account, properties) = (&account, &properties);
+    async fn set_service_properties(
+        &self,
+        account: &str,
+        properties: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        self.shared
+            .read(|client| {
+                let properties = &properties;
                 async move {
                     client
                         .execute(
                             "INSERT INTO service_properties (account, properties) VALUES ($1, $2) \
                              ON CONFLICT (account) DO UPDATE SET properties = excluded.properties",
-                            &[account, properties],
+                            &[&account, properties],
                         )
                         .await
                 }
             })
-            .await
-        })?;
+            .await?;
         Ok(())
+    }
+
+    async fn footprint(&self) -> Option<Footprint> {
+        self.shared
+            .footprint()
+            .await
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "reading the PostgreSQL store's size failed"),
+            )
+            .ok()
     }
 }
 
@@ -1257,10 +1163,10 @@ mod tests {
         assert!(!is_postgres_url("sled"));
     }
 
-    #[test]
-    fn bad_urls_are_one_sentence() {
+    #[tokio::test]
+    async fn bad_urls_are_one_sentence() {
         let Err(StoreError::Database { message: m, .. }) =
-            PgStore::open("postgres://u@h:notaport/db")
+            PgStore::open("postgres://u@h:notaport/db").await
         else {
             panic!("a bad port must be refused")
         };
@@ -1269,7 +1175,8 @@ mod tests {
             "{m}"
         );
         assert!(!m.contains("Error {"), "{m}");
-        let Err(StoreError::Database { message: m, .. }) = PgStore::open("postgres://h/db") else {
+        let Err(StoreError::Database { message: m, .. }) = PgStore::open("postgres://h/db").await
+        else {
             panic!("a URL without a user must be refused")
         };
         assert!(m.contains("names no database user"), "{m}");
