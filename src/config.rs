@@ -14,6 +14,7 @@ use clap::builder::BoolishValueParser;
 use clap::parser::ValueSource;
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
+use crate::store::open::{DiskOptions, StoreOptions};
 use crate::store::sled_kv::Compression;
 use crate::store::Durability;
 
@@ -753,6 +754,28 @@ impl Config {
             ),
             Some(t) => Ok(Some(t)),
         }
+    }
+
+    /// The store to open (`crate::store::open`).
+    pub fn store_options(&self) -> StoreOptions {
+        if let Some((url, schema)) = self.postgres() {
+            return StoreOptions::Postgres {
+                url: url.to_string(),
+                schema: schema.map(str::to_string),
+            };
+        }
+        if self.is_in_memory() {
+            return StoreOptions::Memory {
+                durability: self.durability(),
+            };
+        }
+        StoreOptions::Disk(DiskOptions {
+            dir: self.store_dir(),
+            durability: self.durability(),
+            cache_bytes: self.cache_mb * 1024 * 1024,
+            compression: self.new_folder_compression(),
+            memory_budget_mib: self.memory_budget,
+        })
     }
 
     /// Options that were accepted but have no effect, one sentence each, for the start-up log.

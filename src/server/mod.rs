@@ -24,12 +24,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::Accounts;
 use crate::config::{connection_string, Config};
-use crate::store::memory::MemoryKv;
-use crate::store::memory_limit::ProcessLimit;
-use crate::store::postgres::PgStore;
-use crate::store::sled_kv::{Layout, SledKv, SledOptions};
-use crate::store::tiered::{TierOptions, TieredKv};
-use crate::store::{legacy_log, Kv, KvStore, Store, StoreError};
+use crate::store::{Store, StoreError};
 pub use connections::ServeLimits;
 
 /// Shared by every request.
@@ -62,36 +57,7 @@ impl AppState {
 /// Opens the store the configuration asks for (a PostgreSQL store's connections live on
 /// the runtime this is awaited on).
 pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
-    if let Some((url, schema)) = config.postgres() {
-        return Ok(PgStore::open_in_schema(url, schema).await?);
-    }
-    if config.is_in_memory() {
-        return Ok(KvStore::open(MemoryKv::new(), config.durability())?);
-    }
-    let dir = config.store_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| StoreError::io("creating the data folder", e))?;
-    let options = SledOptions {
-        cache_capacity: config.cache_mb * 1024 * 1024,
-        layout: Layout::new(config.new_folder_compression()),
-        ..SledOptions::default()
-    };
-    let kv = SledKv::open(&dir, &options)?;
-    legacy_log::drain(&kv, &dir)?;
-    over_tier(kv, config)
-}
-
-/// The store over `kv`, with the RAM tier in front unless its budget is 0.
-fn over_tier<B: Kv>(kv: B, config: &Config) -> Result<Arc<dyn Store>, StoreError> {
-    if config.memory_budget == 0 {
-        return Ok(KvStore::open(kv, config.durability())?);
-    }
-    let tier = TieredKv::new(kv, TierOptions::with_budget_mib(config.memory_budget));
-    // Tests that need the tier to load and evict at a tiny budget turn the process-wide limit
-    // off (`TABLESTORE_TIER_PROCESS_LIMIT=off`, tests/crash.rs): any real server is above 1 + 64 MiB.
-    if std::env::var("TABLESTORE_TIER_PROCESS_LIMIT").as_deref() != Ok("off") {
-        tier.limit_process_memory(ProcessLimit::for_budget_mib(config.memory_budget));
-    }
-    Ok(KvStore::open(tier, config.durability())?)
+    crate::store::open::open(&config.store_options()).await
 }
 
 /// The whole HTTP application: the catch-all dispatch route behind the request-log layer.

@@ -19,6 +19,7 @@ pub mod key;
 pub(crate) mod legacy_log;
 pub mod memory;
 pub mod memory_limit;
+pub mod open;
 pub mod postgres;
 pub mod read;
 pub mod row;

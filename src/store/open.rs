@@ -1,0 +1,79 @@
+//! Opens the store a configuration names: PostgreSQL, the memory store, or sled in a data
+//! folder with the RAM tier in front (unless its budget is 0), after draining a write-ahead
+//! log an earlier build left there. The one place that knows how engines and the RAM tier
+//! stack under [`KvStore`]: at most two layers (the tier and the engine) sit below the
+//! contract the server sees.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::memory::MemoryKv;
+use super::memory_limit::ProcessLimit;
+use super::postgres::PgStore;
+use super::sled_kv::{Compression, Layout, SledKv, SledOptions};
+use super::tiered::{TierOptions, TieredKv};
+use super::{legacy_log, Durability, Kv, KvStore, Store, StoreError};
+
+/// Which store to open, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreOptions {
+    /// A PostgreSQL database; the store's tables in `schema` when given.
+    Postgres { url: String, schema: Option<String> },
+    /// In memory: nothing is kept after exit.
+    Memory { durability: Durability },
+    /// sled in a data folder.
+    Disk(DiskOptions),
+}
+
+/// The on-disk store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskOptions {
+    /// The data folder (created when missing).
+    pub dir: PathBuf,
+    pub durability: Durability,
+    /// sled's page cache.
+    pub cache_bytes: u64,
+    /// How a folder created now compresses its data (an existing one keeps its own).
+    pub compression: Compression,
+    /// The RAM tier's budget; 0 reads everything from disk.
+    pub memory_budget_mib: u64,
+}
+
+/// Opens the store `options` name (a PostgreSQL store's connections live on the runtime this
+/// is awaited on).
+pub async fn open(options: &StoreOptions) -> Result<Arc<dyn Store>, StoreError> {
+    match options {
+        StoreOptions::Postgres { url, schema } => {
+            Ok(PgStore::open_in_schema(url, schema.as_deref()).await?)
+        }
+        StoreOptions::Memory { durability } => Ok(KvStore::open(MemoryKv::new(), *durability)?),
+        StoreOptions::Disk(disk) => open_disk(disk),
+    }
+}
+
+fn open_disk(disk: &DiskOptions) -> Result<Arc<dyn Store>, StoreError> {
+    std::fs::create_dir_all(&disk.dir)
+        .map_err(|e| StoreError::io("creating the data folder", e))?;
+    let options = SledOptions {
+        cache_capacity: disk.cache_bytes,
+        layout: Layout::new(disk.compression),
+        ..SledOptions::default()
+    };
+    let kv = SledKv::open(&disk.dir, &options)?;
+    legacy_log::drain(&kv, &disk.dir)?;
+    over_tier(kv, disk)
+}
+
+/// The store over `kv`, with the RAM tier in front unless its budget is 0.
+fn over_tier<B: Kv>(kv: B, disk: &DiskOptions) -> Result<Arc<dyn Store>, StoreError> {
+    if disk.memory_budget_mib == 0 {
+        return Ok(KvStore::open(kv, disk.durability)?);
+    }
+    let tier = TieredKv::new(kv, TierOptions::with_budget_mib(disk.memory_budget_mib));
+    // Tests that need the tier to load and evict at a tiny budget turn the process-wide limit
+    // off (`TABLESTORE_TIER_PROCESS_LIMIT=off`, tests/crash.rs): any real server is above 1 + 64 MiB.
+    if std::env::var("TABLESTORE_TIER_PROCESS_LIMIT").as_deref() != Ok("off") {
+        tier.limit_process_memory(ProcessLimit::for_budget_mib(disk.memory_budget_mib));
+    }
+    Ok(KvStore::open(tier, disk.durability)?)
+}
