@@ -92,8 +92,12 @@ impl GroupCommit {
                 .pending
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            *pending = true;
-            self.signal.wake.notify_one();
+            // Already pending: the flusher has not taken the last signal yet and will see this
+            // write's ticket too (a wake-up per write was a system call per write).
+            if !*pending {
+                *pending = true;
+                self.signal.wake.notify_one();
+            }
         }
         loop {
             {
