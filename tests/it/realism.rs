@@ -4,7 +4,7 @@
 //! memory, scalability targets (a bounded load into one partition against the same load over
 //! 50), and random page breaks that never lose or repeat an entity (property test).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

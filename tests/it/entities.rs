@@ -2,7 +2,7 @@
 //! escaping, replace/merge/upsert/delete with their preconditions, every EDM type, `$select` on
 //! a point get, and the standard response headers.
 
-mod common;
+use crate::common;
 
 use common::assert::{
     assert_alive, assert_datetime_text, assert_error, assert_error_message, etag_timestamp,

@@ -4,7 +4,7 @@
 //! (tests/common/postgres.rs); the database-restart test runs a cluster of its own. Counts and
 //! times are bounded: a few hundred requests per test.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

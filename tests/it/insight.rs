@@ -2,7 +2,7 @@
 //! design guide's query shapes; the insight and metrics endpoints (access, content); the
 //! access log's class and counts; design advice logged once per table and rule.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! bad percent-encoding. Each gets a clean 4xx (or the connection is closed by a deadline)
 //! and the server keeps serving.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! Get Service Stats on the primary, ACL operations on a missing table, and the order of CORS
 //! header lists.
 
-mod common;
+use crate::common;
 
 use common::assert::assert_error;
 use common::batch::BatchBody;

@@ -6,7 +6,7 @@
 //! still healthy"); the exact answers to broken filters (400 `InvalidInput` with Azure's
 //! message and position) are asserted by the parser's own tests (docs/query.md).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! the same folder — same values, ETags and Timestamps — deleted tables stay deleted, and an
 //! acknowledged write is on disk even without a clean shutdown.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

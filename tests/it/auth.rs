@@ -1,7 +1,7 @@
 //! Authentication and authorization over HTTP: Shared Key Lite, refusals, SAS permissions and
 //! key ranges, stored access policies (Get/Set Table ACL).
 
-mod common;
+use crate::common;
 
 use common::child::Signer;
 use common::url::encode;

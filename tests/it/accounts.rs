@@ -3,7 +3,7 @@
 //! served only when listed (Azurite: "Default storage account devstoreaccount1 will be
 //! disabled when providing customized storage accounts").
 
-mod common;
+use crate::common;
 
 use common::child::Signer;
 use reqwest::{Method, StatusCode};

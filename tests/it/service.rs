@@ -1,6 +1,6 @@
 //! Get/Set Table Service Properties, Get Service Stats and CORS over HTTP.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use reqwest::StatusCode;

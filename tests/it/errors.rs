@@ -1,7 +1,7 @@
 //! Bad input over raw HTTP (issue 2): every malformed request gets Azure's answer (status,
 //! `x-ms-error-code`, error body) — never a panic, hang or 500 — and the server keeps answering.
 
-mod common;
+use crate::common;
 
 use common::assert::{assert_alive, assert_error, assert_error_message, xml_error_code};
 use common::raw;

@@ -2,7 +2,7 @@
 //! rules, value sizes, entity size (also reached by a merge), keys, value types, duplicates,
 //! and the request body size.
 
-mod common;
+use crate::common;
 
 use common::assert::{assert_alive, assert_error, assert_error_message};
 use common::{TestServer, JSON_NONE};

@@ -4,7 +4,7 @@
 //! handles ("nodes") that share nothing but the database, and 503-style `Unavailable` errors
 //! while the database is down with recovery once it is back.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! Azurite switches that change request handling, in-process (issue 6):
 //! `--skipApiVersionCheck` and `--disableProductStyleUrl`.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use reqwest::StatusCode;

@@ -1,7 +1,7 @@
 //! Entity group transactions over HTTP: every operation kind, each rule, rollback, the
 //! failure shape, query batches, SDK-captured bodies, and batches racing single writes.
 
-mod common;
+use crate::common;
 
 use common::batch::BatchBody;
 use common::TestServer;

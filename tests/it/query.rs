@@ -2,7 +2,7 @@
 //! continuation, over HTTP against an in-process server. Plans are checked through the opt-in
 //! `x-tablestore-debug-plan` headers (issue 3).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! reports one failed operation), nothing of the change set is applied, and the server stays
 //! healthy.
 
-mod common;
+use crate::common;
 
 use common::batch::BatchBody;
 use common::child::{Client, Signer};

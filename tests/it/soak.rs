@@ -8,7 +8,7 @@
 //! and no query (one response page) ever saw two generations in one partition: a page sees a
 //! change set whole or not at all (docs/reliability.md). Bounded to ~6 s; `TABLESTORE_LONG_TESTS=1` runs for 2 minutes.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Table operations over raw HTTP (issue 2): Create Table at the three metadata levels and with
 //! `Prefer`, name rules, Delete Table, Query Tables order and paging, Get Table.
 
-mod common;
+use crate::common;
 
 use common::assert::{assert_alive, assert_error, assert_error_message};
 use common::url::encode_key;

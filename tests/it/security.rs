@@ -4,7 +4,7 @@
 //! account), service and account SAS, the `-secondary` endpoint — and no error message
 //! leaks the other account's data or the server's file paths.
 
-mod common;
+use crate::common;
 
 use common::batch::BatchBody;
 use common::child::Signer;

@@ -2,7 +2,7 @@
 //! Insert Or Replace/Merge, Create Table): each is answered with Azure's 400 error, nothing
 //! is stored, and the server stays healthy.
 
-mod common;
+use crate::common;
 
 use common::child::{Client, Signer};
 use common::TestServer;

@@ -2,7 +2,7 @@
 //! scripts in `tests/golden/auth/gen/`) through `tablestore::auth`: every case must authenticate,
 //! the expected authorization outcome must follow, and tampered copies must be rejected.
 
-mod common;
+use crate::common;
 
 use std::net::IpAddr;
 

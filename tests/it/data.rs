@@ -1,7 +1,7 @@
 //! `tablestore export` / `import`, `--seed` and `--from-azurite` as a user runs them: the
 //! binary on data folders and against running servers on loopback.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write as _;
 use std::path::Path;

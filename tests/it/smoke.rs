@@ -1,6 +1,6 @@
 //! The server starts in-process and answers its readiness probe and a table round trip.
 
-mod common;
+use crate::common;
 
 use common::TestServer;
 use reqwest::StatusCode;

@@ -12,7 +12,7 @@
 //! * One damaged entity in a readable folder: the reads that meet it fail with 500
 //!   `InternalError`, the others succeed, the server keeps serving.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! client address behind SAS `sip`, bearer tokens (`--oauth basic`), `--healthcheck` and the
 //! start-up output. Certificates are generated here, at test time.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;

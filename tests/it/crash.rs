@@ -14,7 +14,7 @@
 //! Rounds, workers and the time before each kill are bounded; `TABLESTORE_LONG_TESTS=1` runs
 //! many more rounds, `TABLESTORE_CRASH_SEED=<n>` replays a run (the seed is printed).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

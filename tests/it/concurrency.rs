@@ -2,7 +2,7 @@
 //! exactly one conditional update wins per ETag, exactly one insert per key, and concurrent
 //! merges under `If-Match: *` lose nothing.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

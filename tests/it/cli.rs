@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 
-mod common;
+use crate::common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tablestore");
 

@@ -1,0 +1,42 @@
+//! The integration tests, as one binary: one module per area (each was its own binary, and
+//! linking the whole crate 35 times was most of a cold build), and `common`, the kit they
+//! share. Run one area with `cargo test --test it <module>::`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod accounts;
+mod arbitrary_input;
+mod auth;
+mod auth_golden;
+mod batch;
+mod cli;
+mod client_shapes;
+mod concurrency;
+mod crash;
+mod data;
+mod dropin;
+mod durability;
+mod entities;
+mod errors;
+mod faults;
+mod fuzz_regressions;
+mod hostile_batch;
+mod hostile_filter;
+mod hostile_http;
+mod hostile_json;
+mod insight;
+mod layering;
+mod limits;
+mod persistence;
+mod query;
+mod realism;
+mod rust_sdk;
+mod scale_out;
+mod security;
+mod service;
+mod smoke;
+mod soak;
+mod store_postgres;
+mod tables;
+mod tls;
