@@ -7,7 +7,7 @@
 #   fuzz/run.sh 10 uri     # 10 s, one target
 #
 # A crash leaves its input in fuzz/artifacts/<target>/; copy it to fuzz/regressions/<target>/
-# so `cargo test --test fuzz_regressions` replays it on every CI run.
+# so `cargo test --test it fuzz_regressions::` replays it on every CI run.
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds="${1:-60}"

@@ -811,7 +811,7 @@ impl Config {
         }
         if a.table_keep_alive_timeout.is_some() {
             // The server's request-head timeout (`ServeLimits::header_read_timeout`); a test in
-            // tests/cli.rs keeps the two equal without config depending on server.
+            // tests/it/cli.rs keeps the two equal without config depending on server.
             out.push(
                 "ignoring --tableKeepAliveTimeout: an idle connection is closed after 30 s without a request"
                     .to_string(),

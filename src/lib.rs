@@ -1,6 +1,6 @@
 //! An Azure Table storage–compatible server.
 //!
-//! Layout (dependencies point downwards only; `tests/layering.rs` checks the arrows):
+//! Layout (dependencies point downwards only; `tests/it/layering.rs` checks the arrows):
 //! - [`model`]: domain types (names, table references, EDM values, entities, write
 //!   operations, limits).
 //! - [`protocol`]: wire ⇄ typed values (URIs, operations, headers, JSON, entity writes, the

@@ -6,7 +6,7 @@
 #                                        (Debian's `postgresql` package through apt-get when
 #                                        missing; the .debs stay in apt's cache). ./test.sh
 #                                        runs this before `cargo test`, whose PostgreSQL tests
-#                                        (tests/store_postgres.rs, tests/scale_out.rs) start
+#                                        (tests/it/store_postgres.rs, tests/it/scale_out.rs) start
 #                                        their own server.
 #   scripts/ci/postgres.sh run BINARY    start one PostgreSQL for the stage (initdb into a temp
 #                                        folder as an unprivileged user, a free loopback port),
@@ -19,15 +19,15 @@
 #                                          Python and JS SDK suites against it;
 #                                        and stops everything.
 #
-# The Rust subset (about 20 s of tests; their binaries are already built by the main cargo
-# test): the files whose servers exercise the store end to end (entities, queries and paging,
+# The Rust subset (about 20 s of tests; the binary is already built by the main cargo test):
+# the modules of tests/it whose servers exercise the store end to end (entities, queries and paging,
 # batches, tables and ACLs, service properties, accounts, concurrency, entity limits, the
 # client shapes, insight, error answers, hostile batches, SAS scopes, the Rust SDK). Left to
-# the main `cargo test` only: files about the sled folder itself (persistence, durability,
-# crash, soak, data folders: tests/data.rs alone took 197 s here), TLS, the command line, the
-# HTTP layer, and tests/realism.rs, whose load test needs sled's in-process throughput
+# the main `cargo test` only: modules about the sled folder itself (persistence, durability,
+# crash, soak, data folders: tests/it/data.rs alone took 197 s here), TLS, the command line, the
+# HTTP layer, and tests/it/realism.rs, whose load test needs sled's in-process throughput
 # (~5,000 writes/s into one partition in a debug build) that a database round trip per write
-# does not reach. Running every file twice would add minutes for nothing.
+# does not reach. Running every module twice would add minutes for nothing.
 #
 # Last line: "postgres: N passed, N failed, N skipped" (read by ./test.sh). Exit 1 on failure.
 set -euo pipefail
@@ -128,12 +128,14 @@ CONF
 }
 
 rust_subset() {
-  local args=() t
-  for t in "${RUST_TESTS[@]}"; do args+=(--test "$t"); done
-  echo "postgres: cargo test ${CARGO_FLAGS:-} ${args[*]} (every test server on PostgreSQL)"
+  # One filter per module of the integration-test binary: a test runs when its name
+  # (`module::test`) contains one of them.
+  local filters=() t
+  for t in "${RUST_TESTS[@]}"; do filters+=("$t::"); done
+  echo "postgres: cargo test ${CARGO_FLAGS:-} --test it ${filters[*]} (every test server on PostgreSQL)"
   set +e
   TABLESTORE_TEST_STORE="postgres://tablestore@127.0.0.1:$PG_PORT/rust_tests" \
-    cargo test ${CARGO_FLAGS:-} "${args[@]}" 2>&1 | tee "$WORK/cargo.log"
+    cargo test ${CARGO_FLAGS:-} --test it -- "${filters[@]}" 2>&1 | tee "$WORK/cargo.log"
   local rc=${PIPESTATUS[0]}
   set -e
   read -r p f s < <(awk '

@@ -1,6 +1,6 @@
 //! Accept/reject tests for every authentication and authorization rule. Requests are signed
 //! with the string-to-sign builders of [`canonical`], which the known-answer vectors (computed with the development account key) and the
-//! SDK-generated fixtures (`tests/auth_golden.rs`) pin down independently.
+//! SDK-generated fixtures (`tests/it/auth_golden.rs`) pin down independently.
 
 use std::net::IpAddr;
 

@@ -1,6 +1,6 @@
 //! Wire ⇄ typed values: URIs, operations, headers, JSON payloads, entity writes, the
 //! `$batch` codec, errors, continuation tokens. Pure functions; imports nothing of the crate
-//! but `model` (tests/layering.rs checks it).
+//! but `model` (tests/it/layering.rs checks it).
 
 pub mod batch;
 pub mod continuation;

@@ -71,7 +71,7 @@ fn over_tier<B: Kv>(kv: B, disk: &DiskOptions) -> Result<Arc<dyn Store>, StoreEr
     }
     let tier = TieredKv::new(kv, TierOptions::with_budget_mib(disk.memory_budget_mib));
     // Tests that need the tier to load and evict at a tiny budget turn the process-wide limit
-    // off (`TABLESTORE_TIER_PROCESS_LIMIT=off`, tests/crash.rs): any real server is above 1 + 64 MiB.
+    // off (`TABLESTORE_TIER_PROCESS_LIMIT=off`, tests/it/crash.rs): any real server is above 1 + 64 MiB.
     if std::env::var("TABLESTORE_TIER_PROCESS_LIMIT").as_deref() != Ok("off") {
         tier.limit_process_memory(ProcessLimit::for_budget_mib(disk.memory_budget_mib));
     }

@@ -2,7 +2,7 @@
 //! every commit returns only after a flush that started after its write (single operations
 //! and change sets alike), concurrent commits share flushes (group commit), a failed flush
 //! fails the commit; in `relaxed` mode commits never wait for a flush.
-//! `tests/crash.rs` shows the same promises end to end with `kill -9`.
+//! `tests/it/crash.rs` shows the same promises end to end with `kill -9`.
 
 use std::cell::Cell;
 use std::ops::Bound;

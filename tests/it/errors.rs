@@ -24,7 +24,7 @@ async fn send_to(
 }
 
 /// A server with a table. These tests are about input handling, and several send raw or
-/// unsigned requests, so authentication is off (its refusals are covered by tests/auth.rs).
+/// unsigned requests, so authentication is off (its refusals are covered by tests/it/auth.rs).
 async fn with_table(name: &str) -> TestServer {
     let mut config = tablestore::config::Config::for_tests();
     config.disable_auth = true;

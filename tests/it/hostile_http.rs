@@ -579,7 +579,7 @@ async fn shutdown_is_not_held_up_by_slow_or_idle_clients() {
     );
 }
 
-/// Regression (found by `tests/arbitrary_input.rs`): a stored-access-policy time with a
+/// Regression (found by `tests/it/arbitrary_input.rs`): a stored-access-policy time with a
 /// multi-byte character made the ISO 8601 parser slice inside the character and panic,
 /// dropping the connection without an answer.
 #[tokio::test]

@@ -59,7 +59,7 @@ async fn invalid_service_properties_get_storage_xml_error() {
 #[tokio::test]
 async fn service_stats_reports_live_on_the_secondary() {
     let t = TestServer::start().await;
-    // Azure offers the stats on the -secondary endpoint only (tests/client_shapes.rs checks
+    // Azure offers the stats on the -secondary endpoint only (tests/it/client_shapes.rs checks
     // the primary's 400).
     let r = t.get_secondary("/?restype=service&comp=stats").await;
     assert_eq!(r.status, StatusCode::OK);
