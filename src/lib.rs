@@ -6,7 +6,8 @@
 //! - [`protocol`]: wire ⇄ typed values (URIs, operations, headers, JSON, entity writes, the
 //!   `$batch` codec, errors, continuation tokens); pure functions, never touches the store.
 //! - [`store`]: ordered storage of tables and entities behind the [`store::Store`] contract,
-//!   with one conformance suite for every store ([`store::conformance`]).
+//!   with one conformance suite for every store (`store::conformance`, compiled for tests
+//!   only: `cfg(test)` or the `testing` feature).
 //! - [`query`]: runs a query against the store: plan, evaluate, page.
 //! - [`batch`]: entity group transactions: change-set rules, the table lookup, one atomic
 //!   commit and each operation's outcome.

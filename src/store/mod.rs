@@ -11,6 +11,7 @@
 //! monotonic clock, so every write gets a distinct Timestamp and hence a distinct ETag.
 
 pub mod codec;
+#[cfg(any(test, feature = "testing"))]
 pub mod conformance;
 pub mod footprint;
 mod group_commit;
@@ -219,7 +220,7 @@ pub struct TableInfo {
 
 /// The store contract: tables addressed by [`TableRef`], entities by the [`TableId`] a table
 /// resolved to, key ranges ([`KeyRange`]) and rows ([`StoredRow`]) in Azure's key order.
-/// Every implementation passes the one conformance suite ([`conformance`]).
+/// Every implementation passes the one conformance suite (`conformance`, in test builds).
 ///
 /// Asynchronous, so that the server awaits the store on its own runtime: a point read or a
 /// commit runs where it is awaited (`KvStore`'s take microseconds; PostgreSQL's await the
