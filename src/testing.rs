@@ -37,18 +37,32 @@
 //! }
 //! ```
 //!
-//! Depends on [`crate::server`] and [`crate::config`] only.
+//! Depends on [`crate::server`], [`crate::config`] and the [`crate::store::Store`] contract.
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
-use crate::config::Config;
-use crate::server::RunningServer;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::config::{connection_string, Config};
+use crate::server::{open_store, serve_inner, tls, AppState, ServeLimits};
+use crate::store::Store;
 
 /// A server running in this process; dropping it stops it (without waiting), and
 /// [`TestServer::shutdown`] stops it and waits for the store to be flushed.
 pub struct TestServer {
-    server: RunningServer,
+    addr: SocketAddr,
+    /// `true` when the server speaks HTTPS (the configuration named a certificate).
+    https: bool,
+    /// The account [`TestServer::connection_string`] names and its base64 key
+    /// (see [`Config::default_account`]).
+    account: String,
+    account_key: String,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
 }
 
 impl TestServer {
@@ -78,76 +92,114 @@ impl TestServer {
         TestServer::start_with(config).await
     }
 
-    /// A server with any configuration (start from [`Config::for_tests`]; set `cert` and
-    /// `key`, or `cert` and `pwd`, for HTTPS).
+    /// A server with any configuration (start from [`Config::for_tests`]) on its host and
+    /// port (port 0 picks a free one); set `cert` and `key` (PEM), or `cert` and `pwd`
+    /// (PFX), for HTTPS.
     pub async fn start_with(config: Config) -> std::io::Result<TestServer> {
-        Ok(TestServer {
-            server: RunningServer::start(config).await?,
-        })
+        TestServer::start_with_limits(config, ServeLimits::default()).await
     }
 
     /// A server with explicit connection limits and timeouts.
     pub async fn start_with_limits(
         config: Config,
-        limits: crate::server::ServeLimits,
+        limits: ServeLimits,
     ) -> std::io::Result<TestServer> {
-        Ok(TestServer {
-            server: RunningServer::start_with_limits(config, limits).await?,
-        })
+        let store = open_store(&config).await.map_err(std::io::Error::other)?;
+        TestServer::start_over(config, store, limits).await
     }
 
-    /// A server over a store the caller built (e.g. pre-filled through the store API).
+    /// A server over a store the caller built (e.g. pre-filled through the store API);
+    /// `config`'s store settings are ignored.
     pub async fn start_with_store(
         config: Config,
-        store: std::sync::Arc<dyn crate::store::Store>,
+        store: Arc<dyn Store>,
     ) -> std::io::Result<TestServer> {
+        TestServer::start_over(config, store, ServeLimits::default()).await
+    }
+
+    async fn start_over(
+        config: Config,
+        store: Arc<dyn Store>,
+        limits: ServeLimits,
+    ) -> std::io::Result<TestServer> {
+        let tls = tls::server_config(&config).map_err(std::io::Error::other)?;
+        let (account, account_key) = config.default_account().map_err(std::io::Error::other)?;
+        let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
+        let addr = listener.local_addr()?;
+        let state = AppState::new(store, config).map_err(std::io::Error::other)?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let shutdown = async move {
+            let _ = rx.await;
+        };
+        let https = tls.is_some();
+        let task = tokio::spawn(serve_inner(listener, tls, state, shutdown, limits));
         Ok(TestServer {
-            server: RunningServer::start_with_store(config, store).await?,
+            addr,
+            https,
+            account,
+            account_key,
+            shutdown: Some(tx),
+            task: Some(task),
         })
     }
 
     /// The address the server listens on.
     pub fn addr(&self) -> SocketAddr {
-        self.server.addr
+        self.addr
     }
 
     /// `http://127.0.0.1:<port>`, or `https://127.0.0.1:<port>` for a server started with a
     /// certificate ([`TestServer::start_https`]).
     pub fn endpoint(&self) -> String {
-        self.server.endpoint()
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// `true` when the server speaks HTTPS.
     pub fn is_https(&self) -> bool {
-        self.server.https
+        self.https
     }
 
     /// `http://127.0.0.1:<port>/devstoreaccount1`, the table endpoint of the development
     /// account (path style); with `--accounts` that leave it out, of the first account.
     pub fn account_url(&self) -> String {
-        self.server.account_url()
+        format!("{}/{}", self.endpoint(), self.account)
     }
 
     /// The connection string of [`TestServer::account_name`] for this server
     /// (`DefaultEndpointsProtocol=https` for an HTTPS server).
     pub fn connection_string(&self) -> String {
-        self.server.connection_string()
+        connection_string(&self.endpoint(), &self.account, &self.account_key)
     }
 
     /// The account the connection string names: `devstoreaccount1` unless the configuration's
     /// accounts leave it out, then the first configured account.
     pub fn account_name(&self) -> &str {
-        &self.server.account
+        &self.account
     }
 
     /// That account's base64 key.
     pub fn account_key(&self) -> &str {
-        &self.server.account_key
+        &self.account_key
     }
 
     /// Stops accepting requests, finishes those in flight and flushes the store.
-    pub async fn shutdown(self) -> std::io::Result<()> {
-        self.server.stop().await
+    pub async fn shutdown(mut self) -> std::io::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.map_err(std::io::Error::other)?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
     }
 }
 

@@ -16,14 +16,13 @@ pub mod realism;
 pub mod tls;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use tokio::net::TcpListener;
 
 use crate::auth::Accounts;
-use crate::config::{connection_string, Config};
+use crate::config::Config;
 use crate::store::{Store, StoreError};
 pub use connections::ServeLimits;
 
@@ -124,8 +123,9 @@ pub async fn serve_tls(
     serve_inner(listener, Some(tls), state, shutdown, ServeLimits::default()).await
 }
 
-/// The one accept loop (connection limits, timeouts), over plain TCP or TLS.
-async fn serve_inner(
+/// The one accept loop (connection limits, timeouts), over plain TCP or TLS; the embedded
+/// fixture ([`crate::testing::TestServer`]) serves through it too.
+pub(crate) async fn serve_inner(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     state: AppState,
@@ -140,104 +140,4 @@ async fn serve_inner(
     };
     connections::run(listener, router, tls, shutdown, limits).await;
     store.flush().await.map_err(std::io::Error::other)
-}
-
-/// A server running in this process (tests and embedding).
-pub struct RunningServer {
-    pub addr: SocketAddr,
-    /// `true` when the server speaks HTTPS (the configuration named a certificate).
-    pub https: bool,
-    /// The account [`RunningServer::connection_string`] names and its base64 key
-    /// (see [`Config::default_account`]).
-    pub account: String,
-    pub account_key: String,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-}
-
-impl RunningServer {
-    /// Starts a server for `config` on its host and port (port 0 picks a free one). With
-    /// `cert` and `key` (PEM) or `cert` and `pwd` (PFX) set, it speaks HTTPS.
-    pub async fn start(config: Config) -> std::io::Result<RunningServer> {
-        RunningServer::start_with_limits(config, ServeLimits::default()).await
-    }
-
-    /// [`RunningServer::start`] with explicit connection limits and timeouts.
-    pub async fn start_with_limits(
-        config: Config,
-        limits: ServeLimits,
-    ) -> std::io::Result<RunningServer> {
-        let store = open_store(&config).await.map_err(std::io::Error::other)?;
-        RunningServer::start_with_store_and_limits(config, store, limits).await
-    }
-
-    /// Starts a server over an already opened (and possibly pre-filled) store; `config`'s
-    /// store settings are ignored.
-    pub async fn start_with_store(
-        config: Config,
-        store: Arc<dyn Store>,
-    ) -> std::io::Result<RunningServer> {
-        RunningServer::start_with_store_and_limits(config, store, ServeLimits::default()).await
-    }
-
-    async fn start_with_store_and_limits(
-        config: Config,
-        store: Arc<dyn Store>,
-        limits: ServeLimits,
-    ) -> std::io::Result<RunningServer> {
-        let tls = tls::server_config(&config).map_err(std::io::Error::other)?;
-        let (account, account_key) = config.default_account().map_err(std::io::Error::other)?;
-        let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
-        let addr = listener.local_addr()?;
-        let state = AppState::new(store, config).map_err(std::io::Error::other)?;
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let shutdown = async move {
-            let _ = rx.await;
-        };
-        let https = tls.is_some();
-        let task = tokio::spawn(serve_inner(listener, tls, state, shutdown, limits));
-        Ok(RunningServer {
-            addr,
-            https,
-            account,
-            account_key,
-            shutdown: Some(tx),
-            task: Some(task),
-        })
-    }
-
-    /// `http://127.0.0.1:<port>` (`https://…` for an HTTPS server)
-    pub fn endpoint(&self) -> String {
-        let scheme = if self.https { "https" } else { "http" };
-        format!("{scheme}://{}", self.addr)
-    }
-
-    /// `http://127.0.0.1:<port>/devstoreaccount1` (or the first configured account)
-    pub fn account_url(&self) -> String {
-        format!("{}/{}", self.endpoint(), self.account)
-    }
-
-    /// The connection string of [`RunningServer::account`].
-    pub fn connection_string(&self) -> String {
-        connection_string(&self.endpoint(), &self.account, &self.account_key)
-    }
-
-    /// Stops accepting requests, finishes those in flight and flushes the store.
-    pub async fn stop(mut self) -> std::io::Result<()> {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        match self.task.take() {
-            Some(task) => task.await.map_err(std::io::Error::other)?,
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for RunningServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-    }
 }

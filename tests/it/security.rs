@@ -15,7 +15,7 @@ use reqwest::Method;
 use serde_json::json;
 use tablestore::auth::canonical::ServiceSasFields;
 use tablestore::config::Config;
-use tablestore::server::RunningServer;
+use tablestore::testing::TestServer;
 
 const SECRET1: &str = "acct1-secret-value-7f3a";
 const SECRET2: &str = "acct2-secret-value-9c1e";
@@ -30,7 +30,7 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 struct Setup {
-    server: RunningServer,
+    server: TestServer,
     http: reqwest::Client,
     key1: Vec<u8>,
     key2: Vec<u8>,
@@ -59,7 +59,7 @@ impl Setup {
         config.in_memory = false;
         config.location = data.clone();
         config.accounts_env = Some(format!("acct1:{};acct2:{}", b64(&key1), b64(&key2)));
-        let server = RunningServer::start(config).await.expect("start");
+        let server = TestServer::start_with(config).await.expect("start");
         let s = Setup {
             server,
             http: reqwest::Client::new(),
@@ -251,7 +251,7 @@ fn batch_body(endpoint: &str, inner_account: &str, method: &str, table: &str) ->
 async fn shared_key_requests_cannot_cross_accounts() {
     let s = Setup::start().await;
     let (k1, k2) = (s.key1.clone(), s.key2.clone());
-    let port = s.server.addr.port();
+    let port = s.server.addr().port();
     let host2 = format!("acct2.table.localhost:{port}");
     let host1 = format!("acct1.table.localhost:{port}");
     let cases: Vec<Attack> = vec![
@@ -495,7 +495,7 @@ async fn each_account_sees_only_its_own_data() {
         )
         .await;
     s.assert_no_leak("acct1 tables", &r);
-    let port = s.server.addr.port();
+    let port = s.server.addr().port();
     let r = s
         .send(
             "GET",
@@ -611,7 +611,7 @@ async fn sas_tokens_of_one_account_do_not_open_another() {
     let s = Setup::start().await;
     let k1 = s.key1.clone();
     let endpoint = s.server.endpoint();
-    let port = s.server.addr.port();
+    let port = s.server.addr().port();
     let host2 = format!("acct2.table.localhost:{port}");
     let svc = service_sas("acct1", &k1, "secret", "raud");
     let acc = signer("acct1", &k1).account_sas_all();

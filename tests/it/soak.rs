@@ -20,7 +20,7 @@ use rand::{RngExt as _, SeedableRng as _};
 use rand_pcg::Pcg64;
 use serde_json::{json, Value};
 use tablestore::config::Config;
-use tablestore::server::RunningServer;
+use tablestore::testing::TestServer;
 
 const COUNTERS: usize = 4;
 const INCREMENTERS: usize = 8;
@@ -148,7 +148,7 @@ async fn optimistic_counters_batches_and_queries_stay_consistent() {
     let mut config = Config::for_tests();
     config.in_memory = false;
     config.location = dir.path().join("data");
-    let server = RunningServer::start(config).await.expect("start");
+    let server = TestServer::start_with(config).await.expect("start");
     let client = Client::new(&server.endpoint(), Signer::dev());
     client.create_table("soak").await;
     for c in 0..COUNTERS {
@@ -238,5 +238,5 @@ async fn optimistic_counters_batches_and_queries_stay_consistent() {
         stats.conflicts.load(Ordering::Relaxed) > 0,
         "no contention was exercised"
     );
-    server.stop().await.expect("clean stop");
+    server.shutdown().await.expect("clean stop");
 }
