@@ -379,6 +379,55 @@ impl Client {
         Reply::read(req.send().await?).await
     }
 
+    /// [`Client::send`] with a JSON body, for a request that must be answered: a failure to
+    /// answer names the request and the endpoint.
+    pub async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<serde_json::Value>,
+    ) -> Reply {
+        self.send(
+            method,
+            path,
+            headers,
+            body.map(|b| b.to_string().into_bytes()),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{method} {path} on {}: {e}", self.endpoint))
+    }
+
+    /// Inserts `entity` into `table` with the caller's headers; returns the reply whatever it
+    /// is (unlike [`Client::insert`], which asserts a 204).
+    pub async fn post_entity(
+        &self,
+        table: &str,
+        entity: &serde_json::Value,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, reqwest::Error> {
+        let body = entity.to_string().into_bytes();
+        self.send("POST", &format!("/{table}"), headers, Some(body))
+            .await
+    }
+
+    /// Inserts `entity` into `table` (`Prefer: return-no-content`) and asserts 204.
+    pub async fn insert(&self, table: &str, entity: &serde_json::Value) -> Reply {
+        let prefer = [("Prefer", "return-no-content")];
+        let r = self
+            .post_entity(table, entity, &prefer)
+            .await
+            .unwrap_or_else(|e| panic!("insert into {table} on {}: {e}", self.endpoint));
+        assert_eq!(
+            r.status.as_u16(),
+            204,
+            "insert on {}: {}",
+            self.endpoint,
+            r.text()
+        );
+        r
+    }
+
     /// `http://127.0.0.1:port/<account>`, the base of [`BatchBody`](super::batch::BatchBody)'s
     /// sub-request URLs.
     pub fn account_url(&self) -> String {

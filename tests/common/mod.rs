@@ -84,6 +84,42 @@ pub fn request(
     req
 }
 
+/// Follows a query's continuation tokens to its end. `page(i, path)` fetches page `i` at
+/// `path`: `query` (a path below the account with its `?…` query) plus the token the page
+/// before answered; each page must answer 200. Returns every entity and the number of pages.
+pub async fn query_all<F, Fut>(query: &str, mut page: F) -> (Vec<Value>, usize)
+where
+    F: FnMut(usize, String) -> Fut,
+    Fut: std::future::Future<Output = Reply>,
+{
+    let mut out = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let r = page(pages, format!("{query}{token}")).await;
+        assert_eq!(r.status, StatusCode::OK, "query page {pages}: {}", r.text());
+        pages += 1;
+        assert!(pages < 10_000, "{query}: no end after {pages} pages");
+        out.extend(r.json()["value"].as_array().expect("value").iter().cloned());
+        match (
+            r.header("x-ms-continuation-NextPartitionKey"),
+            r.header("x-ms-continuation-NextRowKey"),
+        ) {
+            (Some(pk), Some(rk)) => {
+                token = format!(
+                    "&NextPartitionKey={}&NextRowKey={}",
+                    url::encode(pk),
+                    url::encode(rk)
+                )
+            }
+            (Some(pk), None) => token = format!("&NextPartitionKey={}", url::encode(pk)),
+            _ => return (out, pages),
+        }
+    }
+}
+
+/// The kit's server: the library's fixture and a client for it. Requests go through
+/// [`TestServer::send`] (signed for the development account unless the headers say otherwise).
 pub struct TestServer {
     /// The library's fixture (`tablestore::testing::TestServer`): `endpoint()`,
     /// `account_url()`, `connection_string()`, `shutdown()`.
@@ -139,6 +175,19 @@ impl Reply {
 impl TestServer {
     pub async fn start() -> TestServer {
         TestServer::start_with(Config::for_tests()).await
+    }
+
+    /// An in-memory server with one table, `name`.
+    pub async fn with_table(name: &str) -> TestServer {
+        let t = TestServer::start().await;
+        t.create_table(name).await;
+        t
+    }
+
+    /// A [`child::Client`] of the development account for this server (errors returned, not
+    /// asserted: for tests that send what a server may refuse or drop).
+    pub fn dev_client(&self) -> child::Client {
+        child::Client::new(&self.server.endpoint(), child::Signer::dev())
     }
 
     /// A server with explicit connection limits and timeouts.
@@ -250,6 +299,15 @@ impl TestServer {
             headers,
             Some(&entity.to_string()),
         )
+        .await
+    }
+
+    /// Every entity `query` (a path below the account with its `?…`) answers, following
+    /// continuation tokens, and the number of pages.
+    pub async fn query_all(&self, query: &str) -> (Vec<Value>, usize) {
+        query_all(query, |_, path| async move {
+            self.send("GET", &path, &[], None).await
+        })
         .await
     }
 

@@ -6,6 +6,7 @@
 use crate::common;
 
 use common::child::Signer;
+use common::Signing;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use tablestore::config::{Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
@@ -27,8 +28,9 @@ struct Reply {
     body: Value,
 }
 
-/// A Shared Key Lite request for `account` signed with `key` (base64). `host` selects product
-/// style (`<account>.table.localhost`); otherwise the path names the account.
+/// A Shared Key Lite request for `account` signed with `key` (base64), through the kit's
+/// request builder. `host` selects product style (`<account>.table.localhost`); otherwise the
+/// path names the account.
 async fn send(
     server: &TestServer,
     account: &str,
@@ -43,27 +45,31 @@ async fn send(
     } else {
         format!("/{account}{resource}")
     };
-    let (date, authorization) = Signer::new(account, key).sign(&path, None);
-    let mut request = reqwest::Client::new()
-        .request(method, format!("{}{path}", server.endpoint()))
-        .header("x-ms-date", date)
-        .header("x-ms-version", "2019-02-02")
-        .header("Authorization", authorization)
-        .header("Accept", "application/json;odata=nometadata");
+    let host = format!("{account}.table.localhost");
+    let mut headers = vec![
+        ("x-ms-version", "2019-02-02"),
+        ("Accept", "application/json;odata=nometadata"),
+    ];
     if host_style {
-        request = request.header("Host", format!("{account}.table.localhost"));
+        headers.push(("Host", &host));
     }
-    if let Some(body) = body {
-        request = request
-            .header("Content-Type", "application/json")
-            .body(body.to_string());
-    }
-    let response = request.send().await.expect("answered");
-    let status = response.status();
-    let bytes = response.bytes().await.unwrap();
+    let signer = Signer::new(account, key);
+    let url = format!("{}{path}", server.endpoint());
+    let body = body.map(|b| b.to_string().into_bytes());
+    let req = common::request(
+        &reqwest::Client::new(),
+        method.as_str(),
+        &url,
+        &headers,
+        body,
+        Signing::As(&signer),
+    );
+    let reply = common::Reply::read(req.send().await.expect("answered"))
+        .await
+        .expect("body");
     Reply {
-        status,
-        body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        status: reply.status,
+        body: serde_json::from_slice(&reply.body).unwrap_or(Value::Null),
     }
 }
 

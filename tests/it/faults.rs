@@ -22,7 +22,7 @@ use common::batch::BatchBody;
 use common::child::{ChildServer, Client, Signer};
 use rand::{RngExt as _, SeedableRng as _};
 use rand_pcg::Pcg64;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A file system mounted for one test, unmounted (lazily) when dropped.
 struct Mount {
@@ -77,20 +77,15 @@ fn small_filesystem(dir: &Path, image: &Path, mib: u64) -> Result<Mount, String>
     }
 }
 
-fn entity(rk: usize, data: &str) -> Vec<u8> {
+fn entity(rk: usize, data: &str) -> Value {
     json!({"PartitionKey": "p", "RowKey": format!("{rk:05}"), "data": data, "n": rk as i64})
-        .to_string()
-        .into_bytes()
 }
 
-async fn insert(client: &Client, rk: usize, data: &str) -> common::Reply {
+/// Inserts row `rk` into the `full` table, whatever the answer.
+async fn insert_row(client: &Client, rk: usize, data: &str) -> common::Reply {
+    let prefer = [("Prefer", "return-no-content")];
     client
-        .send(
-            "POST",
-            "/full",
-            &[("Prefer", "return-no-content")],
-            Some(entity(rk, data)),
-        )
+        .post_entity("full", &entity(rk, data), &prefer)
         .await
         .expect("answered")
 }
@@ -140,7 +135,7 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
     let mut failures = 0;
     let mut first_failure = None;
     for rk in 0..2000 {
-        let r = insert(&client, rk, &data).await;
+        let r = insert_row(&client, rk, &data).await;
         if r.status.as_u16() == 204 {
             assert_eq!(failures, 0, "a write succeeded after the disk was full");
             failures = 0;
@@ -163,7 +158,7 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
 
     // Batches and table creation fail the same way, at the top level.
     let mut batch = BatchBody::new(&client.account_url());
-    let entity = String::from_utf8(entity(9999, &data)).unwrap();
+    let entity = entity(9999, &data).to_string();
     batch.op(
         "POST",
         "/full",
@@ -203,7 +198,7 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
     let started = Instant::now();
     let next = 5000;
     loop {
-        let r = insert(&client, next, "small").await;
+        let r = insert_row(&client, next, "small").await;
         if r.status.as_u16() == 204 {
             break;
         }
@@ -215,7 +210,7 @@ async fn disk_full_fails_writes_with_server_busy_and_recovers_when_space_is_free
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for rk in 5001..5020 {
-        assert_eq!(insert(&client, rk, &data).await.status.as_u16(), 204);
+        assert_eq!(insert_row(&client, rk, &data).await.status.as_u16(), 204);
     }
 
     // Nothing acknowledged was damaged, also after a restart.
@@ -259,7 +254,10 @@ async fn populated_folder(dir: &Path) {
     client.create_table("full").await;
     for rk in 0..200 {
         assert_eq!(
-            insert(&client, rk, &"y".repeat(300)).await.status.as_u16(),
+            insert_row(&client, rk, &"y".repeat(300))
+                .await
+                .status
+                .as_u16(),
             204
         );
     }
@@ -403,7 +401,10 @@ async fn a_folder_in_use_by_another_instance_is_refused() {
         failure.stderr
     );
     // The first instance is unaffected.
-    assert_eq!(insert(&client, 1, "still here").await.status.as_u16(), 204);
+    assert_eq!(
+        insert_row(&client, 1, "still here").await.status.as_u16(),
+        204
+    );
     assert!(first.terminate().success());
 }
 

@@ -7,19 +7,11 @@
 use crate::common;
 
 use common::batch::BatchBody;
-use common::child::{Client, Signer};
 use common::TestServer;
 use rand::{RngExt as _, SeedableRng as _};
 use rand_pcg::Pcg64;
 
 const CT: &str = "multipart/mixed; boundary=batch_h";
-
-async fn setup() -> (TestServer, Client) {
-    let t = TestServer::start().await;
-    t.create_table("hbatch").await;
-    let client = Client::new(&t.server.endpoint(), Signer::dev());
-    (t, client)
-}
 
 /// Boundaries `batch_h` / `changeset_h`, sub-requests below `base`.
 fn framing(base: &str) -> BatchBody {
@@ -73,7 +65,8 @@ fn assert_refused(what: &str, r: &common::Reply) {
 
 #[tokio::test]
 async fn malformed_multipart_is_refused_and_nothing_is_applied() {
-    let (t, client) = setup().await;
+    let t = TestServer::with_table("hbatch").await;
+    let client = t.dev_client();
     let base = format!("{}/devstoreaccount1", t.server.endpoint());
     let good = insert_part(&base, "a") + &insert_part(&base, "b");
     let many: String = (0..150)
@@ -190,7 +183,8 @@ async fn malformed_multipart_is_refused_and_nothing_is_applied() {
 
 #[tokio::test]
 async fn random_mutations_of_a_valid_batch_never_apply_half() {
-    let (t, client) = setup().await;
+    let t = TestServer::with_table("hbatch").await;
+    let client = t.dev_client();
     let base = format!("{}/devstoreaccount1", t.server.endpoint());
     let mut rng = Pcg64::seed_from_u64(3);
     let mut next = || rng.random::<u64>();
@@ -238,7 +232,8 @@ async fn random_mutations_of_a_valid_batch_never_apply_half() {
 
 #[tokio::test]
 async fn oversize_batch_is_413() {
-    let (t, client) = setup().await;
+    let t = TestServer::with_table("hbatch").await;
+    let client = t.dev_client();
     let base = format!("{}/devstoreaccount1", t.server.endpoint());
     let big = "y".repeat(30_000);
     let parts: String = (0..100)

@@ -4,15 +4,7 @@
 
 use crate::common;
 
-use common::child::{Client, Signer};
 use common::TestServer;
-
-async fn setup() -> (TestServer, Client) {
-    let t = TestServer::start().await;
-    t.create_table("hostile").await;
-    let client = Client::new(&t.server.endpoint(), Signer::dev());
-    (t, client)
-}
 
 /// Bodies that are not a valid entity, with the error code Azure gives (or `None` for "any
 /// 400 Azure error").
@@ -102,7 +94,8 @@ fn assert_azure_400(what: &str, r: &common::Reply, code: Option<&str>) {
 
 #[tokio::test]
 async fn hostile_entity_bodies_are_refused_on_every_write() {
-    let (t, client) = setup().await;
+    let t = TestServer::with_table("hostile").await;
+    let client = t.dev_client();
     for (what, body, code) in hostile_bodies() {
         let targets = [
             ("POST", "/hostile".to_string(), vec![]),
@@ -156,7 +149,8 @@ async fn hostile_entity_bodies_are_refused_on_every_write() {
 
 #[tokio::test]
 async fn hostile_create_table_bodies_are_refused() {
-    let (t, client) = setup().await;
+    let t = TestServer::with_table("hostile").await;
+    let client = t.dev_client();
     let deep = format!(
         "{{\"TableName\":{}\"x\"{}}}",
         "[".repeat(50_000),
@@ -203,7 +197,8 @@ async fn hostile_create_table_bodies_are_refused() {
 /// case-sensitive), and are not "duplicates".
 #[tokio::test]
 async fn case_variants_are_not_duplicates() {
-    let (t, client) = setup().await;
+    let t = TestServer::with_table("hostile").await;
+    let client = t.dev_client();
     let r = client
         .send(
             "POST",
@@ -223,7 +218,8 @@ async fn case_variants_are_not_duplicates() {
 
 #[tokio::test]
 async fn wrong_content_types_are_refused() {
-    let (_t, client) = setup().await;
+    let t = TestServer::with_table("hostile").await;
+    let client = t.dev_client();
     for ct in [
         "text/plain",
         "application/xml",

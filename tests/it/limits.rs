@@ -27,19 +27,13 @@ fn numbered(prefix: &str, n: usize) -> impl Iterator<Item = (String, Value)> + '
     (0..n).map(move |i| (format!("{prefix}{i:03}"), json!(i)))
 }
 
-async fn setup(name: &str) -> TestServer {
-    let t = TestServer::start().await;
-    t.create_table(name).await;
-    t
-}
-
 async fn raw_post(t: &TestServer, table: &str, body: &str) -> common::Reply {
     t.send("POST", &format!("/{table}"), &[], Some(body)).await
 }
 
 #[tokio::test]
 async fn at_most_252_custom_properties() {
-    let t = setup("props").await;
+    let t = TestServer::with_table("props").await;
     let r = t
         .post_entity("props", &entity("p", "ok", numbered("p", 252)), &[])
         .await;
@@ -82,7 +76,7 @@ async fn at_most_252_custom_properties() {
 
 #[tokio::test]
 async fn property_names_up_to_255_characters() {
-    let t = setup("names").await;
+    let t = TestServer::with_table("names").await;
     let ok = "n".repeat(255);
     let r = t
         .post_entity("names", &entity("p", "ok", [(ok.clone(), json!(1))]), &[])
@@ -103,7 +97,7 @@ async fn property_names_up_to_255_characters() {
 
 #[tokio::test]
 async fn invalid_property_names() {
-    let t = setup("badnames").await;
+    let t = TestServer::with_table("badnames").await;
     for name in [
         "1abc", "a-b", "a b", "a.b", "a$", "", "a/b", "a\u{0}b", "tab\t", "a@b", "ä-ö",
     ] {
@@ -149,7 +143,7 @@ async fn invalid_property_names() {
 
 #[tokio::test]
 async fn string_values_up_to_32k_utf16_units_and_binary_up_to_64k_bytes() {
-    let t = setup("sizes").await;
+    let t = TestServer::with_table("sizes").await;
     let cases: Vec<(&str, Value, bool)> = vec![
         ("s_max", json!("a".repeat(32768)), true),
         ("s_over", json!("a".repeat(32769)), false),
@@ -219,7 +213,7 @@ fn big_strings(prefix: &str, n: usize) -> impl Iterator<Item = (String, Value)> 
 
 #[tokio::test]
 async fn entities_over_one_mebibyte_are_refused() {
-    let t = setup("huge").await;
+    let t = TestServer::with_table("huge").await;
     // 15 strings of 64 KiB each: under 1 MiB by the service's size formula.
     let r = t
         .post_entity(
@@ -257,7 +251,7 @@ async fn entities_over_one_mebibyte_are_refused() {
 
 #[tokio::test]
 async fn a_merge_that_would_exceed_the_limits_is_refused_and_changes_nothing() {
-    let t = setup("grow").await;
+    let t = TestServer::with_table("grow").await;
     let url = "/grow(PartitionKey='p',RowKey='r')";
     let r = t
         .post_entity("grow", &entity("p", "r", big_strings("s", 15)), &[])
@@ -313,7 +307,7 @@ async fn a_merge_that_would_exceed_the_limits_is_refused_and_changes_nothing() {
 
 #[tokio::test]
 async fn keys_up_to_1024_characters() {
-    let t = setup("keys").await;
+    let t = TestServer::with_table("keys").await;
     let max = "k".repeat(1024);
     let over = "k".repeat(1025);
     let r = t.post_entity("keys", &entity(&max, "r", []), &[]).await;
@@ -357,7 +351,7 @@ async fn keys_up_to_1024_characters() {
 
 #[tokio::test]
 async fn forbidden_key_characters() {
-    let t = setup("badkeys").await;
+    let t = TestServer::with_table("badkeys").await;
     for c in [
         "/", "\\", "#", "?", "\t", "\n", "\r", "\u{0}", "\u{1f}", "\u{7f}", "\u{85}", "\u{9f}",
     ] {
@@ -376,7 +370,7 @@ async fn forbidden_key_characters() {
 
 #[tokio::test]
 async fn missing_null_or_non_string_keys() {
-    let t = setup("nokeys").await;
+    let t = TestServer::with_table("nokeys").await;
     for body in [
         r#"{"RowKey":"r"}"#,
         r#"{"PartitionKey":"p"}"#,
@@ -408,7 +402,7 @@ async fn missing_null_or_non_string_keys() {
 
 #[tokio::test]
 async fn values_that_do_not_fit_their_type() {
-    let t = setup("typed").await;
+    let t = TestServer::with_table("typed").await;
     let annotated = |ty: &str, v: Value| {
         let mut e = entity("p", "r", []);
         e["v@odata.type"] = json!(ty);
@@ -479,7 +473,7 @@ async fn values_that_do_not_fit_their_type() {
 
 #[tokio::test]
 async fn duplicate_property_names() {
-    let t = setup("dupes").await;
+    let t = TestServer::with_table("dupes").await;
     for body in [
         r#"{"PartitionKey":"p","RowKey":"r","a":1,"a":2}"#,
         r#"{"PartitionKey":"p","RowKey":"r","a":1,"b":2,"a":"x"}"#,
@@ -509,7 +503,7 @@ async fn duplicate_property_names() {
 
 #[tokio::test]
 async fn request_bodies_over_4_mib_are_refused_with_413() {
-    let t = setup("bodies").await;
+    let t = TestServer::with_table("bodies").await;
     const LIMIT: usize = 4 * 1024 * 1024;
     let small = r#"{"PartitionKey":"p","RowKey":"exact","v":1}"#;
     // Exactly 4 MiB (JSON whitespace padding) is read and accepted.

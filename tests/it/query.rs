@@ -31,13 +31,16 @@ fn keys(r: &Reply) -> Vec<(String, String)> {
         .as_array()
         .expect("value array")
         .iter()
-        .map(|e| {
-            (
-                e["PartitionKey"].as_str().unwrap_or_default().to_string(),
-                e["RowKey"].as_str().unwrap_or_default().to_string(),
-            )
-        })
+        .map(key_of)
         .collect()
+}
+
+/// `(PartitionKey, RowKey)` of an entity as JSON.
+fn key_of(e: &Value) -> (String, String) {
+    (
+        e["PartitionKey"].as_str().unwrap_or_default().to_string(),
+        e["RowKey"].as_str().unwrap_or_default().to_string(),
+    )
 }
 
 fn rks(r: &Reply) -> Vec<String> {
@@ -55,36 +58,18 @@ fn examined(r: &Reply) -> u64 {
         .expect("number")
 }
 
-/// Follows continuation tokens to the end; returns every key and the number of pages.
-async fn query_all(
+/// Every key `filter` (and the `extra` query options) selects in `table`, following
+/// continuation tokens, and the number of pages.
+async fn all_keys(
     t: &TestServer,
     table: &str,
     filter: Option<&str>,
     extra: &str,
 ) -> (Vec<(String, String)>, usize) {
-    let mut out = Vec::new();
-    let mut token = String::new();
-    let mut pages = 0;
-    loop {
-        let filter_param = filter.map(|f| format!("$filter={}&", enc(f)));
-        let path = format!(
-            "/{table}()?{}{extra}{token}",
-            filter_param.unwrap_or_default()
-        );
-        let r = t.send("GET", &path, &[], None).await;
-        out.extend(keys(&r));
-        pages += 1;
-        assert!(pages < 10_000);
-        match (
-            r.header("x-ms-continuation-nextpartitionkey"),
-            r.header("x-ms-continuation-nextrowkey"),
-        ) {
-            (Some(pk), Some(rk)) => {
-                token = format!("&NextPartitionKey={}&NextRowKey={}", enc(pk), enc(rk))
-            }
-            _ => return (out, pages),
-        }
-    }
+    let filter_param = filter.map(|f| format!("$filter={}&", enc(f)));
+    let path = format!("/{table}()?{}{extra}", filter_param.unwrap_or_default());
+    let (entities, pages) = t.query_all(&path).await;
+    (entities.iter().map(key_of).collect(), pages)
 }
 
 fn sorted_unique(keys: &[(String, String)]) -> bool {
@@ -486,16 +471,16 @@ async fn get_entity_with_filter_is_an_extra_predicate() {
 async fn continuation_across_more_than_a_thousand_results() {
     let t = TestServer::start_with_store(filled_store("big", 3, 700).await).await;
     // 2,100 entities; the filter keeps 1,400 of them across two partitions.
-    let (all, pages) = query_all(&t, "big", Some("PartitionKey ge 'p001'"), "").await;
+    let (all, pages) = all_keys(&t, "big", Some("PartitionKey ge 'p001'"), "").await;
     assert_eq!(all.len(), 1400);
     assert_eq!(pages, 2);
     assert!(sorted_unique(&all));
     // No filter: 2,100 entities over three pages.
-    let (all, pages) = query_all(&t, "big", None, "").await;
+    let (all, pages) = all_keys(&t, "big", None, "").await;
     assert_eq!((all.len(), pages), (2100, 3));
     assert!(sorted_unique(&all));
     // A non-key predicate: one match in ten.
-    let (all, _) = query_all(&t, "big", Some("N ge 630"), "").await;
+    let (all, _) = all_keys(&t, "big", Some("N ge 630"), "").await;
     assert_eq!(all.len(), 210);
     assert!(sorted_unique(&all));
 }
@@ -509,10 +494,10 @@ async fn union_plans_page_with_small_top() {
         plan(&r),
         "union(4):point,point,partition,partition-range+filter"
     );
-    let (expected, _) = query_all(&t, "uni", Some(filter), "").await;
+    let (expected, _) = all_keys(&t, "uni", Some(filter), "").await;
     assert_eq!(expected.len(), 2 + 20 + 2);
     for top in [1, 2, 3, 7] {
-        let (all, pages) = query_all(&t, "uni", Some(filter), &format!("$top={top}")).await;
+        let (all, pages) = all_keys(&t, "uni", Some(filter), &format!("$top={top}")).await;
         assert_eq!(all, expected, "$top={top}");
         assert!(pages >= expected.len() / top, "$top={top}");
     }

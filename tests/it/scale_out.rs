@@ -25,75 +25,18 @@ fn nodes(n: usize, prefix: &str) -> Nodes {
     Nodes::start(n, &PgCluster::shared().fresh_database(prefix), &[])
 }
 
-async fn send(
-    c: &Client,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<Value>,
-) -> Reply {
-    c.send(
-        method,
-        path,
-        headers,
-        body.map(|b| b.to_string().into_bytes()),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{method} {path} on {}: {e}", c.endpoint))
-}
-
-async fn insert(c: &Client, table: &str, entity: Value) -> Reply {
-    let r = send(
-        c,
-        "POST",
-        &format!("/{table}"),
-        &[("Prefer", "return-no-content")],
-        Some(entity),
-    )
-    .await;
-    assert_eq!(
-        r.status.as_u16(),
-        204,
-        "insert on {}: {}",
-        c.endpoint,
-        r.text()
-    );
-    r
-}
-
 async fn get_entity(c: &Client, table: &str, pk: &str, rk: &str) -> Reply {
-    send(c, "GET", &entity_url(table, pk, rk), &[], None).await
+    c.call("GET", &entity_url(table, pk, rk), &[], None).await
 }
 
 /// Every entity of a query, following continuation tokens; page `i` is read through
 /// `clients[i % len]`.
-async fn query_all(clients: &[Client], table: &str, query: &str) -> (Vec<Value>, usize) {
-    let mut out = Vec::new();
-    let mut token = String::new();
-    let mut pages = 0;
-    loop {
-        let c = &clients[pages % clients.len()];
-        let r = send(c, "GET", &format!("/{table}()?{query}{token}"), &[], None).await;
-        assert_eq!(
-            r.status.as_u16(),
-            200,
-            "query page {pages} on {}: {}",
-            c.endpoint,
-            r.text()
-        );
-        pages += 1;
-        out.extend(r.json()["value"].as_array().expect("value").iter().cloned());
-        match (
-            r.header("x-ms-continuation-NextPartitionKey"),
-            r.header("x-ms-continuation-NextRowKey"),
-        ) {
-            (Some(pk), Some(rk)) => {
-                token = format!("&NextPartitionKey={}&NextRowKey={}", encode(pk), encode(rk))
-            }
-            (Some(pk), None) => token = format!("&NextPartitionKey={}", encode(pk)),
-            _ => return (out, pages),
-        }
-    }
+async fn query_round_robin(clients: &[Client], table: &str, query: &str) -> (Vec<Value>, usize) {
+    common::query_all(&format!("/{table}()?{query}"), |i, path| {
+        let c = &clients[i % clients.len()];
+        async move { c.call("GET", &path, &[], None).await }
+    })
+    .await
 }
 
 fn timestamp_of(etag: &str) -> DateTime<Utc> {
@@ -107,7 +50,7 @@ async fn three_nodes_over_one_database_serve_the_same_account() {
     let n = nodes(3, "shared_view");
     let (a, b, c) = (n.client(0), n.client(1), n.client(2));
     a.create_table("people").await;
-    let tables = send(&b, "GET", "/Tables", &[], None).await;
+    let tables = b.call("GET", "/Tables", &[], None).await;
     assert_eq!(tables.status.as_u16(), 200, "{}", tables.text());
     let names: Vec<String> = tables.json()["value"]
         .as_array()
@@ -120,23 +63,18 @@ async fn three_nodes_over_one_database_serve_the_same_account() {
         "table made on node A is listed on node B: {names:?}"
     );
     // A second create of the same table on another node is a conflict, not a second table.
-    let again = send(
-        &c,
-        "POST",
-        "/Tables",
-        &[],
-        Some(json!({"TableName": "people"})),
-    )
-    .await;
+    let again = c
+        .call("POST", "/Tables", &[], Some(json!({"TableName": "people"})))
+        .await;
     assert_eq!(again.status.as_u16(), 409, "{}", again.text());
     assert_eq!(again.error_code(), "TableAlreadyExists");
 
-    let written = insert(
-        &b,
-        "people",
-        json!({"PartitionKey": "p", "RowKey": "ada", "Age": 36}),
-    )
-    .await;
+    let written = b
+        .insert(
+            "people",
+            &json!({"PartitionKey": "p", "RowKey": "ada", "Age": 36}),
+        )
+        .await;
     let read = get_entity(&c, "people", "p", "ada").await;
     assert_eq!(
         read.status.as_u16(),
@@ -151,7 +89,7 @@ async fn three_nodes_over_one_database_serve_the_same_account() {
         "one ETag whichever node answers"
     );
 
-    let del = send(&c, "DELETE", "/Tables('people')", &[], None).await;
+    let del = c.call("DELETE", "/Tables('people')", &[], None).await;
     assert_eq!(del.status.as_u16(), 204, "{}", del.text());
     let gone = get_entity(&a, "people", "p", "ada").await;
     assert_eq!(gone.status.as_u16(), 404, "{}", gone.text());
@@ -169,7 +107,7 @@ async fn nodes_started_together_on_a_fresh_database_all_come_up() {
         let clients = n.clients();
         clients[round % 3].create_table("first").await;
         for c in &clients {
-            let r = send(c, "GET", "/Tables", &[], None).await;
+            let r = c.call("GET", "/Tables", &[], None).await;
             assert_eq!(r.status.as_u16(), 200, "{}", r.text());
             assert_eq!(r.json()["value"].as_array().map(Vec::len), Some(1));
         }
@@ -187,7 +125,7 @@ async fn a_second_node_logs_no_notice_about_the_existing_schema() {
         assert!(!log.contains("already exists"), "node {i}:\n{log}");
         assert!(!log.contains("NOTICE"), "node {i}:\n{log}");
     }
-    let r = send(&n.client(1), "GET", "/Tables", &[], None).await;
+    let r = n.client(1).call("GET", "/Tables", &[], None).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text());
 }
 
@@ -203,12 +141,12 @@ async fn conditional_updates_through_different_nodes_lose_no_update() {
     let clients = n.clients();
     clients[0].create_table("counters").await;
     for k in 0..KEYS {
-        insert(
-            &clients[0],
-            "counters",
-            json!({"PartitionKey": "c", "RowKey": format!("k{k}"), "n": 0}),
-        )
-        .await;
+        clients[0]
+            .insert(
+                "counters",
+                &json!({"PartitionKey": "c", "RowKey": format!("k{k}"), "n": 0}),
+            )
+            .await;
     }
     let mut set = JoinSet::new();
     for w in 0..WORKERS {
@@ -224,14 +162,14 @@ async fn conditional_updates_through_different_nodes_lose_no_update() {
                 let etag = r.header("etag").expect("ETag").to_string();
                 let next = r.json()["n"].as_i64().expect("n") + 1;
                 let body = json!({"PartitionKey": "c", "RowKey": rk, "n": next});
-                let u = send(
-                    &c,
-                    "PUT",
-                    &entity_url("counters", "c", &rk),
-                    &[("If-Match", &etag)],
-                    Some(body),
-                )
-                .await;
+                let u = c
+                    .call(
+                        "PUT",
+                        &entity_url("counters", "c", &rk),
+                        &[("If-Match", &etag)],
+                        Some(body),
+                    )
+                    .await;
                 match u.status.as_u16() {
                     204 => acked[k] += 1,
                     412 => {
@@ -294,7 +232,7 @@ async fn concurrent_inserts_of_one_key_through_different_nodes_make_exactly_one(
             let c = clients[w % clients.len()].clone();
             set.spawn(async move {
                 let body = json!({"PartitionKey": "p", "RowKey": format!("r{round}"), "writer": w});
-                (w, send(&c, "POST", "/once", &[], Some(body)).await)
+                (w, c.call("POST", "/once", &[], Some(body)).await)
             });
         }
         let mut winners = Vec::new();
@@ -372,14 +310,14 @@ async fn batch_atomicity(rows: usize) {
         readers.spawn(async move {
             let mut reads = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) || reads == 0 {
-                let r = send(
-                    &c,
-                    "GET",
-                    "/batched()?$filter=PartitionKey%20eq%20'p'",
-                    &[],
-                    None,
-                )
-                .await;
+                let r = c
+                    .call(
+                        "GET",
+                        "/batched()?$filter=PartitionKey%20eq%20'p'",
+                        &[],
+                        None,
+                    )
+                    .await;
                 assert_eq!(r.status.as_u16(), 200, "{}", r.text());
                 let rounds: Vec<u64> = r.json()["value"]
                     .as_array()
@@ -408,12 +346,12 @@ async fn batch_atomicity(rows: usize) {
 
     // Replace every row, then insert a key that exists (written through another node): the
     // whole change set fails at its last operation, and none of it is visible anywhere.
-    insert(
-        &clients[2],
-        "batched",
-        json!({"PartitionKey": "p", "RowKey": "zz", "round": ROUNDS}),
-    )
-    .await;
+    clients[2]
+        .insert(
+            "batched",
+            &json!({"PartitionKey": "p", "RowKey": "zz", "round": ROUNDS}),
+        )
+        .await;
     let mut b = batch_of(999, rows - 1);
     b.op(
         "POST",
@@ -426,7 +364,7 @@ async fn batch_atomicity(rows: usize) {
         text.contains("409") && text.contains("EntityAlreadyExists"),
         "{text}"
     );
-    let (all, _) = query_all(&clients[1..], "batched", "").await;
+    let (all, _) = query_round_robin(&clients[1..], "batched", "").await;
     assert_eq!(all.len(), rows + 1);
     assert!(
         all.iter()
@@ -458,7 +396,7 @@ async fn continuation_tokens_issued_by_one_node_work_on_another() {
         assert_eq!(r.status.as_u16(), 202, "{}", r.text());
     }
     // Pages of 4 read round-robin through the three nodes.
-    let (all, pages) = query_all(&clients, "paged", "$top=4").await;
+    let (all, pages) = query_round_robin(&clients, "paged", "$top=4").await;
     let keys: Vec<String> = all
         .iter()
         .map(|e| {
@@ -480,7 +418,9 @@ async fn continuation_tokens_issued_by_one_node_work_on_another() {
     let mut token = String::new();
     for page in 0.. {
         let c = &clients[page % clients.len()];
-        let r = send(c, "GET", &format!("/Tables?$top=2{token}"), &[], None).await;
+        let r = c
+            .call("GET", &format!("/Tables?$top=2{token}"), &[], None)
+            .await;
         assert_eq!(r.status.as_u16(), 200, "{}", r.text());
         names.extend(
             r.json()["value"]
@@ -504,24 +444,24 @@ async fn timestamps_and_etags_increase_per_entity_across_nodes() {
     let n = nodes(3, "monotonic");
     let clients = n.clients();
     clients[0].create_table("clock").await;
-    let first = insert(
-        &clients[0],
-        "clock",
-        json!({"PartitionKey": "p", "RowKey": "r", "i": 0}),
-    )
-    .await;
+    let first = clients[0]
+        .insert(
+            "clock",
+            &json!({"PartitionKey": "p", "RowKey": "r", "i": 0}),
+        )
+        .await;
     let mut last = first.header("etag").expect("ETag").to_string();
     for i in 1..40 {
         let c = &clients[i % clients.len()];
         let method = if i % 2 == 0 { "MERGE" } else { "PUT" };
-        let r = send(
-            c,
-            method,
-            &entity_url("clock", "p", "r"),
-            &[],
-            Some(json!({"i": i})),
-        )
-        .await;
+        let r = c
+            .call(
+                method,
+                &entity_url("clock", "p", "r"),
+                &[],
+                Some(json!({"i": i})),
+            )
+            .await;
         assert_eq!(r.status.as_u16(), 204, "{}", r.text());
         let etag = r.header("etag").expect("ETag").to_string();
         assert!(
@@ -606,7 +546,7 @@ async fn kill_9_of_a_node_under_load_loses_no_acknowledged_write() {
     let readers = n.clients();
     for (w, keys) in &acked {
         assert!(!keys.is_empty(), "worker {w} wrote something");
-        let (stored, _) = query_all(
+        let (stored, _) = query_round_robin(
             &readers,
             "load",
             &format!("$filter=PartitionKey%20eq%20'w{w}'"),
@@ -631,12 +571,12 @@ async fn a_database_restart_gives_503_server_busy_and_the_nodes_recover() {
     let n = Nodes::start(2, &pg.fresh_database("restart"), &[]);
     let clients = n.clients();
     clients[0].create_table("survivor").await;
-    insert(
-        &clients[0],
-        "survivor",
-        json!({"PartitionKey": "p", "RowKey": "before", "v": 1}),
-    )
-    .await;
+    clients[0]
+        .insert(
+            "survivor",
+            &json!({"PartitionKey": "p", "RowKey": "before", "v": 1}),
+        )
+        .await;
     assert_eq!(
         get_entity(&clients[1], "survivor", "p", "before")
             .await
@@ -657,7 +597,7 @@ async fn a_database_restart_gives_503_server_busy_and_the_nodes_recover() {
             ("GET", "/Tables".to_string(), None),
         ] {
             let started = Instant::now();
-            let r = send(c, method, &path, &[], body).await;
+            let r = c.call(method, &path, &[], body).await;
             assert_eq!(
                 r.status.as_u16(),
                 503,
@@ -678,7 +618,9 @@ async fn a_database_restart_gives_503_server_busy_and_the_nodes_recover() {
     for c in &clients {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let r = send(c, "GET", &entity_url("survivor", "p", "before"), &[], None).await;
+            let r = c
+                .call("GET", &entity_url("survivor", "p", "before"), &[], None)
+                .await;
             if r.status.as_u16() == 200 {
                 assert_eq!(r.json()["v"], 1);
                 break;
@@ -692,12 +634,12 @@ async fn a_database_restart_gives_503_server_busy_and_the_nodes_recover() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    insert(
-        &clients[1],
-        "survivor",
-        json!({"PartitionKey": "p", "RowKey": "after", "v": 2}),
-    )
-    .await;
+    clients[1]
+        .insert(
+            "survivor",
+            &json!({"PartitionKey": "p", "RowKey": "after", "v": 2}),
+        )
+        .await;
     let after = get_entity(&clients[0], "survivor", "p", "after").await;
     assert_eq!(after.status.as_u16(), 200, "{}", after.text());
     let down = get_entity(&clients[0], "survivor", "p", "down").await;
@@ -761,12 +703,12 @@ async fn every_node_reports_the_databases_entity_count_and_size() {
     let clients = n.clients();
     clients[0].create_table("sized").await;
     for r in 0..30 {
-        insert(
-            &clients[r % 2],
-            "sized",
-            json!({"PartitionKey": "p", "RowKey": format!("{r:02}"), "Text": "x".repeat(100)}),
-        )
-        .await;
+        clients[r % 2]
+            .insert(
+                "sized",
+                &json!({"PartitionKey": "p", "RowKey": format!("{r:02}"), "Text": "x".repeat(100)}),
+            )
+            .await;
     }
     let mut seen = Vec::new();
     let http = reqwest::Client::new();

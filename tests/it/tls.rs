@@ -13,7 +13,7 @@ use std::time::Duration;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use common::child::Signer;
-use common::Reply;
+use common::{Reply, Signing};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use tablestore::auth::bearer::STORAGE_APP_ID;
@@ -22,7 +22,6 @@ use tablestore::config::{Config, OAuthLevel, DEV_ACCOUNT};
 use tablestore::testing::TestServer;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tablestore");
-const JSON_MINIMAL: &str = "application/json;odata=minimalmetadata";
 
 /// A self-signed certificate for `localhost` and `127.0.0.1`, written as PEM files.
 struct Cert {
@@ -79,7 +78,8 @@ enum Auth<'a> {
     Bearer(&'a str),
 }
 
-/// Sends a request to `endpoint` + `path` (path style, account included).
+/// Sends a request to `endpoint` + `path` (path style, account included), through the kit's
+/// request builder, authenticated as `auth` says.
 async fn send(
     client: &reqwest::Client,
     endpoint: &str,
@@ -88,42 +88,27 @@ async fn send(
     auth: Auth<'_>,
     body: Option<Value>,
 ) -> Reply {
-    let query = match auth {
-        Auth::Sas(q) => Some(q),
-        _ => None,
+    let url = match auth {
+        Auth::Sas(q) => format!("{endpoint}{path}?{q}"),
+        _ => format!("{endpoint}{path}"),
     };
-    let url = match query {
-        Some(q) => format!("{endpoint}{path}?{q}"),
-        None => format!("{endpoint}{path}"),
+    let bearer;
+    let mut headers = vec![
+        ("x-ms-version", "2019-02-02"),
+        ("DataServiceVersion", "3.0"),
+    ];
+    if let Auth::Bearer(token) = auth {
+        bearer = format!("Bearer {token}");
+        headers.push(("Authorization", &bearer));
+    }
+    let signing = match auth {
+        Auth::SharedKey => Signing::Dev,
+        Auth::Sas(_) | Auth::Bearer(_) => Signing::None,
     };
-    let mut request = client
-        .request(method, url)
-        .header("x-ms-version", "2019-02-02")
-        .header("Accept", JSON_MINIMAL)
-        .header("DataServiceVersion", "3.0");
-    match auth {
-        Auth::SharedKey => {
-            let (date, authorization) = Signer::dev().sign(path, None);
-            request = request
-                .header("x-ms-date", date)
-                .header("Authorization", authorization);
-        }
-        Auth::Bearer(token) => {
-            request = request.header("Authorization", format!("Bearer {token}"));
-        }
-        Auth::Sas(_) => {}
-    }
-    if let Some(body) = body {
-        request = request
-            .header("Content-Type", "application/json")
-            .body(body.to_string());
-    }
-    let response = request.send().await.expect("the request is answered");
-    Reply {
-        status: response.status(),
-        headers: response.headers().clone(),
-        body: response.bytes().await.unwrap().to_vec(),
-    }
+    let body = body.map(|b| b.to_string().into_bytes());
+    let req = common::request(client, method.as_str(), &url, &headers, body, signing);
+    let response = req.send().await.expect("the request is answered");
+    Reply::read(response).await.expect("body")
 }
 
 async fn create_table(client: &reqwest::Client, endpoint: &str, name: &str) {
