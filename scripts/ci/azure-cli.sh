@@ -3,6 +3,8 @@
 # environment and runs scripts/ci/azure_cli_scenario.py against a running server.
 #
 # Usage: scripts/ci/azure-cli.sh ENDPOINT        (http://127.0.0.1:<port>)
+#        scripts/ci/azure-cli.sh --install       only the install (./test.sh runs it in the
+#                                                background while it compiles)
 #
 # The virtual environment lives in $TABLESTORE_CACHE_DIR (default ~/.cache/tablestore), in a
 # folder named after the hash of scripts/ci/azure-cli-requirements.txt: a fresh clone on the
@@ -17,7 +19,7 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-endpoint="${1:?usage: scripts/ci/azure-cli.sh http://127.0.0.1:<port>}"
+endpoint="${1:?usage: scripts/ci/azure-cli.sh http://127.0.0.1:<port> | --install}"
 python="${PYTHON:-python3}"
 req="$here/azure-cli-requirements.txt"
 hash="$(sha256sum "$req" | cut -c1-16)"
@@ -45,6 +47,7 @@ else
   echo "azure-cli: using the cached environment $venv"
 fi
 flock -u 9
+[ "$endpoint" = "--install" ] && exit 0
 
 config="$(mktemp -d "${TMPDIR:-/tmp}/tablestore-azcli.XXXXXX")"
 trap 'rm -rf "$config"' EXIT

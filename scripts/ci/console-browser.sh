@@ -3,6 +3,8 @@
 # Python selenium with the system driver). Called by test.sh; runnable alone:
 #
 #   scripts/ci/console-browser.sh --binary target/debug/tablestore
+#   scripts/ci/console-browser.sh --install     only the installs (./test.sh runs them in
+#                                               the background while it compiles)
 #
 # Installs what it needs (apt-get update once, then chromium chromium-driver; selenium into
 # .venv-console), reports how long the installs took, starts its own server (authentication
@@ -40,6 +42,7 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import selenium, pyte
     || fail_setup "pip install $SELENIUM failed"
 fi
 echo "console browser: installs took $(( $(date +%s) - t0 ))s ($(chromium --version 2>/dev/null | head -n1))"
+[ "${1:-}" = "--install" ] && exit 0
 
 [ -x "$BIN" ] || fail_setup "server binary $BIN not found (cargo build first)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/tablestore-console.XXXXXX")"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Static checks, run by ./test.sh (and so by CI) after the tests:
-#   fmt     cargo fmt --check, for the crate and for the fuzz workspace
+# Static checks, run by ./test.sh (and so by CI) first, before anything is built:
+#   fmt     cargo fmt --check, for the crate and for the fuzz workspace (seconds; when it
+#           fails the other checks are not run unless TABLESTORE_KEEP_GOING=1)
 #   clippy  cargo clippy --all-targets -- -D warnings (the [lints] table in Cargo.toml included)
 #   fuzz    cargo check of the fuzz targets (fuzz/, their own workspace) on the stable toolchain,
 #           without linking libFuzzer (--no-default-features), in the crate's target folder so
@@ -35,6 +36,11 @@ fmt_all() {
 }
 
 check fmt fmt_all
+if [ "$fail" -ne 0 ] && [ "${TABLESTORE_KEEP_GOING:-0}" != "1" ]; then
+  echo "lint: run 'cargo fmt' (and 'cargo fmt --manifest-path fuzz/Cargo.toml'); the other checks did not run"
+  echo "lint: $pass passed, $fail failed"
+  exit 1
+fi
 check clippy cargo clippy --all-targets -- -D warnings
 fuzz_check() {
   CARGO_TARGET_DIR="$TARGET_DIR" cargo check --locked --manifest-path fuzz/Cargo.toml \
