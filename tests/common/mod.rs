@@ -1,6 +1,7 @@
-//! The integration tests' one kit: a real server on an ephemeral loopback port and a signing
-//! HTTP client speaking to it (here), the `tablestore` binary as a child process and the one
-//! request signer (`child`), several nodes over one database (`nodes`), a real PostgreSQL
+//! The integration tests' one kit, a module of their one binary (`tests/it`): a real server on
+//! an ephemeral loopback port, a signing HTTP client speaking to it and paging through
+//! continuation tokens (here), the `tablestore` binary as a child process, its client and the
+//! one request signer (`child`), several nodes over one database (`nodes`), a real PostgreSQL
 //! server (`postgres`), raw HTTP over TCP (`raw`), `$batch` bodies (`batch`), URL
 //! encoding (`url`) and assertions on Azure's answers (`assert`).
 #![allow(dead_code)] // each test file uses a different subset of these helpers
