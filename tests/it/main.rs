@@ -1,5 +1,5 @@
 //! The integration tests, as one binary: one module per area (each was its own binary, and
-//! linking the whole crate 35 times was most of a cold build), and `common`, the kit they
+//! linking the whole crate once per file was most of a cold build), and `common`, the kit they
 //! share. Run one area with `cargo test --test it <module>::`.
 
 #[path = "../common/mod.rs"]
@@ -10,6 +10,7 @@ mod arbitrary_input;
 mod auth;
 mod auth_golden;
 mod batch;
+mod bench_floor;
 mod cli;
 mod client_shapes;
 mod concurrency;
