@@ -334,6 +334,16 @@ pub trait Kv: Send + Sync + 'static {
     /// Applies all puts (`Some`) and removes (`None`) atomically.
     fn apply(&self, space: Space, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>)
         -> Result<(), StoreError>;
+    /// [`Kv::apply`] of puts only, to keys the caller found holding no value under the lock
+    /// that orders every write of them (the partition lock): a backend may make such a write
+    /// crash-atomic more cheaply (sled: a record of its keys only, see `intent`).
+    fn apply_new_keys(
+        &self,
+        space: Space,
+        batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ) -> Result<(), StoreError> {
+        self.apply(space, batch)
+    }
     fn flush(&self) -> Result<(), StoreError>;
     /// Whether [`Kv::flush`] does any work (false for memory).
     fn is_persistent(&self) -> bool;
@@ -785,6 +795,8 @@ impl<B: Kv> KvStore<B> {
             .unwrap_or_else(|e| e.into_inner());
         let mut batch = Vec::with_capacity(ops.len());
         let mut stamps = Vec::with_capacity(ops.len());
+        // Whether every operation puts a key found holding no value (inserts of new entities).
+        let mut new_keys = true;
         for (index, op) in ops.iter().enumerate() {
             let key = key::entity_key(table_id, &op.key.partition_key, &op.key.row_key);
             // Insert Or Replace has no precondition and keeps nothing of the old entity: the
@@ -799,6 +811,8 @@ impl<B: Kv> KvStore<B> {
             let ts = self.next_timestamp();
             let value = apply_write(op, current.as_ref().map(AsRef::as_ref), ts)
                 .map_err(|error| CommitError { index, error })?;
+            new_keys &=
+                op.kind != WriteKind::InsertOrReplace && current.is_none() && value.is_some();
             batch.push((key, value));
             stamps.push(ts);
         }
@@ -810,7 +824,11 @@ impl<B: Kv> KvStore<B> {
             if several {
                 self.applying[stripe].fetch_add(1, Ordering::AcqRel);
             }
-            let applied = self.kv.apply(Space::Entities, batch);
+            let applied = if new_keys {
+                self.kv.apply_new_keys(Space::Entities, batch)
+            } else {
+                self.kv.apply(Space::Entities, batch)
+            };
             if several {
                 self.applying[stripe].fetch_add(1, Ordering::AcqRel);
             }

@@ -575,6 +575,68 @@ impl SledKv {
             }
         }
     }
+
+    /// [`Kv::apply`]; `new_keys`: [`Kv::apply_new_keys`], whose intent names the keys only.
+    fn apply_with_intent(
+        &self,
+        space: Space,
+        batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+        new_keys: bool,
+    ) -> Result<(), StoreError> {
+        let counted = space == Space::Entities;
+        // Compressed before any lock is taken.
+        let frames = self.frames(space);
+        let batch: Vec<StoredEntry> = batch
+            .into_iter()
+            .map(|(k, v)| {
+                let len = v.as_ref().map(Vec::len);
+                let stored = match v {
+                    Some(v) if frames => Some(value_lz4::encode(&v)),
+                    other => other,
+                };
+                (k, stored, len)
+            })
+            .collect();
+        let old_len = |stored: sled::IVec| self.value_len(space, &stored);
+        self.write(|h| {
+            let tree = h.tree(space);
+            // A single key is atomic by itself; several are made atomic across a crash by an
+            // intent record ([`intent`]): sled's batch would serialise every write of the
+            // process.
+            let intent = match batch.as_slice() {
+                [_] => None,
+                _ => {
+                    let id = self.intent_ids.next();
+                    let record = if new_keys {
+                        intent::encode_new_keys(space, batch.iter().map(|(k, _, _)| k.as_slice()))
+                    } else {
+                        let entries = batch.iter().map(|(k, v, _)| (k.as_slice(), v.as_deref()));
+                        intent::encode(space, entries)
+                    };
+                    h.intents.insert(id, record)?;
+                    #[cfg(test)]
+                    if let (Some(hold), Some((key, _, _))) = (self.hold_apply.get(), batch.first())
+                    {
+                        hold(key);
+                    }
+                    Some(id)
+                }
+            };
+            for (k, v, new) in &batch {
+                let old = match v {
+                    Some(v) => tree.insert(k.as_slice(), v.as_slice())?,
+                    None => tree.remove(k.as_slice())?,
+                };
+                if counted {
+                    self.totals.change(k.len(), old.map(old_len), *new);
+                }
+            }
+            if let Some(id) = intent {
+                h.intents.remove(id)?;
+            }
+            Ok(())
+        })
+    }
 }
 
 impl Drop for SledKv {
@@ -676,54 +738,15 @@ impl Kv for SledKv {
         space: Space,
         batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     ) -> Result<(), StoreError> {
-        let counted = space == Space::Entities;
-        // Compressed before any lock is taken.
-        let frames = self.frames(space);
-        let batch: Vec<StoredEntry> = batch
-            .into_iter()
-            .map(|(k, v)| {
-                let len = v.as_ref().map(Vec::len);
-                let stored = match v {
-                    Some(v) if frames => Some(value_lz4::encode(&v)),
-                    other => other,
-                };
-                (k, stored, len)
-            })
-            .collect();
-        let old_len = |stored: sled::IVec| self.value_len(space, &stored);
-        self.write(|h| {
-            let tree = h.tree(space);
-            // A single key is atomic by itself; several are made atomic across a crash by an
-            // intent record ([`intent`]): sled's batch would serialise every write of the
-            // process.
-            let intent = match batch.as_slice() {
-                [_] => None,
-                _ => {
-                    let id = self.intent_ids.next();
-                    let entries = batch.iter().map(|(k, v, _)| (k.as_slice(), v.as_deref()));
-                    h.intents.insert(id, intent::encode(space, entries))?;
-                    #[cfg(test)]
-                    if let (Some(hold), Some((key, _, _))) = (self.hold_apply.get(), batch.first())
-                    {
-                        hold(key);
-                    }
-                    Some(id)
-                }
-            };
-            for (k, v, new) in &batch {
-                let old = match v {
-                    Some(v) => tree.insert(k.as_slice(), v.as_slice())?,
-                    None => tree.remove(k.as_slice())?,
-                };
-                if counted {
-                    self.totals.change(k.len(), old.map(old_len), *new);
-                }
-            }
-            if let Some(id) = intent {
-                h.intents.remove(id)?;
-            }
-            Ok(())
-        })
+        self.apply_with_intent(space, batch, false)
+    }
+
+    fn apply_new_keys(
+        &self,
+        space: Space,
+        batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ) -> Result<(), StoreError> {
+        self.apply_with_intent(space, batch, true)
     }
 
     fn flush(&self) -> Result<(), StoreError> {

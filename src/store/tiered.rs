@@ -626,6 +626,93 @@ impl<B: Kv> TieredKv<B> {
             }
         }
     }
+
+    /// [`Kv::apply`] (`new_keys`: [`Kv::apply_new_keys`]): the backend first, then the copy.
+    fn apply_to_backend(
+        &self,
+        space: Space,
+        batch: Batch,
+        new_keys: bool,
+    ) -> Result<(), StoreError> {
+        let backend = |batch: Batch| {
+            if new_keys {
+                self.shared.inner.apply_new_keys(space, batch)
+            } else {
+                self.shared.inner.apply(space, batch)
+            }
+        };
+        if space == Space::Tables {
+            return backend(batch);
+        }
+        let Some(id) = batch.first().and_then(|(k, _)| table_of(k)) else {
+            return backend(batch);
+        };
+        if batch.iter().any(|(k, _)| table_of(k) != Some(id)) {
+            // Not one table's batch (never made by the store): no copy can hold it all; drop
+            // the copies it touches.
+            let mut state = self.shared.lock();
+            for (k, _) in &batch {
+                if let Some(t) = table_of(k) {
+                    state.evict(t);
+                }
+            }
+            drop(state);
+            return backend(batch);
+        }
+        // Whether the copy needs this batch is only known after the backend applied it (a
+        // load may start in between), so keep a copy of it when the table is in RAM at all.
+        let wanted = !matches!(
+            self.shared.lock().tables.get(&id),
+            None | Some(Slot::Evicted(_) | Slot::Deleted)
+        );
+        let copy = wanted.then(|| batch.clone());
+        backend(batch)?;
+        let (table, copy) = {
+            let mut state = self.shared.lock();
+            match (state.tables.get_mut(&id), copy) {
+                (Some(Slot::Resident { table, .. }), Some(copy)) => (Arc::clone(table), copy),
+                (Some(Slot::Loading { overlay, .. }), Some(copy)) => {
+                    overlay.extend(copy);
+                    return Ok(());
+                }
+                (Some(Slot::Resident { .. } | Slot::Loading { .. }), None) => {
+                    // Became resident (or started loading) between the check and the write:
+                    // the copy may lack this write, so it cannot be trusted.
+                    state.evict(id);
+                    return Ok(());
+                }
+                _ => return Ok(()),
+            }
+        };
+        // The rows are applied outside the tier's lock: writes to other tables (and reads of
+        // any table) do not wait for them. If the table is evicted meanwhile, a later load
+        // reads the backend, which already holds this write.
+        let (added, removed) = {
+            let mut rows = table.rows.write().unwrap_or_else(|e| e.into_inner());
+            apply_rows(&mut rows, copy)
+        };
+        let mut state = self.shared.lock();
+        let budget = self.shared.options.budget_bytes;
+        let Some(Slot::Resident {
+            table: current,
+            bytes,
+            grown,
+            ..
+        }) = state.tables.get_mut(&id)
+        else {
+            return Ok(());
+        };
+        if !Arc::ptr_eq(current, &table) {
+            return Ok(()); // evicted and loaded again: the new copy was counted as loaded
+        }
+        *bytes = (*bytes + added).saturating_sub(removed);
+        *grown |= added > removed;
+        state.used = (state.used + added).saturating_sub(removed);
+        if !state.make_room(budget, Some(id)) {
+            state.refuse(id);
+        }
+        Ok(())
+    }
 }
 
 impl<B: Kv> Drop for TieredKv<B> {
@@ -800,77 +887,11 @@ impl<B: Kv> Kv for TieredKv<B> {
     }
 
     fn apply(&self, space: Space, batch: Batch) -> Result<(), StoreError> {
-        if space == Space::Tables {
-            return self.shared.inner.apply(space, batch);
-        }
-        let Some(id) = batch.first().and_then(|(k, _)| table_of(k)) else {
-            return self.shared.inner.apply(space, batch);
-        };
-        if batch.iter().any(|(k, _)| table_of(k) != Some(id)) {
-            // Not one table's batch (never made by the store): no copy can hold it all; drop
-            // the copies it touches.
-            let mut state = self.shared.lock();
-            for (k, _) in &batch {
-                if let Some(t) = table_of(k) {
-                    state.evict(t);
-                }
-            }
-            drop(state);
-            return self.shared.inner.apply(space, batch);
-        }
-        // Whether the copy needs this batch is only known after the backend applied it (a
-        // load may start in between), so keep a copy of it when the table is in RAM at all.
-        let wanted = !matches!(
-            self.shared.lock().tables.get(&id),
-            None | Some(Slot::Evicted(_) | Slot::Deleted)
-        );
-        let copy = wanted.then(|| batch.clone());
-        self.shared.inner.apply(space, batch)?;
-        let (table, copy) = {
-            let mut state = self.shared.lock();
-            match (state.tables.get_mut(&id), copy) {
-                (Some(Slot::Resident { table, .. }), Some(copy)) => (Arc::clone(table), copy),
-                (Some(Slot::Loading { overlay, .. }), Some(copy)) => {
-                    overlay.extend(copy);
-                    return Ok(());
-                }
-                (Some(Slot::Resident { .. } | Slot::Loading { .. }), None) => {
-                    // Became resident (or started loading) between the check and the write:
-                    // the copy may lack this write, so it cannot be trusted.
-                    state.evict(id);
-                    return Ok(());
-                }
-                _ => return Ok(()),
-            }
-        };
-        // The rows are applied outside the tier's lock: writes to other tables (and reads of
-        // any table) do not wait for them. If the table is evicted meanwhile, a later load
-        // reads the backend, which already holds this write.
-        let (added, removed) = {
-            let mut rows = table.rows.write().unwrap_or_else(|e| e.into_inner());
-            apply_rows(&mut rows, copy)
-        };
-        let mut state = self.shared.lock();
-        let budget = self.shared.options.budget_bytes;
-        let Some(Slot::Resident {
-            table: current,
-            bytes,
-            grown,
-            ..
-        }) = state.tables.get_mut(&id)
-        else {
-            return Ok(());
-        };
-        if !Arc::ptr_eq(current, &table) {
-            return Ok(()); // evicted and loaded again: the new copy was counted as loaded
-        }
-        *bytes = (*bytes + added).saturating_sub(removed);
-        *grown |= added > removed;
-        state.used = (state.used + added).saturating_sub(removed);
-        if !state.make_room(budget, Some(id)) {
-            state.refuse(id);
-        }
-        Ok(())
+        self.apply_to_backend(space, batch, false)
+    }
+
+    fn apply_new_keys(&self, space: Space, batch: Batch) -> Result<(), StoreError> {
+        self.apply_to_backend(space, batch, true)
     }
 
     fn flush(&self) -> Result<(), StoreError> {
