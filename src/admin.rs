@@ -230,12 +230,19 @@ fn server(args: &ServerArgs) -> Result<Server, String> {
     })
 }
 
-/// The server a plain `tablestore` started in this environment listens on.
+/// The server a plain `tablestore` started in this environment listens on (`TABLESTORE_FLAVOR=cosmos`
+/// moves the default port to the Cosmos DB emulator's).
 fn default_url() -> String {
+    let cosmos = std::env::var("TABLESTORE_FLAVOR").is_ok_and(|f| f.eq_ignore_ascii_case("cosmos"));
+    let default_port = if cosmos {
+        crate::config::COSMOS_EMULATOR_PORT
+    } else {
+        10002
+    };
     let port = std::env::var("TABLESTORE_PORT")
         .ok()
         .filter(|p| p.parse::<u16>().is_ok_and(|p| p != 0))
-        .unwrap_or_else(|| "10002".to_string());
+        .unwrap_or_else(|| default_port.to_string());
     format!("http://127.0.0.1:{port}")
 }
 

@@ -14,6 +14,7 @@ use clap::builder::BoolishValueParser;
 use clap::parser::ValueSource;
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
+use crate::model::Flavor;
 use crate::store::open::{DiskOptions, StoreOptions};
 use crate::store::sled_kv::Compression;
 use crate::store::Durability;
@@ -23,12 +24,35 @@ pub const DEV_ACCOUNT: &str = "devstoreaccount1";
 pub const DEV_ACCOUNT_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
+/// The Table port of the Azure Cosmos DB emulator (`/TablePort`'s default; Azure docs: "Command-line
+/// and PowerShell reference for Azure Cosmos DB emulator"): `--flavor cosmos` listens there
+/// unless told otherwise.
+pub const COSMOS_EMULATOR_PORT: u16 = 8902;
+
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
 pub const STORE_DIR_NAME: &str = "__tablestore__";
 
 /// Azurite's switch for skipping the version check by environment; only the exact value
 /// `true` enables it (Azurite README, "Skip API Version Check with an Environment Variable").
 pub const AZURITE_SKIP_API_VERSION_CHECK: &str = "AZURITE_SKIP_API_VERSION_CHECK";
+
+/// `--flavor`: which service the server answers as (docs/cosmos.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FlavorArg {
+    /// Azure Table storage.
+    Storage,
+    /// Azure Cosmos DB for Table, as its emulator: port 8902, account `localhost`.
+    Cosmos,
+}
+
+impl From<FlavorArg> for Flavor {
+    fn from(arg: FlavorArg) -> Flavor {
+        match arg {
+            FlavorArg::Storage => Flavor::Storage,
+            FlavorArg::Cosmos => Flavor::Cosmos,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DurabilityArg {
@@ -142,7 +166,8 @@ pub struct Config {
     )]
     pub host: String,
 
-    /// Port to listen on (10002 is the Table port the SDKs and tools expect; 0 picks a free one).
+    /// Port to listen on (10002 is the Table port the SDKs and tools expect, 8902 with
+    /// `--flavor cosmos`; 0 picks a free one).
     #[arg(
         long,
         visible_alias = "tablePort",
@@ -151,6 +176,12 @@ pub struct Config {
         value_name = "PORT"
     )]
     pub port: u16,
+
+    /// Which service to answer as: `storage` (Azure Table storage) or `cosmos` (Azure Cosmos DB
+    /// for Table, as its emulator: port 8902, account `localhost` with the emulator's key,
+    /// the Table endpoint at the root; docs/cosmos.md).
+    #[arg(long, env = "TABLESTORE_FLAVOR", value_enum, default_value_t = FlavorArg::Storage)]
+    pub flavor: FlavorArg,
 
     /// Workspace folder: the on-disk store lives in its `__tablestore__` subfolder
     /// (default: the current directory, as Azurite).
@@ -542,6 +573,7 @@ impl Config {
         Config {
             host: "127.0.0.1".into(),
             port: 0,
+            flavor: FlavorArg::Storage,
             location: PathBuf::from("unused"),
             in_memory: true,
             store: StoreArg::Sled,
@@ -636,6 +668,11 @@ impl Config {
         let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         config.location_on_command_line = on_command_line("location");
         config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
+        if config.flavor == FlavorArg::Cosmos
+            && matches.value_source("port") == Some(ValueSource::DefaultValue)
+        {
+            config.port = COSMOS_EMULATOR_PORT;
+        }
         if let Some(source) = matches.value_source("removed_write_buffer") {
             let given = match source {
                 ValueSource::EnvVariable => "TABLESTORE_WRITE_BUFFER",
@@ -700,8 +737,14 @@ impl Config {
         }
     }
 
+    /// The service the server answers as.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor.into()
+    }
+
     /// The accounts served (data of different accounts never mix): `--accounts` /
-    /// `AZURITE_ACCOUNTS` if given, else the development account.
+    /// `AZURITE_ACCOUNTS` if given, else the development account (`localhost`, the Cosmos DB
+    /// emulator's, with `--flavor cosmos`).
     pub fn accounts(&self) -> Result<crate::auth::Accounts, String> {
         match self
             .accounts_env
@@ -710,18 +753,23 @@ impl Config {
             .filter(|a| !a.is_empty())
         {
             Some(text) => crate::auth::Accounts::parse_azurite(text).map_err(|e| e.to_string()),
+            None if self.flavor().is_cosmos() => Ok(crate::auth::Accounts::cosmos_emulator()),
             None => Ok(crate::auth::Accounts::dev()),
         }
     }
 
     /// The account that start-up output and test fixtures show, with its base64 key1:
-    /// `devstoreaccount1` when it is served, otherwise the first configured account (in name
-    /// order).
+    /// `devstoreaccount1` (`localhost` with `--flavor cosmos`) when it is served, otherwise
+    /// the first configured account (in name order).
     pub fn default_account(&self) -> Result<(String, String), String> {
         use base64::Engine as _;
         let accounts = self.accounts()?;
-        let name = if accounts.contains(DEV_ACCOUNT) {
-            DEV_ACCOUNT
+        let preferred = match self.flavor() {
+            Flavor::Storage => DEV_ACCOUNT,
+            Flavor::Cosmos => crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME,
+        };
+        let name = if accounts.contains(preferred) {
+            preferred
         } else {
             accounts
                 .names()
@@ -887,13 +935,25 @@ fn skip_azurite_program_word(
 /// The connection string a client pastes to reach `endpoint` (e.g. `http://127.0.0.1:10002`
 /// or `https://…`; `DefaultEndpointsProtocol` follows the endpoint's scheme).
 pub fn connection_string(endpoint: &str, account: &str, key: &str) -> String {
+    connection_string_for(Flavor::Storage, endpoint, account, key)
+}
+
+/// [`connection_string`] for a flavour. Cosmos's Table endpoint is the root, with no account
+/// segment, as in the emulator's own connection string
+/// (`…;TableEndpoint=http://localhost:8902/;`); `endpoint` should then name `localhost`, the
+/// host the SDKs take for a Cosmos endpoint.
+pub fn connection_string_for(flavor: Flavor, endpoint: &str, account: &str, key: &str) -> String {
     let protocol = if endpoint.starts_with("https://") {
         "https"
     } else {
         "http"
     };
+    let table_endpoint = match flavor {
+        Flavor::Storage => format!("{endpoint}/{account}"),
+        Flavor::Cosmos => format!("{endpoint}/"),
+    };
     format!(
-        "DefaultEndpointsProtocol={protocol};AccountName={account};AccountKey={key};TableEndpoint={endpoint}/{account};"
+        "DefaultEndpointsProtocol={protocol};AccountName={account};AccountKey={key};TableEndpoint={table_endpoint};"
     )
 }
 
@@ -1138,6 +1198,44 @@ mod tests {
             .unwrap()
             .endpoint_on_command_line());
         assert!(!parse(&["-s"]).unwrap().endpoint_on_command_line());
+    }
+
+    /// `--flavor cosmos` listens on the emulator's Table port unless a port is given, and
+    /// serves the emulator's account unless accounts are configured.
+    #[test]
+    fn the_cosmos_flavor_takes_the_emulators_port_and_account() {
+        let c = parse(&["--flavor", "cosmos"]).unwrap();
+        assert_eq!(c.flavor(), Flavor::Cosmos);
+        assert_eq!(c.port, COSMOS_EMULATOR_PORT);
+        let (account, key) = c.default_account().unwrap();
+        assert_eq!(account, "localhost");
+        assert_eq!(key, crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_KEY);
+        assert_eq!(
+            parse(&["--flavor", "cosmos", "--tablePort", "9000"])
+                .unwrap()
+                .port,
+            9000
+        );
+        assert_eq!(
+            parse(&["--flavor", "cosmos", "--port", "0"]).unwrap().port,
+            0
+        );
+        let d = parse(&[]).unwrap();
+        assert_eq!((d.flavor(), d.port), (Flavor::Storage, 10002));
+        assert_eq!(d.default_account().unwrap().0, DEV_ACCOUNT);
+        let mut with_accounts = parse(&["--flavor", "cosmos"]).unwrap();
+        with_accounts.accounts_env = Some("acct2:a2V5".into());
+        assert_eq!(with_accounts.default_account().unwrap().0, "acct2");
+        let e = parse(&["--flavor", "mongo"]).unwrap_err().to_string();
+        assert!(e.contains("storage") && e.contains("cosmos"), "{e}");
+        assert_eq!(
+            connection_string_for(Flavor::Cosmos, "http://localhost:8902", "localhost", "k"),
+            "DefaultEndpointsProtocol=http;AccountName=localhost;AccountKey=k;TableEndpoint=http://localhost:8902/;"
+        );
+        assert_eq!(
+            connection_string("http://127.0.0.1:10002", DEV_ACCOUNT, "k"),
+            "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=k;TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tablestore::config::{connection_string, Config, StartedAs};
+use tablestore::config::{connection_string_for, Config, StartedAs};
 use tablestore::data;
 use tablestore::server::{health, open_store, serve, serve_tls, tls, AppState};
 use tablestore::store::StoreError;
@@ -225,11 +225,24 @@ fn start_up_lines(config: &Config, s: &StartUp) -> Vec<Line> {
     };
     let client_endpoint = format!("{}://{client_host}:{}", s.scheme, s.address.port());
     plain(format!("tablestore listening on {endpoint}"));
-    plain(format!("Table endpoint: {client_endpoint}/{}", s.account));
-    plain(format!(
-        "Connection string: {}",
-        connection_string(&client_endpoint, &s.account, &s.account_key)
-    ));
+    let flavor = config.flavor();
+    if flavor.is_cosmos() {
+        // The SDKs take `localhost` for a Cosmos endpoint (docs/cosmos.md): the emulator's
+        // connection string names it, and so does ours.
+        let cosmos_endpoint = format!("{}://localhost:{}", s.scheme, s.address.port());
+        plain("Flavor: cosmos (answers as Azure Cosmos DB for Table; docs/cosmos.md)".into());
+        plain(format!("Table endpoint: {cosmos_endpoint}/"));
+        plain(format!(
+            "Connection string: {}",
+            connection_string_for(flavor, &cosmos_endpoint, &s.account, &s.account_key)
+        ));
+    } else {
+        plain(format!("Table endpoint: {client_endpoint}/{}", s.account));
+        plain(format!(
+            "Connection string: {}",
+            connection_string_for(flavor, &client_endpoint, &s.account, &s.account_key)
+        ));
+    }
     if s.https && config.oauth.is_some() {
         plain("OAuth: bearer tokens accepted (--oauth basic; signatures are not verified)".into());
     }

@@ -47,7 +47,8 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::config::{connection_string, Config};
+use crate::config::{connection_string_for, Config};
+use crate::model::Flavor;
 use crate::server::{open_store, serve_inner, tls, AppState, ServeLimits};
 use crate::store::Store;
 
@@ -61,6 +62,8 @@ pub struct TestServer {
     /// (see [`Config::default_account`]).
     account: String,
     account_key: String,
+    /// The service the server answers as.
+    flavor: Flavor,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
 }
@@ -77,6 +80,16 @@ impl TestServer {
         let mut config = Config::for_tests();
         config.in_memory = false;
         config.location = path.as_ref().to_path_buf();
+        TestServer::start_with(config).await
+    }
+
+    /// An in-memory server on `127.0.0.1` and a free port that answers as Azure Cosmos DB for
+    /// Table (`--flavor cosmos`): account `localhost` with the Cosmos DB emulator's key, the
+    /// Table endpoint at the root; its connection string names `localhost`, as the
+    /// emulator's does, so the SDKs treat it as a Cosmos endpoint.
+    pub async fn start_cosmos() -> std::io::Result<TestServer> {
+        let mut config = Config::for_tests();
+        config.flavor = crate::config::FlavorArg::Cosmos;
         TestServer::start_with(config).await
     }
 
@@ -126,6 +139,7 @@ impl TestServer {
         let (account, account_key) = config.default_account().map_err(std::io::Error::other)?;
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
+        let flavor = config.flavor();
         let state = AppState::new(store, config).map_err(std::io::Error::other)?;
         let (tx, rx) = oneshot::channel::<()>();
         let shutdown = async move {
@@ -138,6 +152,7 @@ impl TestServer {
             https,
             account,
             account_key,
+            flavor,
             shutdown: Some(tx),
             task: Some(task),
         })
@@ -161,15 +176,27 @@ impl TestServer {
     }
 
     /// `http://127.0.0.1:<port>/devstoreaccount1`, the table endpoint of the development
-    /// account (path style); with `--accounts` that leave it out, of the first account.
+    /// account (path style); with `--accounts` that leave it out, of the first account. A
+    /// Cosmos-flavoured server's Table endpoint is the root, `http://127.0.0.1:<port>`.
     pub fn account_url(&self) -> String {
-        format!("{}/{}", self.endpoint(), self.account)
+        match self.flavor {
+            Flavor::Storage => format!("{}/{}", self.endpoint(), self.account),
+            Flavor::Cosmos => self.endpoint(),
+        }
     }
 
     /// The connection string of [`TestServer::account_name`] for this server
-    /// (`DefaultEndpointsProtocol=https` for an HTTPS server).
+    /// (`DefaultEndpointsProtocol=https` for an HTTPS server). With `--flavor cosmos` it is
+    /// the emulator's shape, on `localhost` (the host the SDKs take for a Cosmos endpoint):
+    /// `…;TableEndpoint=http://localhost:<port>/;`.
     pub fn connection_string(&self) -> String {
-        connection_string(&self.endpoint(), &self.account, &self.account_key)
+        let endpoint = match self.flavor {
+            Flavor::Storage => self.endpoint(),
+            Flavor::Cosmos => self
+                .endpoint()
+                .replacen(&self.addr.ip().to_string(), "localhost", 1),
+        };
+        connection_string_for(self.flavor, &endpoint, &self.account, &self.account_key)
     }
 
     /// The account the connection string names: `devstoreaccount1` unless the configuration's

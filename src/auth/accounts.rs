@@ -16,6 +16,14 @@ pub const DEV_ACCOUNT_NAME: &str = "devstoreaccount1";
 pub const DEV_ACCOUNT_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
+/// The account name of the Azure Cosmos DB emulator's Table endpoint: its connection string
+/// names `localhost`, the host the SDKs take for a Cosmos endpoint (Azure docs: "Use the Azure
+/// Cosmos DB emulator for local development and testing").
+pub const COSMOS_EMULATOR_ACCOUNT_NAME: &str = "localhost";
+/// The Azure Cosmos DB emulator's published well-known key (same page).
+pub const COSMOS_EMULATOR_ACCOUNT_KEY: &str =
+    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+
 /// The decoded keys of one account: key1 and an optional key2. Either verifies.
 #[derive(Clone, PartialEq, Eq)]
 pub struct AccountKeys {
@@ -119,6 +127,17 @@ impl Accounts {
         let keys = AccountKeys::from_base64(DEV_ACCOUNT_KEY, None)
             .expect("the development account key is a valid base64 constant");
         accounts.accounts.insert(DEV_ACCOUNT_NAME.to_string(), keys);
+        accounts
+    }
+
+    /// Only the Cosmos DB emulator's account `localhost` with its well-known key.
+    pub fn cosmos_emulator() -> Self {
+        let mut accounts = Accounts::empty();
+        let keys = AccountKeys::from_base64(COSMOS_EMULATOR_ACCOUNT_KEY, None)
+            .expect("the Cosmos DB emulator key is a valid base64 constant");
+        accounts
+            .accounts
+            .insert(COSMOS_EMULATOR_ACCOUNT_NAME.to_string(), keys);
         accounts
     }
 

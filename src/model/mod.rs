@@ -3,11 +3,13 @@
 
 pub mod edm;
 pub mod entity;
+pub mod flavor;
 pub mod limits;
 pub mod names;
 pub mod write;
 
 pub use edm::{EdmDateTime, EdmType, EdmValue, EdmValueRef};
 pub use entity::{Entity, EntityKey, EntityView, Property};
+pub use flavor::Flavor;
 pub use names::{TableId, TableName, TableNameError, TableRef};
 pub use write::{IfMatch, WriteKind, WriteOp};
