@@ -81,6 +81,44 @@ pub fn split_account<'a>(
     })
 }
 
+/// Resolves the account of a request to a Cosmos DB for Table endpoint, whose Table endpoint is
+/// the root (`TableEndpoint=http://localhost:8902/`: the emulator's connection string has no
+/// account segment): host style as [`split_account`]; path style when the first path segment
+/// names a configured account (`AZURITE_ACCOUNTS` keep their URLs); otherwise `root_account`,
+/// with the whole path below it. A root-style request is signed as host-style ones are
+/// (`/<account><path>`), which is how the SDKs sign a Cosmos endpoint.
+pub fn split_account_at_root<'a>(
+    host: Option<&str>,
+    raw_path: &'a str,
+    is_known_account: impl Fn(&str) -> bool,
+    allow_host_style: bool,
+    root_account: &str,
+) -> Option<AccountPath<'a>> {
+    let resolved = split_account(host, raw_path, &is_known_account, allow_host_style);
+    match resolved {
+        Some(p) if !p.path_style => Some(p),
+        Some(p) if is_known_account(p.account.strip_suffix("-secondary").unwrap_or(&p.account)) => {
+            Some(p)
+        }
+        _ => Some(AccountPath {
+            account: root_account.to_string(),
+            path_style: false,
+            rest: raw_path,
+        }),
+    }
+}
+
+/// The account a Shared Key or Shared Key Lite `Authorization` value names
+/// (`SharedKey <account>:<signature>`), if it has that form.
+pub fn authorization_account(value: &str) -> Option<&str> {
+    let (scheme, credential) = value.trim().split_once(' ')?;
+    if !matches!(scheme, "SharedKey" | "SharedKeyLite") {
+        return None;
+    }
+    let (account, _) = credential.trim().split_once(':')?;
+    (!account.is_empty()).then_some(account)
+}
+
 fn strip_port(host: &str) -> &str {
     if host.starts_with('[') {
         return host.split(']').next().map(|h| &h[1..]).unwrap_or(host);
@@ -407,6 +445,54 @@ mod tests {
             (p.account.as_str(), p.path_style, p.rest),
             ("devstoreaccount1", true, "/Tables")
         );
+    }
+
+    #[test]
+    fn cosmos_root_addressing() {
+        let known = |a: &str| a == "localhost" || a == "acct2";
+        let root =
+            |path| split_account_at_root(Some("localhost:8902"), path, known, true, "localhost");
+        let p = root("/Tables").unwrap();
+        assert_eq!(
+            (p.account.as_str(), p.path_style, p.rest),
+            ("localhost", false, "/Tables")
+        );
+        let p = root("/").unwrap();
+        assert_eq!((p.account.as_str(), p.rest), ("localhost", "/"));
+        // A configured account in the path keeps its path-style URL.
+        let p = root("/acct2/people()").unwrap();
+        assert_eq!(
+            (p.account.as_str(), p.path_style, p.rest),
+            ("acct2", true, "/people()")
+        );
+        let p = root("/acct2-secondary/people()").unwrap();
+        assert_eq!(p.account, "acct2-secondary");
+        // A table that is not an account name is a table at the root.
+        let p = root("/people(PartitionKey='a',RowKey='b')").unwrap();
+        assert_eq!(
+            (p.account.as_str(), p.rest),
+            ("localhost", "/people(PartitionKey='a',RowKey='b')")
+        );
+        // Host style still wins.
+        let p = split_account_at_root(
+            Some("acct2.table.localhost"),
+            "/t",
+            known,
+            true,
+            "localhost",
+        )
+        .unwrap();
+        assert_eq!((p.account.as_str(), p.path_style), ("acct2", false));
+        assert_eq!(
+            authorization_account("SharedKey localhost:abc="),
+            Some("localhost")
+        );
+        assert_eq!(
+            authorization_account("SharedKeyLite acct2:abc="),
+            Some("acct2")
+        );
+        assert_eq!(authorization_account("Bearer x.y.z"), None);
+        assert_eq!(authorization_account("SharedKey :sig"), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 
-use crate::model::EdmDateTime;
+use crate::model::{EdmDateTime, Flavor};
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::headers::{self, DEFAULT_VERSION};
 use crate::protocol::ApiError;
@@ -41,10 +41,12 @@ pub struct RequestContext {
     pub account: String,
     /// `{base}`: scheme, host and (path style) account, no trailing slash.
     pub base_url: String,
+    /// The service the server answers as (`--flavor`).
+    pub flavor: Flavor,
 }
 
 impl RequestContext {
-    pub fn new(headers: &HeaderMap) -> RequestContext {
+    pub fn new(headers: &HeaderMap, flavor: Flavor) -> RequestContext {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         let client_request_id = headers
             .get(headers::X_MS_CLIENT_REQUEST_ID)
@@ -59,6 +61,7 @@ impl RequestContext {
             error_format: headers::error_format(header("accept")),
             account: String::new(),
             base_url: String::new(),
+            flavor,
         }
     }
 

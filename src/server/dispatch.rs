@@ -31,7 +31,7 @@ pub async fn dispatch(
         return super::realism::faults_endpoint(&state, parts, body, peer).await;
     }
     let abort = parts.extensions.get::<ConnectionAbort>().cloned();
-    let ctx = RequestContext::new(&parts.headers);
+    let ctx = RequestContext::new(&parts.headers, state.config.flavor());
     if super::front_page::is_browser_visit(&parts) {
         discard_unread(body);
         let mut response = super::front_page::answer(&state, &ctx);

@@ -22,10 +22,13 @@ use super::middleware::AuthOutcome;
 use super::{AppState, Scheme};
 use crate::auth::Principal;
 use crate::model::limits::MAX_REQUEST_BODY;
+use crate::model::Flavor;
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::headers::{self, is_valid_version};
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
-use crate::protocol::uri::{parse_resource, split_account, QueryParams};
+use crate::protocol::uri::{
+    authorization_account, parse_resource, split_account, split_account_at_root, QueryParams,
+};
 use crate::protocol::{ApiError, ErrorCode};
 
 /// A request let in: the call for the handler, its operation, how its errors are rendered
@@ -111,7 +114,7 @@ struct Head {
 
 /// Everything decided before the body is read, or the response that ends the request there.
 async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result<Head, Response> {
-    let mut ctx = RequestContext::new(&parts.headers);
+    let mut ctx = RequestContext::new(&parts.headers, state.config.flavor());
     let path = parts.uri.path();
     if path == HEALTH_PATH {
         let mut r = ctx.plain_response(StatusCode::OK);
@@ -133,7 +136,14 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         .or(parts.uri.host());
     let accounts = &state.accounts;
     let host_style = !state.config.disable_product_style_url;
-    let Some(account_path) = split_account(host, path, |a| accounts.contains(a), host_style) else {
+    let account_path = match ctx.flavor {
+        Flavor::Storage => split_account(host, path, |a| accounts.contains(a), host_style),
+        Flavor::Cosmos => {
+            let root = root_account(accounts, &parts.headers);
+            split_account_at_root(host, path, |a| accounts.contains(a), host_style, root)
+        }
+    };
+    let Some(account_path) = account_path else {
         return Err(ctx.error(&ApiError::new(ErrorCode::InvalidUri)));
     };
     ctx.account = account_path.account.clone();
@@ -238,6 +248,26 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         error_format,
         principal,
     })
+}
+
+/// The account a request to a Cosmos endpoint's root addresses: the one its Shared Key
+/// signature names when that is configured (each account of `AZURITE_ACCOUNTS` can use the
+/// emulator's URL shape with its own connection string), else the emulator's `localhost`
+/// when served, else the first configured account.
+fn root_account<'a>(
+    accounts: &'a crate::auth::Accounts,
+    headers: &'a axum::http::HeaderMap,
+) -> &'a str {
+    let signed = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(authorization_account)
+        .filter(|a| accounts.contains(a));
+    let emulator = crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME;
+    signed
+        .or_else(|| accounts.contains(emulator).then_some(emulator))
+        .or_else(|| accounts.names().next())
+        .unwrap_or(emulator)
 }
 
 /// How much of an over-long body is read and dropped after the 413 is answered.

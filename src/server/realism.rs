@@ -313,7 +313,7 @@ pub async fn faults_endpoint(
     body: Body,
     peer: SocketAddr,
 ) -> Response {
-    let mut ctx = RequestContext::new(&parts.headers);
+    let mut ctx = RequestContext::new(&parts.headers, state.config.flavor());
     ctx.error_format = ErrorFormat::Json;
     if let Err(e) = super::handlers::insight::caller(state, &parts, peer) {
         super::intake::discard_unread(body);
