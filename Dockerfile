@@ -50,11 +50,10 @@ RUN ln -s tablestore /usr/local/bin/azurite \
  && ln -s tablestore /usr/local/bin/azurite-table
 # A folder mounted at /seed is imported before the server listens (docs/data.md).
 ENV TABLESTORE_HOST=0.0.0.0 \
-    TABLESTORE_PORT=10002 \
     TABLESTORE_LOCATION=/data \
     TABLESTORE_SEED_IF_PRESENT=/seed
 VOLUME ["/data"]
-EXPOSE 10002
+EXPOSE 10002 8902
 USER tablestore:tablestore
 WORKDIR /data
 HEALTHCHECK --interval=10s --timeout=5s --start-period=5s --retries=3 \

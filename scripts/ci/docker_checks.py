@@ -551,12 +551,12 @@ def image_config() -> str:
         "Healthcheck": (["CMD", "tablestore", "--healthcheck"], health),
         "Entrypoint": (["tablestore"], config.get("Entrypoint")),
         "Volumes": (["/data"], sorted(config.get("Volumes") or {})),
-        "ExposedPorts": (["10002/tcp"], sorted(config.get("ExposedPorts") or {})),
+        "ExposedPorts": (["10002/tcp", "8902/tcp"], sorted(config.get("ExposedPorts") or {})),
     }
     for key, (want, got) in wanted.items():
         if want != got:
             raise CheckFailed(f"the image's {key} is {got!r}, not {want!r}")
-    return "user tablestore, /data volume, port 10002, HEALTHCHECK tablestore --healthcheck"
+    return "user tablestore, /data volume, ports 10002 and 8902, HEALTHCHECK tablestore --healthcheck"
 
 
 def builds_documented(builds: list[tuple[str, str]]) -> str:
