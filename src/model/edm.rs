@@ -359,6 +359,27 @@ impl EdmDateTime {
         t
     }
 
+    /// The text form the flavour writes: Storage's [`EdmDateTime::text`], or Cosmos DB's,
+    /// which always has 7 fractional digits (`1973-10-04T00:00:00.0000000Z`; the Python SDK's
+    /// Cosmos test recordings, e.g. `test_table_entity_cosmos…test_datetime_milliseconds`).
+    pub fn text_as(self, flavor: super::Flavor) -> DateTimeText {
+        match flavor {
+            super::Flavor::Storage => self.text(),
+            super::Flavor::Cosmos => self.text_fixed7(),
+        }
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS.fffffffZ`, always 7 fractional digits.
+    pub fn text_fixed7(self) -> DateTimeText {
+        let mut t = self.text();
+        let (_, frac) = self.split();
+        put_digits(&mut t.buf[20..27], frac as u32);
+        t.buf[19] = b'.';
+        t.buf[27] = b'Z';
+        t.len = 28;
+        t
+    }
+
     /// RFC 1123 form for HTTP headers (`Mon, 27 Jun 2016 15:25:14 GMT`).
     pub fn to_rfc1123(self) -> String {
         let (secs, _) = self.split();
@@ -440,6 +461,50 @@ mod tests {
             "9999-12-31T23:59:59.9999999Z"
         );
         assert_eq!(round("1969-12-31T23:59:59.5Z"), "1969-12-31T23:59:59.5Z");
+    }
+
+    /// Cosmos DB writes every DateTime with 7 fractional digits (the Python SDK's Cosmos
+    /// recordings: `1973-10-04T00:00:00.0000000Z`, `2011-11-04T00:05:23.2830000Z`).
+    #[test]
+    fn cosmos_text_has_seven_digits() {
+        let cosmos = |s: &str| {
+            EdmDateTime::parse(s)
+                .unwrap()
+                .text_as(crate::model::Flavor::Cosmos)
+                .as_str()
+                .to_string()
+        };
+        assert_eq!(
+            cosmos("1973-10-04T00:00:00.000000Z"),
+            "1973-10-04T00:00:00.0000000Z"
+        );
+        assert_eq!(
+            cosmos("2011-11-04T00:05:23.283000Z"),
+            "2011-11-04T00:05:23.2830000Z"
+        );
+        assert_eq!(
+            cosmos("1969-12-31T23:59:59.5Z"),
+            "1969-12-31T23:59:59.5000000Z"
+        );
+    }
+
+    proptest::proptest! {
+        /// Both flavours' texts parse back to the same instant, and Cosmos's always has
+        /// exactly 7 fractional digits.
+        #[test]
+        fn flavoured_text_round_trips(
+            secs in -11_644_473_600i64..253_402_300_799i64,
+            frac in 0i64..10_000_000,
+        ) {
+            let t = EdmDateTime(secs * 10_000_000 + frac);
+            for flavor in [crate::model::Flavor::Storage, crate::model::Flavor::Cosmos] {
+                let text = t.text_as(flavor);
+                proptest::prop_assert_eq!(EdmDateTime::parse(text.as_str()).unwrap(), t);
+            }
+            let cosmos = t.text_as(crate::model::Flavor::Cosmos);
+            proptest::prop_assert_eq!(cosmos.as_str().len(), 28);
+            proptest::prop_assert_eq!(&cosmos.as_str()[19..20], ".");
+        }
     }
 
     #[test]

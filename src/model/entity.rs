@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use super::edm::{EdmDateTime, EdmValue, EdmValueRef};
+use super::Flavor;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Property {
@@ -84,17 +85,23 @@ impl<'a> EntityView<'a> {
 /// The datetime text is the Timestamp's text with `:` percent-encoded; the Python SDK rebuilds
 /// ETags the same way, so the two must agree exactly.
 pub fn etag_for(timestamp: EdmDateTime) -> String {
+    etag_as(timestamp, Flavor::Storage)
+}
+
+/// [`etag_for`] as the flavour writes it: Cosmos DB's ETag carries the Timestamp's 7-digit
+/// text (`W/"datetime'2021-09-29T20%3A31%3A09.3447688Z'"`, same instant as `Timestamp`).
+pub fn etag_as(timestamp: EdmDateTime, flavor: Flavor) -> String {
     let mut etag = String::with_capacity(48);
     etag.push_str("W/\"datetime'");
-    etag_datetime_pieces(timestamp, |piece| etag.push_str(piece));
+    etag_datetime_pieces(timestamp, flavor, |piece| etag.push_str(piece));
     etag.push_str("'\"");
     etag
 }
 
 /// Hands the ETag's datetime text to `push` in pieces: the Timestamp's text with `:`
 /// percent-encoded. Response encoders write it in place with this.
-pub fn etag_datetime_pieces(timestamp: EdmDateTime, mut push: impl FnMut(&str)) {
-    let text = timestamp.text();
+pub fn etag_datetime_pieces(timestamp: EdmDateTime, flavor: Flavor, mut push: impl FnMut(&str)) {
+    let text = timestamp.text_as(flavor);
     for (i, piece) in text.as_str().split(':').enumerate() {
         if i > 0 {
             push("%3A");

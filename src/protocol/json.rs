@@ -20,7 +20,9 @@ use crate::model::limits::{
     check_entity, EntityLimitError, MAX_BINARY_BYTES, MAX_KEY_UTF16, MAX_PROPERTY_NAME,
     MAX_STRING_UTF16,
 };
-use crate::model::{EdmDateTime, EdmType, EdmValue, EdmValueRef, Entity, EntityView, Property};
+use crate::model::{
+    EdmDateTime, EdmType, EdmValue, EdmValueRef, Entity, EntityView, Flavor, Property,
+};
 
 /// A member value as parsed. Strings stay borrowed from the request body when they contain
 /// no escapes, so decoding an entity copies each string once, into the entity.
@@ -463,6 +465,8 @@ pub struct EntityContext<'a> {
     pub select: Option<&'a [String]>,
     /// The `$select` text as sent, appended to `odata.metadata`.
     pub select_raw: Option<&'a str>,
+    /// The service whose wire form is written (DateTime text, member order).
+    pub flavor: Flavor,
 }
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
@@ -498,9 +502,11 @@ fn push_type_annotation(out: &mut Vec<u8>, first: &mut bool, name: &str, ty: &st
 }
 
 /// The entity's ETag as a JSON string (`"W/\"datetime'…'\""`), written in place.
-fn push_etag(out: &mut Vec<u8>, timestamp: EdmDateTime) {
+fn push_etag(out: &mut Vec<u8>, timestamp: EdmDateTime, flavor: Flavor) {
     out.extend_from_slice(b"\"W/\\\"datetime'");
-    etag_datetime_pieces(timestamp, |piece| out.extend_from_slice(piece.as_bytes()));
+    etag_datetime_pieces(timestamp, flavor, |piece| {
+        out.extend_from_slice(piece.as_bytes())
+    });
     out.extend_from_slice(b"'\\\"\"");
 }
 
@@ -520,11 +526,19 @@ fn push_member(out: &mut Vec<u8>, first: &mut bool, name: &str) {
 }
 
 fn metadata_url(ctx: &EntityContext, element: bool) -> String {
-    let mut url = format!("{}/$metadata#{}", ctx.base_url, ctx.table);
+    let mut url = match ctx.flavor {
+        // Cosmos DB names the table as a path segment of a single entity's metadata URL and
+        // does not echo `$select` (Python SDK Cosmos recordings: `test_get_entity`,
+        // `test_get_entity_with_select`).
+        Flavor::Cosmos if element => {
+            format!("{}/{}/$metadata#{}", ctx.base_url, ctx.table, ctx.table)
+        }
+        _ => format!("{}/$metadata#{}", ctx.base_url, ctx.table),
+    };
     if element {
         url.push_str("/@Element");
     }
-    if let Some(raw) = ctx.select_raw {
+    if let Some(raw) = ctx.select_raw.filter(|_| ctx.flavor == Flavor::Storage) {
         url.push_str("&$select=");
         url.extend(utf8_percent_encode(raw.trim(), SELECT_ECHO_SET));
     }
@@ -580,7 +594,7 @@ fn write_entity_view(out: &mut Vec<u8>, entity: &EntityView, ctx: &EntityContext
     }
     if ctx.metadata != Metadata::None {
         push_member(out, &mut first, "odata.etag");
-        push_etag(out, entity.timestamp);
+        push_etag(out, entity.timestamp, ctx.flavor);
     }
     if full {
         push_member(out, &mut first, "odata.editLink");
@@ -594,18 +608,31 @@ fn write_entity_view(out: &mut Vec<u8>, entity: &EntityView, ctx: &EntityContext
         push_member(out, &mut first, "RowKey");
         push_str(out, &entity.row_key);
     }
-    if is_selected(ctx, "Timestamp") {
-        if full {
-            push_member(out, &mut first, "Timestamp@odata.type");
-            push_str(out, "Edm.DateTime");
+    let write_timestamp = |out: &mut Vec<u8>, first: &mut bool| {
+        if is_selected(ctx, "Timestamp") {
+            if full {
+                push_member(out, first, "Timestamp@odata.type");
+                push_str(out, "Edm.DateTime");
+            }
+            push_member(out, first, "Timestamp");
+            push_plain_str(
+                out,
+                entity.timestamp.text_as(ctx.flavor).as_str().as_bytes(),
+            );
         }
-        push_member(out, &mut first, "Timestamp");
-        push_plain_str(out, entity.timestamp.text().as_str().as_bytes());
+    };
+    // Storage writes Timestamp after the keys, Cosmos DB after every other property (Python
+    // SDK Cosmos recordings, e.g. `test_get_entity`).
+    if ctx.flavor == Flavor::Storage {
+        write_timestamp(out, &mut first);
     }
     for (name, value) in &entity.properties {
         if is_selected(ctx, name) {
-            write_property(out, &mut first, name, *value, ctx.metadata);
+            write_property(out, &mut first, name, *value, ctx.metadata, ctx.flavor);
         }
+    }
+    if ctx.flavor == Flavor::Cosmos {
+        write_timestamp(out, &mut first);
     }
     if let Some(list) = ctx.select {
         // Selected properties the entity lacks come back as null [emu, Azure docs: "Querying tables and entities"].
@@ -626,6 +653,7 @@ fn write_property(
     name: &str,
     value: EdmValueRef,
     metadata: Metadata,
+    flavor: Flavor,
 ) {
     let annotate = |out: &mut Vec<u8>, first: &mut bool, ty: &str| {
         if metadata != Metadata::None {
@@ -675,7 +703,7 @@ fn write_property(
         EdmValueRef::DateTime(t) => {
             annotate(out, first, "Edm.DateTime");
             push_member(out, first, name);
-            push_plain_str(out, t.text().as_str().as_bytes());
+            push_plain_str(out, t.text_as(flavor).as_str().as_bytes());
         }
         EdmValueRef::Guid(g) => {
             annotate(out, first, "Edm.Guid");
@@ -712,7 +740,14 @@ pub fn write_entity_body(out: &mut Vec<u8>, entity: &EntityView, timestamp: bool
         push_plain_str(out, entity.timestamp.text().as_str().as_bytes());
     }
     for (name, value) in &entity.properties {
-        write_property(out, &mut first, name, *value, Metadata::Minimal);
+        write_property(
+            out,
+            &mut first,
+            name,
+            *value,
+            Metadata::Minimal,
+            Flavor::Storage,
+        );
     }
     out.push(b'}');
 }
@@ -883,6 +918,7 @@ mod tests {
             table: "t",
             select: None,
             select_raw: None,
+            flavor: Flavor::Storage,
         };
         let mut out = Vec::new();
         write_entity(&mut out, &entity, &ctx, false);
@@ -998,6 +1034,7 @@ mod tests {
             table: "mytable",
             select: None,
             select_raw: None,
+            flavor: Flavor::Storage,
         }
     }
 
