@@ -6,6 +6,7 @@ pub mod batch;
 pub mod continuation;
 pub mod error;
 pub mod filter;
+pub mod flavor;
 pub mod headers;
 pub mod json;
 pub mod operation;

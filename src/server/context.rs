@@ -7,6 +7,7 @@ use axum::response::Response;
 
 use crate::model::{EdmDateTime, Flavor};
 use crate::protocol::error::ErrorFormat;
+use crate::protocol::flavor;
 use crate::protocol::headers::{self, DEFAULT_VERSION};
 use crate::protocol::ApiError;
 
@@ -43,6 +44,8 @@ pub struct RequestContext {
     pub base_url: String,
     /// The service the server answers as (`--flavor`).
     pub flavor: Flavor,
+    /// A GET or HEAD (Cosmos words errors on other requests in full metadata).
+    pub read_request: bool,
 }
 
 impl RequestContext {
@@ -62,6 +65,7 @@ impl RequestContext {
             account: String::new(),
             base_url: String::new(),
             flavor,
+            read_request: true,
         }
     }
 
@@ -76,23 +80,34 @@ impl RequestContext {
         if let Ok(v) = HeaderValue::from_str(&self.request_id) {
             h.insert(headers::X_MS_REQUEST_ID, v);
         }
+        h.insert("date", http_date_now());
+        if !flavor::sends_storage_headers(self.flavor) {
+            return;
+        }
         if let Ok(v) = HeaderValue::from_str(&self.version) {
             h.insert(headers::X_MS_VERSION, v);
         }
         if let Some(v) = &self.client_request_id {
             h.insert(headers::X_MS_CLIENT_REQUEST_ID, v.clone());
         }
-        h.insert("date", http_date_now());
         h.insert(
             "server",
             HeaderValue::from_static("Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0"),
         );
     }
 
+    /// The Content-Type of a JSON answer at `metadata`, as the flavour writes it.
+    pub fn json_content_type(&self, metadata: headers::Metadata) -> &'static str {
+        flavor::json_content_type(metadata, self.flavor)
+    }
+
     /// A response with the standard headers plus the OData ones (`Cache-Control`,
     /// `X-Content-Type-Options`).
     pub fn odata_response(&self, status: StatusCode) -> ResponseParts {
         let mut parts = self.plain_response(status);
+        if !flavor::sends_storage_headers(self.flavor) {
+            return parts;
+        }
         parts
             .headers
             .insert("cache-control", HeaderValue::from_static("no-cache"));
@@ -127,11 +142,15 @@ impl RequestContext {
             ErrorFormat::StorageXml => self.plain_response(error.status()),
             _ => self.odata_response(error.status()),
         };
+        let error = &flavor::flavoured_error(error, self.flavor);
         let time = EdmDateTime::now().to_fixed7();
-        let message = error.full_message(&self.request_id, &time);
-        let (content_type, body) = error.render_body(format, &message);
+        let message = flavor::error_message(error, self.flavor, &self.request_id, &time);
+        let (content_type, body) =
+            flavor::error_body(error, self.flavor, format, &message, self.read_request);
         parts.header("content-type", content_type);
-        parts.header(headers::X_MS_ERROR_CODE, error.code.as_str());
+        if flavor::sends_storage_headers(self.flavor) {
+            parts.header(headers::X_MS_ERROR_CODE, error.code.as_str());
+        }
         if let Some(challenge) = &error.challenge {
             parts.header("www-authenticate", challenge);
         }

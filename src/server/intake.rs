@@ -24,6 +24,7 @@ use crate::auth::Principal;
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::model::Flavor;
 use crate::protocol::error::ErrorFormat;
+use crate::protocol::flavor;
 use crate::protocol::headers::{self, is_valid_version};
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
 use crate::protocol::uri::{
@@ -147,6 +148,7 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         return Err(ctx.error(&ApiError::new(ErrorCode::InvalidUri)));
     };
     ctx.account = account_path.account.clone();
+    ctx.read_request = matches!(parts.method.as_str(), "GET" | "HEAD");
     if !accounts.contains(ctx.data_account()) {
         let mut response = ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
         response
@@ -163,6 +165,10 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         format!("{scheme_text}://{host_text}")
     };
     if parts.method == axum::http::Method::OPTIONS {
+        if ctx.flavor.is_cosmos() {
+            // Cosmos DB for Table has no CORS (FAQ: "CORS isn't currently supported").
+            return Err(ctx.error(&flavor::not_supported()));
+        }
         return Err(service::preflight(state, &ctx, &parts.headers).await);
     }
     let query = match QueryParams::parse(parts.uri.query()) {
@@ -241,6 +247,16 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
             }
         }
     };
+    let cosmos_rules = flavor::check_operation(ctx.flavor, parts.method.as_str(), &operation)
+        .and_then(
+            |()| match crate::server::auth::sas_key_range(principal.as_ref()) {
+                Some(_) if ctx.flavor.is_cosmos() => Err(flavor::sas_key_range_not_supported()),
+                _ => Ok(()),
+            },
+        );
+    if let Err(e) = cosmos_rules {
+        return Err(ctx.error(&e));
+    }
     Ok(Head {
         ctx,
         query,

@@ -4,9 +4,13 @@
 //! each outcome becomes its [`SubResponse`] (a failure names its operation's index).
 
 use super::{SubRequest, SubResponse};
-use crate::model::entity::etag_for;
-use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
+use crate::model::entity::etag_as;
+use crate::model::{EdmDateTime, Entity, Flavor, WriteKind, WriteOp};
 use crate::protocol::error::ErrorFormat;
+use crate::protocol::flavor::{
+    error_body, error_message, flavoured_error, json_content_type, sends_storage_headers,
+    upsert_no_content_type,
+};
 use crate::protocol::headers::{negotiate_metadata, Metadata, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
@@ -81,11 +85,24 @@ fn omits_index_prefix(code: ErrorCode, operations: usize) -> bool {
         )
 }
 
-fn standard_headers() -> Vec<(String, String)> {
+/// A sub-response's first headers: Storage's OData pair; none on Cosmos, whose inner
+/// responses carry only `ETag`, `Preference-Applied`, `Location`, `Content-Type` and
+/// `Content-ID` (recording `test_batch_all_operations_together`).
+fn standard_headers(flavor: Flavor) -> Vec<(String, String)> {
+    if !sends_storage_headers(flavor) {
+        return Vec::new();
+    }
     vec![
         ("X-Content-Type-Options".to_string(), "nosniff".to_string()),
         ("Cache-Control".to_string(), "no-cache".to_string()),
     ]
+}
+
+/// `DataServiceVersion: <v>` on Storage; Cosmos sends none.
+fn push_data_service_version(headers: &mut Vec<(String, String)>, flavor: Flavor, v: &str) {
+    if sends_storage_headers(flavor) {
+        headers.push(("DataServiceVersion".to_string(), v.to_string()));
+    }
 }
 
 /// The sub-response of the operation at `index` (of `operations` in its change set, 1 for a
@@ -96,21 +113,31 @@ pub fn error_sub_response(
     operations: usize,
     error: &ApiError,
     prefer: Option<ReturnPreference>,
+    flavor: Flavor,
 ) -> SubResponse {
-    let text = if omits_index_prefix(error.code, operations) {
-        error.message.to_string()
-    } else {
-        format!("{index}:{}", error.message)
+    let missing_table = error.code == ErrorCode::TableNotFound;
+    let error = &flavoured_error(error, flavor);
+    let text = match flavor {
+        Flavor::Storage if omits_index_prefix(error.code, operations) => error.message.to_string(),
+        Flavor::Storage => format!("{index}:{}", error.message),
+        // Cosmos prefixes the index and adds a blank line, except for a missing table
+        // (recordings: `test_batch_update_if_doesnt_match`, `test_new_non_existent_table`).
+        Flavor::Cosmos if missing_table => error.message.to_string(),
+        Flavor::Cosmos => format!("{index}:{}\n", error.message),
     };
     let indexed = ApiError::with_message(error.code, text);
     let time = EdmDateTime::now().to_fixed7();
-    let message = indexed.full_message(request_id, &time);
-    let (content_type, body) = indexed.render_body(ErrorFormat::Json, &message);
-    let mut headers = standard_headers();
+    let message = error_message(&indexed, flavor, request_id, &time);
+    let (content_type, body) = error_body(&indexed, flavor, ErrorFormat::Json, &message, false);
+    let content_type = match flavor {
+        Flavor::Storage => content_type,
+        Flavor::Cosmos => "application/json;odata=fullmetadata",
+    };
+    let mut headers = standard_headers(flavor);
     if let Some(p) = prefer {
         headers.push(("Preference-Applied".to_string(), p.as_str().to_string()));
     }
-    headers.push(("DataServiceVersion".to_string(), "3.0;".to_string()));
+    push_data_service_version(&mut headers, flavor, "3.0;");
     headers.push(("Content-Type".to_string(), content_type.to_string()));
     SubResponse {
         status: error.status().as_u16(),
@@ -128,13 +155,21 @@ pub fn write_sub_response(
     table: &str,
     write: ChangeWrite,
     timestamp: EdmDateTime,
+    flavor: Flavor,
 ) -> SubResponse {
-    let mut headers = standard_headers();
-    let etag = etag_for(timestamp);
+    let mut headers = standard_headers(flavor);
+    let etag = etag_as(timestamp, flavor);
     if write.op.kind != WriteKind::Insert {
-        headers.push(("DataServiceVersion".to_string(), "1.0;".to_string()));
+        push_data_service_version(&mut headers, flavor, "1.0;");
         if write.op.kind != WriteKind::Delete {
             headers.push(("ETag".to_string(), etag));
+        }
+        let upsert = matches!(
+            write.op.kind,
+            WriteKind::InsertOrReplace | WriteKind::InsertOrMerge
+        );
+        if let Some(ct) = upsert_no_content_type(flavor).filter(|_| upsert) {
+            headers.push(("Content-Type".to_string(), ct.to_string()));
         }
         return SubResponse {
             status: 204,
@@ -151,9 +186,11 @@ pub fn write_sub_response(
             "Preference-Applied".to_string(),
             "return-no-content".to_string(),
         ));
-        headers.push(("DataServiceVersion".to_string(), "3.0;".to_string()));
+        push_data_service_version(&mut headers, flavor, "3.0;");
         headers.push(("Location".to_string(), location.clone()));
-        headers.push(("DataServiceId".to_string(), location));
+        if sends_storage_headers(flavor) {
+            headers.push(("DataServiceId".to_string(), location));
+        }
         headers.push(("ETag".to_string(), etag));
         return SubResponse {
             status: 204,
@@ -167,10 +204,10 @@ pub fn write_sub_response(
             "return-content".to_string(),
         ));
     }
-    headers.push(("DataServiceVersion".to_string(), "3.0;".to_string()));
+    push_data_service_version(&mut headers, flavor, "3.0;");
     headers.push((
         "Content-Type".to_string(),
-        write.metadata.content_type().to_string(),
+        json_content_type(write.metadata, flavor).to_string(),
     ));
     headers.push(("Location".to_string(), location));
     headers.push(("ETag".to_string(), etag));
@@ -187,6 +224,7 @@ pub fn write_sub_response(
         table,
         select: None,
         select_raw: None,
+        flavor,
     };
     SubResponse {
         status: 201,
@@ -197,14 +235,14 @@ pub fn write_sub_response(
 
 /// The sub-response of a query batch's retrieve: 200 with the entity.
 pub fn retrieve_sub_response(found: &Entity, ctx: &EntityContext<'_>) -> SubResponse {
-    let mut headers = standard_headers();
+    let mut headers = standard_headers(ctx.flavor);
+    push_data_service_version(&mut headers, ctx.flavor, "3.0;");
     headers.extend([
-        ("DataServiceVersion".to_string(), "3.0;".to_string()),
         (
             "Content-Type".to_string(),
-            ctx.metadata.content_type().to_string(),
+            json_content_type(ctx.metadata, ctx.flavor).to_string(),
         ),
-        ("ETag".to_string(), found.etag()),
+        ("ETag".to_string(), etag_as(found.timestamp, ctx.flavor)),
     ]);
     SubResponse {
         status: 200,
@@ -257,15 +295,15 @@ mod tests {
     #[test]
     fn failures_name_their_index() {
         let e = ApiError::new(ErrorCode::EntityAlreadyExists);
-        let r = error_sub_response("rid", 3, 5, &e, None);
+        let r = error_sub_response("rid", 3, 5, &e, None, Flavor::Storage);
         assert_eq!(r.status, 409);
         assert!(String::from_utf8_lossy(&r.body).contains("3:The specified entity already exists."));
         let missing = ApiError::new(ErrorCode::ResourceNotFound);
-        let r = error_sub_response("rid", 0, 1, &missing, None);
+        let r = error_sub_response("rid", 0, 1, &missing, None, Flavor::Storage);
         let body = String::from_utf8_lossy(&r.body);
         assert!(body.contains("The specified resource does not exist."));
         assert!(!body.contains("0:The specified"), "no index prefix alone");
-        let r = error_sub_response("rid", 0, 2, &missing, None);
+        let r = error_sub_response("rid", 0, 2, &missing, None, Flavor::Storage);
         let body = String::from_utf8_lossy(&r.body);
         assert!(
             body.contains("0:The specified resource does not exist."),

@@ -19,7 +19,7 @@ use crate::protocol::batch::{
 use crate::protocol::headers::{negotiate_metadata, ReturnPreference};
 use crate::protocol::json::EntityContext;
 use crate::protocol::operation::Operation;
-use crate::protocol::{ApiError, ErrorCode};
+use crate::protocol::{flavor, ApiError, ErrorCode};
 use crate::server::auth::{auth_error, authz_operation};
 use crate::server::call::Call;
 use crate::server::AppState;
@@ -39,7 +39,8 @@ fn authorize_sub_operation(call: &Call, operation: &Operation) -> Result<(), Api
 fn decode_write(call: &Call, sub: &SubRequest) -> Result<ChangeWrite, ApiError> {
     let operation = parse_sub_operation(&call.ctx.account, sub)?;
     authorize_sub_operation(call, &operation)?;
-    let change = decode_change(operation, sub)?;
+    let mut change = decode_change(operation, sub)?;
+    flavor::apply_write_rules(call.ctx.flavor, &mut change.op)?;
     call.check_key(&change.op.key.partition_key, &change.op.key.row_key)?;
     Ok(change)
 }
@@ -60,7 +61,14 @@ fn changeset_failure(
     error: &ApiError,
     prefer: Option<ReturnPreference>,
 ) -> Response {
-    let failed = error_sub_response(&call.ctx.request_id, index, operations, error, prefer);
+    let failed = error_sub_response(
+        &call.ctx.request_id,
+        index,
+        operations,
+        error,
+        prefer,
+        call.ctx.flavor,
+    );
     accepted(call, encode_changeset_response(&[failed]))
 }
 
@@ -91,6 +99,7 @@ fn failure_response(
 }
 
 pub async fn batch(state: &AppState, call: &Call) -> Result<Response, ApiError> {
+    flavor::check_batch_size(call.ctx.flavor, call.body.len())?;
     let content_type = call.header("content-type").unwrap_or("");
     let decoded = decode_batch(content_type, &call.body)
         .map_err(|e| ApiError::with_message(ErrorCode::InvalidInput, e.to_string()))?;
@@ -178,9 +187,11 @@ async fn changeset(
                 &applied.table.name,
                 write,
                 stamp,
+                call.ctx.flavor,
             )
         })
         .collect();
+    let responses = flavor::number_sub_responses(call.ctx.flavor, responses);
     let response = accepted(call, encode_changeset_response(&responses));
     Ok(super::observe(response, observed))
 }
@@ -188,7 +199,16 @@ async fn changeset(
 /// A query batch: one GET of a single entity.
 async fn query(state: &AppState, call: &Call, sub: SubRequest) -> Result<Response, ApiError> {
     let respond = |r: SubResponse| accepted(call, encode_query_response(&r));
-    let fail = |e: &ApiError| respond(error_sub_response(&call.ctx.request_id, 0, 1, e, None));
+    let fail = |e: &ApiError| {
+        respond(error_sub_response(
+            &call.ctx.request_id,
+            0,
+            1,
+            e,
+            None,
+            call.ctx.flavor,
+        ))
+    };
     let operation = match parse_sub_operation(&call.ctx.account, &sub) {
         Ok(op) => op,
         Err(e) => return Ok(fail(&e)),
@@ -229,6 +249,7 @@ async fn query(state: &AppState, call: &Call, sub: SubRequest) -> Result<Respons
         table: &info.name,
         select: None,
         select_raw: None,
+        flavor: call.ctx.flavor,
     };
     Ok(respond(retrieve_sub_response(&found, &ctx)))
 }

@@ -7,15 +7,15 @@ use axum::response::Response;
 use super::{metadata, observe, parse_top, store_error, wants_plan};
 use crate::insight::class::{filtered_properties, single_partition};
 use crate::insight::{Event, Observation, QueryClass};
-use crate::model::entity::etag_for;
+use crate::model::entity::etag_as;
 use crate::model::{EdmDateTime, Entity, TableRef, WriteKind, WriteOp};
 use crate::protocol::continuation::{decode_token, encode_token};
-use crate::protocol::filter;
 use crate::protocol::headers::{self, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::operation::{EntityRef, Operation};
 use crate::protocol::uri::entity_path;
 use crate::protocol::write::{decode_insert, decode_write};
+use crate::protocol::{filter, flavor};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::query::plan::plan_entities;
 use crate::query::{eval, execute_raw_page, PageLimits, PageRead};
@@ -59,6 +59,7 @@ fn entity_context<'a>(
         table,
         select,
         select_raw: call.query.get("$select"),
+        flavor: call.ctx.flavor,
     }
 }
 
@@ -84,7 +85,8 @@ pub async fn query_entities(
 ) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
     super::reject_unsupported_options(&call.query)?;
-    let filter = filter::parse_param(call.query.get("$filter"))?;
+    let filter = filter::parse_param(call.query.get("$filter"))
+        .map_err(|e| flavor::filter_error(call.ctx.flavor, e))?;
     let limits = PageLimits {
         top: parse_top(&call.query)?,
         ..PageLimits::default()
@@ -175,7 +177,7 @@ pub async fn query_entities(
     );
     let entities = page.rows.entities().map_err(store_error)?;
     r.body(
-        metadata.content_type(),
+        call.ctx.json_content_type(metadata),
         json::encode_entity_page(&entities, &ctx),
     );
     Ok(observe(r.into_response(), observed))
@@ -190,7 +192,8 @@ pub async fn get_entity(
     call.check_key(&entity.partition_key, &entity.row_key)?;
     // [emu] `$filter` on a point query is an extra predicate: an entity it rejects is
     // answered like a missing one (the swagger accepts the parameter; Azure's use is unknown).
-    let filter = filter::parse_param(call.query.get("$filter"))?;
+    let filter = filter::parse_param(call.query.get("$filter"))
+        .map_err(|e| flavor::filter_error(call.ctx.flavor, e))?;
     let table = call.table(entity.table.as_str());
     let (info, found) = read_entity(
         &*state.store,
@@ -205,8 +208,11 @@ pub async fn get_entity(
     let select = json::parse_select(call.query.get("$select"));
     let ctx = entity_context(call, metadata, &info.name, select.as_deref());
     let mut r = call.ctx.odata_response(StatusCode::OK);
-    r.header("etag", &found.etag());
-    r.body(metadata.content_type(), json::encode_entity(&found, &ctx));
+    r.header("etag", &etag_as(found.timestamp, call.ctx.flavor));
+    r.body(
+        call.ctx.json_content_type(metadata),
+        json::encode_entity(&found, &ctx),
+    );
     let observed = Observation {
         account: table.account.clone(),
         table: info.name.clone(),
@@ -242,7 +248,8 @@ pub async fn insert_entity(
     table: String,
 ) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
-    let op = decode_insert(&call.body, call.header("content-type"))?;
+    let mut op = decode_insert(&call.body, call.header("content-type"))?;
+    flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let table = call.table(table);
     let (info, timestamp) = commit_one(state, &table, &op).await?;
@@ -251,15 +258,17 @@ pub async fn insert_entity(
         call.ctx.base_url,
         entity_path(&info.name, &op.key.partition_key, &op.key.row_key)
     );
-    let etag = etag_for(timestamp);
+    let etag = etag_as(timestamp, call.ctx.flavor);
     let observed = Observation::writes(&table.account, &info.name, std::slice::from_ref(&op), None);
     let preference = ReturnPreference::parse(call.header(headers::PREFER));
     if preference == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
         r.header("etag", &etag)
             .header("location", &location)
-            .header(headers::DATA_SERVICE_ID, &location)
             .header(headers::PREFERENCE_APPLIED, "return-no-content");
+        if flavor::sends_storage_headers(call.ctx.flavor) {
+            r.header(headers::DATA_SERVICE_ID, &location);
+        }
         return Ok(observe(r.into_response(), observed));
     }
     let entity = Entity {
@@ -274,7 +283,10 @@ pub async fn insert_entity(
     if preference == Some(ReturnPreference::Content) {
         r.header(headers::PREFERENCE_APPLIED, "return-content");
     }
-    r.body(metadata.content_type(), json::encode_entity(&entity, &ctx));
+    r.body(
+        call.ctx.json_content_type(metadata),
+        json::encode_entity(&entity, &ctx),
+    );
     Ok(observe(r.into_response(), observed))
 }
 
@@ -283,7 +295,8 @@ pub async fn write_entity(
     call: &Call,
     operation: Operation,
 ) -> Result<Response, ApiError> {
-    let (table, op) = decode_write(operation, &call.body, call.header("content-type"))?;
+    let (table, mut op) = decode_write(operation, &call.body, call.header("content-type"))?;
+    flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
     call.check_key(&op.key.partition_key, &op.key.row_key)?;
     let is_delete = op.kind == WriteKind::Delete;
     let table = call.table(table);
@@ -291,7 +304,14 @@ pub async fn write_entity(
     let name = info.name;
     let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
     if !is_delete {
-        r.header("etag", &etag_for(timestamp));
+        r.header("etag", &etag_as(timestamp, call.ctx.flavor));
+    }
+    let upsert = matches!(
+        op.kind,
+        WriteKind::InsertOrReplace | WriteKind::InsertOrMerge
+    );
+    if let Some(content_type) = flavor::upsert_no_content_type(call.ctx.flavor).filter(|_| upsert) {
+        r.header("content-type", content_type);
     }
     let observed = Observation::writes(&table.account, &name, std::slice::from_ref(&op), None);
     Ok(observe(r.into_response(), observed))

@@ -5,10 +5,10 @@ use axum::response::Response;
 
 use super::{metadata, parse_top, store_error, wants_plan};
 use crate::insight::{Observation, QueryClass};
-use crate::model::{TableName, TableNameError};
+use crate::model::{EdmDateTime, TableName, TableNameError};
 use crate::protocol::continuation::{decode_token, encode_token};
 use crate::protocol::headers::{self, check_json_content_type, ReturnPreference};
-use crate::protocol::{filter, json, ApiError, ErrorCode};
+use crate::protocol::{filter, flavor, json, ApiError, ErrorCode};
 use crate::query::{execute_table_page, TablePage};
 use crate::server::call::Call;
 use crate::server::AppState;
@@ -17,7 +17,8 @@ use crate::store::StoreError;
 pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, ApiError> {
     let metadata = metadata(call)?;
     super::reject_unsupported_options(&call.query)?;
-    let filter = filter::parse_param(call.query.get("$filter"))?;
+    let filter = filter::parse_param(call.query.get("$filter"))
+        .map_err(|e| flavor::filter_error(call.ctx.flavor, e))?;
     let top = parse_top(&call.query)?;
     let start = call
         .query
@@ -79,7 +80,7 @@ pub async fn query_tables(state: &AppState, call: &Call) -> Result<Response, Api
         &call.ctx.base_url,
         &call.ctx.account,
     );
-    r.body(metadata.content_type(), body);
+    r.body(call.ctx.json_content_type(metadata), body);
     Ok(super::observe(r.into_response(), observed))
 }
 
@@ -94,7 +95,7 @@ pub async fn get_table(state: &AppState, call: &Call, table: String) -> Result<R
         .ok_or_else(|| ApiError::new(ErrorCode::TableNotFound))?;
     let mut r = call.ctx.odata_response(StatusCode::OK);
     r.body(
-        metadata.content_type(),
+        call.ctx.json_content_type(metadata),
         json::encode_table(&info.name, metadata, &call.ctx.base_url, &call.ctx.account),
     );
     Ok(r.into_response())
@@ -122,17 +123,22 @@ pub async fn create_table(state: &AppState, call: &Call) -> Result<Response, Api
     if preference == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
         r.header("location", &location)
-            .header(headers::DATA_SERVICE_ID, &location)
             .header(headers::PREFERENCE_APPLIED, "return-no-content");
+        if flavor::sends_storage_headers(call.ctx.flavor) {
+            r.header(headers::DATA_SERVICE_ID, &location);
+        }
         return Ok(r.into_response());
     }
     let mut r = call.ctx.odata_response(StatusCode::CREATED);
     r.header("location", &location);
+    if let Some(etag) = flavor::create_table_etag(call.ctx.flavor, EdmDateTime::now()) {
+        r.header("etag", &etag);
+    }
     if preference == Some(ReturnPreference::Content) {
         r.header(headers::PREFERENCE_APPLIED, "return-content");
     }
     r.body(
-        metadata.content_type(),
+        call.ctx.json_content_type(metadata),
         json::encode_table(&info.name, metadata, &call.ctx.base_url, &call.ctx.account),
     );
     Ok(r.into_response())

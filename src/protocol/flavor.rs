@@ -1,0 +1,304 @@
+//! Where the wire differs by flavour: small functions that take the [`Flavor`] and return what
+//! the encode step writes (header set, Content-Types, error envelope and texts, request rules
+//! Cosmos DB for Table applies before execution). Storage's answers are the defaults
+//! elsewhere in `protocol`; each Cosmos difference cites its public evidence, chiefly the
+//! Python `azure-data-tables` test recordings made against a Cosmos account
+//! (`Azure/azure-sdk-for-python-assets`, `…/azure-data-tables/tests/recordings/*_cosmos*`,
+//! named here by test) and Microsoft's "API for Table FAQ" (docs/cosmos.md lists them).
+
+use super::error::{ApiError, ErrorCode, ErrorFormat};
+use super::headers::Metadata;
+use super::operation::Operation;
+use crate::model::entity::etag_as;
+use crate::model::{EdmDateTime, Flavor, WriteKind, WriteOp};
+
+/// Whether responses carry Storage's service headers (`Server`, `x-ms-version`, the echoed
+/// `x-ms-client-request-id`, `Cache-Control`, `X-Content-Type-Options`, `x-ms-error-code`).
+/// Cosmos answers with `Date` and `x-ms-request-id` only (recordings: every Cosmos response
+/// lacks them, e.g. `test_get_entity`'s Delete Table 204).
+pub fn sends_storage_headers(flavor: Flavor) -> bool {
+    flavor == Flavor::Storage
+}
+
+/// The Content-Type of a JSON answer: Storage's `…;streaming=true;charset=utf-8`, Cosmos's
+/// `application/json; odata=<level>` (recordings: `test_get_entity`,
+/// `test_get_entity_full_metadata`, `test_get_entity_no_metadata`).
+pub fn json_content_type(metadata: Metadata, flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::Storage => metadata.content_type(),
+        Flavor::Cosmos => match metadata {
+            Metadata::None => "application/json; odata=nometadata",
+            Metadata::Minimal => "application/json; odata=minimalmetadata",
+            Metadata::Full => "application/json; odata=fullmetadata",
+        },
+    }
+}
+
+/// The Content-Type of a 204 to an upsert (Insert Or Replace / Insert Or Merge without
+/// `If-Match`): Cosmos sends `application/json` with the empty body, Storage none
+/// (recordings: `test_insert_or_replace_entity_with_existing_entity`, 14 of 14 upserts).
+pub fn upsert_no_content_type(flavor: Flavor) -> Option<&'static str> {
+    (flavor == Flavor::Cosmos).then_some("application/json")
+}
+
+/// The ETag of a table Cosmos has just created (Storage sends none): Cosmos answers Create
+/// Table with `ETag: W/"datetime'…'"` (recording `test_get_entity`, its Create Table 201).
+pub fn create_table_etag(flavor: Flavor, created: EdmDateTime) -> Option<String> {
+    (flavor == Flavor::Cosmos).then(|| etag_as(created, flavor))
+}
+
+/// The Cosmos text of an error, where it differs from Storage's (recordings:
+/// `test_create_table_fail_on_exist`, `test_insert_entity_missing_pk`,
+/// `test_insert_entity_empty_string_pk`).
+fn cosmos_text(code: ErrorCode) -> Option<&'static str> {
+    match code {
+        ErrorCode::TableAlreadyExists => Some("The specified table already exists."),
+        ErrorCode::PropertiesNeedValue => Some("PartitionKey/RowKey cannot be empty"),
+        ErrorCode::NotImplemented => Some("The requested operation is not supported."),
+        _ => None,
+    }
+}
+
+/// An error as the flavour words it. Cosmos rewrites Storage's texts for the codes it words
+/// differently, unless the error already carries a text of its own choosing.
+pub fn flavoured_error(error: &ApiError, flavor: Flavor) -> ApiError {
+    let mut e = error.clone();
+    // A missing table is `ResourceNotFound` on Cosmos, in a batch too (recordings:
+    // `test_get_entity_not_existing`, `test_new_non_existent_table`).
+    if flavor == Flavor::Cosmos && e.code == ErrorCode::TableNotFound {
+        e = ApiError::new(ErrorCode::ResourceNotFound);
+    }
+    if flavor == Flavor::Cosmos && e.message == e.code.default_message() {
+        if let Some(text) = cosmos_text(e.code) {
+            e.message = text.into();
+        }
+    }
+    e
+}
+
+/// The message value of an error: Storage's `text\nRequestId:<id>\nTime:<time>`, Cosmos's
+/// `text\nRequestID:<id>\n` (capital `ID`, no time; recordings: every Cosmos error).
+pub fn error_message(error: &ApiError, flavor: Flavor, request_id: &str, time: &str) -> String {
+    match flavor {
+        Flavor::Storage => error.full_message(request_id, time),
+        Flavor::Cosmos => format!("{}\nRequestID:{request_id}\n", error.message),
+    }
+}
+
+/// The error body and its Content-Type. Cosmos answers JSON only (FAQ: "only supports the
+/// JSON format, not ATOM"), with `"lang":"en-us"` and a trailing CRLF; errors on requests
+/// other than reads carry `odata=fullmetadata` whatever `Accept` said (recordings:
+/// `test_delete_entity_not_existing`, `test_insert_entity_missing_pk`).
+pub fn error_body(
+    error: &ApiError,
+    flavor: Flavor,
+    format: ErrorFormat,
+    message: &str,
+    read: bool,
+) -> (&'static str, Vec<u8>) {
+    match flavor {
+        Flavor::Storage => error.render_body(format, message),
+        Flavor::Cosmos => {
+            let body = serde_json::json!({
+                "odata.error": {
+                    "code": error.code.as_str(),
+                    "message": {"lang": "en-us", "value": message},
+                }
+            });
+            let mut bytes = body.to_string().into_bytes();
+            bytes.extend_from_slice(b"\r\n");
+            let content_type = if read {
+                "application/json; odata=minimalmetadata"
+            } else {
+                "application/json; odata=fullmetadata"
+            };
+            (content_type, bytes)
+        }
+    }
+}
+
+/// Request rules Cosmos applies before anything executes: `PATCH` is refused with 405 (the
+/// SDKs send Merge as `POST` + `X-HTTP-Method: MERGE` to Cosmos; Azure/azure-sdk-for-net#13555),
+/// and the surfaces Cosmos lacks answer 501 `NotImplemented` (FAQ: service properties, stats,
+/// table ACLs; recordings: `test_retention_too_long` for Set Service Properties).
+pub fn check_operation(
+    flavor: Flavor,
+    method: &str,
+    operation: &Operation,
+) -> Result<(), ApiError> {
+    if flavor == Flavor::Storage {
+        return Ok(());
+    }
+    if method.eq_ignore_ascii_case("PATCH") {
+        return Err(ApiError::new(ErrorCode::MethodNotAllowed));
+    }
+    match operation {
+        Operation::GetServiceProperties
+        | Operation::SetServiceProperties
+        | Operation::GetServiceStats
+        | Operation::GetTableAcl { .. }
+        | Operation::SetTableAcl { .. } => Err(not_supported()),
+        _ => Ok(()),
+    }
+}
+
+/// Cosmos's 501 for a surface it does not have.
+pub fn not_supported() -> ApiError {
+    ApiError::with_message(
+        ErrorCode::NotImplemented,
+        "The requested operation is not supported.",
+    )
+}
+
+/// Cosmos's 501 for a SAS restricted to a key range (`spk`/`srk`/`epk`/`erk`; recording
+/// `test_sas_add_outside_range`).
+pub fn sas_key_range_not_supported() -> ApiError {
+    ApiError::with_message(
+        ErrorCode::NotImplemented,
+        "Shared access signature with PartitionKey or RowKey are not supported",
+    )
+}
+
+/// The longest RowKey Cosmos takes, in UTF-8 bytes (FAQ: "Row keys can only be up to 255
+/// bytes").
+pub const COSMOS_MAX_ROW_KEY_BYTES: usize = 255;
+/// The longest PartitionKey Cosmos takes, in UTF-8 bytes (FAQ: "the length of PartitionKey is
+/// 1 KB").
+pub const COSMOS_MAX_PARTITION_KEY_BYTES: usize = 1024;
+
+/// Cosmos's rules for a write's keys and properties, applied to the decoded write: empty keys
+/// are refused with 400 `PropertiesNeedValue` (recordings:
+/// `test_insert_entity_empty_string_pk`/`_rk`; Storage accepts them), keys longer than
+/// Cosmos's limits with 400 `KeyValueTooLarge` (the code is Storage's: Cosmos's own is not
+/// recorded), and a property named `Etag` is dropped (recording `test_etag_duplicate_field`).
+pub fn apply_write_rules(flavor: Flavor, op: &mut WriteOp) -> Result<(), ApiError> {
+    if flavor == Flavor::Storage {
+        return Ok(());
+    }
+    if op.kind != WriteKind::Delete {
+        let key = &op.key;
+        if key.partition_key.is_empty() || key.row_key.is_empty() {
+            return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
+        }
+        if key.row_key.len() > COSMOS_MAX_ROW_KEY_BYTES
+            || key.partition_key.len() > COSMOS_MAX_PARTITION_KEY_BYTES
+        {
+            return Err(ApiError::new(ErrorCode::KeyValueTooLarge));
+        }
+        op.properties.retain(|p| p.name != "Etag");
+    }
+    Ok(())
+}
+
+/// The most bytes a Cosmos `$batch` request may carry (FAQ: "Batches can only have up to 2
+/// MBs"; Storage's limit is 4 MiB).
+pub const COSMOS_MAX_BATCH_BYTES: usize = 2 * 1024 * 1024;
+
+/// Cosmos's limit on a `$batch` body.
+pub fn check_batch_size(flavor: Flavor, body_bytes: usize) -> Result<(), ApiError> {
+    if flavor == Flavor::Cosmos && body_bytes > COSMOS_MAX_BATCH_BYTES {
+        return Err(ApiError::with_message(
+            ErrorCode::RequestBodyTooLarge,
+            "The request body is too large and exceeds the maximum permissible limit of 2 MB.",
+        ));
+    }
+    Ok(())
+}
+
+/// A `$filter` that does not parse: Cosmos answers `InvalidInput` "Request url is invalid."
+/// (recording `test_query_invalid_filter`), Storage names the position.
+pub fn filter_error(flavor: Flavor, error: ApiError) -> ApiError {
+    match flavor {
+        Flavor::Storage => error,
+        Flavor::Cosmos => {
+            ApiError::with_message(ErrorCode::InvalidInput, "Request url is invalid.")
+        }
+    }
+}
+
+/// Cosmos numbers a change set's sub-responses `Content-ID: 1..n` in order, whatever the
+/// request's parts said (recording `test_batch_all_operations_together`: the SDK sent
+/// `0..n-1`); Storage sends none.
+pub fn number_sub_responses(
+    flavor: Flavor,
+    mut responses: Vec<super::batch::SubResponse>,
+) -> Vec<super::batch::SubResponse> {
+    if flavor == Flavor::Cosmos {
+        for (i, r) in responses.iter_mut().enumerate() {
+            r.headers
+                .push(("Content-ID".to_string(), (i + 1).to_string()));
+        }
+    }
+    responses
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EntityKey, Property};
+
+    #[test]
+    fn cosmos_error_envelope() {
+        let e = flavoured_error(
+            &ApiError::new(ErrorCode::TableAlreadyExists),
+            Flavor::Cosmos,
+        );
+        let message = error_message(&e, Flavor::Cosmos, "rid", "unused");
+        assert_eq!(
+            message,
+            "The specified table already exists.\nRequestID:rid\n"
+        );
+        let (ct, body) = error_body(&e, Flavor::Cosmos, ErrorFormat::ODataXml, &message, false);
+        assert_eq!(ct, "application/json; odata=fullmetadata");
+        let text = String::from_utf8(body).unwrap();
+        assert!(text.ends_with("}\r\n"), "{text}");
+        let v: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(v["odata.error"]["message"]["lang"], "en-us");
+        assert_eq!(v["odata.error"]["code"], "TableAlreadyExists");
+        // Storage is untouched.
+        let s = flavoured_error(
+            &ApiError::new(ErrorCode::TableAlreadyExists),
+            Flavor::Storage,
+        );
+        assert_eq!(s.message, "The table specified already exists.");
+        assert_eq!(
+            error_body(&s, Flavor::Storage, ErrorFormat::Json, "m", false),
+            s.render_body(ErrorFormat::Json, "m")
+        );
+    }
+
+    #[test]
+    fn cosmos_write_rules() {
+        let op = |pk: &str, rk: &str| WriteOp {
+            kind: WriteKind::Insert,
+            key: EntityKey {
+                partition_key: pk.into(),
+                row_key: rk.into(),
+            },
+            if_match: crate::model::IfMatch::Any,
+            properties: vec![
+                Property {
+                    name: "Etag".into(),
+                    value: crate::model::EdmValue::String("x".into()),
+                },
+                Property {
+                    name: "etag".into(),
+                    value: crate::model::EdmValue::String("y".into()),
+                },
+            ],
+        };
+        let mut empty = op("", "r");
+        let e = apply_write_rules(Flavor::Cosmos, &mut empty).unwrap_err();
+        assert_eq!(e.code, ErrorCode::PropertiesNeedValue);
+        let mut long = op("p", &"r".repeat(256));
+        let e = apply_write_rules(Flavor::Cosmos, &mut long).unwrap_err();
+        assert_eq!(e.code, ErrorCode::KeyValueTooLarge);
+        let mut fine = op("p", &"r".repeat(255));
+        apply_write_rules(Flavor::Cosmos, &mut fine).unwrap();
+        assert_eq!(fine.properties.len(), 1);
+        assert_eq!(fine.properties[0].name, "etag");
+        let mut storage = op("", "");
+        apply_write_rules(Flavor::Storage, &mut storage).unwrap();
+        assert_eq!(storage.properties.len(), 2);
+    }
+}
