@@ -51,6 +51,13 @@ impl Cosmos {
             .expect("body")
     }
 
+    async fn send_batch(&self, batch: &common::batch::BatchBody) -> Reply {
+        let content_type = batch.content_type();
+        let headers = [("Content-Type", content_type.as_str())];
+        self.send("POST", "/$batch", &headers, Some(&batch.body()))
+            .await
+    }
+
     async fn create_table(&self, name: &str) -> Reply {
         let body = format!(r#"{{"TableName":"{name}"}}"#);
         self.send("POST", "/Tables", &[], Some(&body)).await
@@ -194,4 +201,336 @@ async fn start_up_prints_the_cosmos_connection_string() {
         }
     }
     assert!(printed.contains("Flavor: cosmos"), "{printed}");
+}
+
+/// Storage-only response headers Cosmos never sends.
+const STORAGE_ONLY_HEADERS: [&str; 6] = [
+    "server",
+    "x-ms-version",
+    "x-ms-client-request-id",
+    "cache-control",
+    "x-content-type-options",
+    "x-ms-error-code",
+];
+
+fn assert_cosmos_headers(r: &Reply) {
+    for name in STORAGE_ONLY_HEADERS {
+        assert!(r.header(name).is_none(), "{name} sent: {:?}", r.headers);
+    }
+    assert!(r.header("x-ms-request-id").is_some());
+    assert!(r.header("date").is_some());
+}
+
+/// Whether `text` is a DateTime with exactly 7 fractional digits.
+fn seven_digits(text: &str) -> bool {
+    let b = text.as_bytes();
+    text.len() == 28 && b[19] == b'.' && b[27] == b'Z' && b[20..27].iter().all(u8::is_ascii_digit)
+}
+
+/// DateTimes and ETags always carry 7 fractional digits; the ETag's instant is the
+/// Timestamp; responses carry Cosmos's lean header set and Content-Type.
+#[tokio::test]
+async fn datetimes_etags_headers_and_content_types() {
+    let c = Cosmos::start().await;
+    let r = c.create_table("dates").await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert!(r
+        .header("etag")
+        .is_some_and(|e| e.starts_with("W/\"datetime'")));
+    assert_cosmos_headers(&r);
+    let body = r#"{"PartitionKey":"p","RowKey":"r","When@odata.type":"Edm.DateTime","When":"1973-10-04T00:00:00.000000Z","Later@odata.type":"Edm.DateTime","Later":"2011-11-04T00:05:23.283000Z","Name":"x"}"#;
+    let r = c
+        .send(
+            "POST",
+            "/dates",
+            &[("x-ms-client-request-id", "abc")],
+            Some(body),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_cosmos_headers(&r);
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json; odata=minimalmetadata")
+    );
+    let v = r.json();
+    assert_eq!(v["When"], "1973-10-04T00:00:00.0000000Z");
+    assert_eq!(v["Later"], "2011-11-04T00:05:23.2830000Z");
+    let ts = v["Timestamp"].as_str().unwrap().to_string();
+    assert!(seven_digits(&ts), "{ts}");
+    let etag = r.header("etag").unwrap().to_string();
+    assert_eq!(etag, format!("W/\"datetime'{}'\"", ts.replace(':', "%3A")));
+    assert_eq!(v["odata.etag"], etag);
+    // Timestamp comes last, after the properties in the order sent.
+    let text = r.text();
+    let at = |name: &str| text.find(&format!("\"{name}\":")).unwrap();
+    assert!(
+        at("Name") < at("Timestamp") && at("When") < at("Later"),
+        "{text}"
+    );
+    // A single entity's metadata URL names the table as a path segment.
+    let r = c
+        .send(
+            "GET",
+            "/dates(PartitionKey='p',RowKey='r')?$select=Name",
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_cosmos_headers(&r);
+    let metadata = r.json()["odata.metadata"].as_str().unwrap().to_string();
+    assert!(
+        metadata.ends_with("/dates/$metadata#dates/@Element"),
+        "{metadata}"
+    );
+    // An upsert's 204 carries `Content-Type: application/json`, a conditional update's none.
+    let r = c
+        .send(
+            "PUT",
+            "/dates(PartitionKey='p',RowKey='u')",
+            &[],
+            Some(r#"{"A":1}"#),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert!(seven_digits(
+        r.header("etag")
+            .unwrap()
+            .trim_start_matches("W/\"datetime'")
+            .trim_end_matches("'\"")
+            .replace("%3A", ":")
+            .as_str()
+    ));
+    let r = c
+        .send(
+            "PUT",
+            "/dates(PartitionKey='p',RowKey='u')",
+            &[("If-Match", "*")],
+            Some(r#"{"A":2}"#),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    assert!(r.header("content-type").is_none());
+}
+
+/// Cosmos's error envelope: `en-us`, `RequestID:<x-ms-request-id>\n`, a trailing CRLF, its
+/// own texts, no `x-ms-error-code`, and full metadata on errors of writes.
+#[tokio::test]
+async fn errors_in_cosmos_envelope() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("errs").await.status, 201);
+    let r = c.create_table("errs").await;
+    assert_eq!(r.status, 409);
+    assert_cosmos_headers(&r);
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json; odata=fullmetadata")
+    );
+    let text = r.text();
+    assert!(text.ends_with("}\r\n"), "{text:?}");
+    let v: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+    let request_id = r.header("x-ms-request-id").unwrap();
+    assert_eq!(v["odata.error"]["code"], "TableAlreadyExists");
+    assert_eq!(v["odata.error"]["message"]["lang"], "en-us");
+    assert_eq!(
+        v["odata.error"]["message"]["value"],
+        format!("The specified table already exists.\nRequestID:{request_id}\n")
+    );
+    // A read's error mirrors the negotiated minimal metadata.
+    let r = c
+        .send("GET", "/errs(PartitionKey='a',RowKey='b')", &[], None)
+        .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json; odata=minimalmetadata")
+    );
+    assert_eq!(r.error_code(), "ResourceNotFound");
+    // A missing table is ResourceNotFound, not TableNotFound.
+    let r = c
+        .send("GET", "/nosuch(PartitionKey='a',RowKey='b')", &[], None)
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.error_code()),
+        (404, "ResourceNotFound".into())
+    );
+    // An unparsable filter.
+    let r = c
+        .send("GET", "/errs()?$filter=aaa%20bbb%20ccc", &[], None)
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.error_code(), "InvalidInput");
+    assert!(r.json()["odata.error"]["message"]["value"]
+        .as_str()
+        .unwrap()
+        .starts_with("Request url is invalid.\nRequestID:"));
+}
+
+/// PATCH is refused with 405; Merge arrives as POST + X-HTTP-Method: MERGE.
+#[tokio::test]
+async fn merge_only_through_post_tunnelling() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("merges").await.status, 201);
+    let path = "/merges(PartitionKey='p',RowKey='r')";
+    let r = c.send("PATCH", path, &[], Some(r#"{"A":1}"#)).await;
+    assert_eq!(r.status, 405, "{}", r.text());
+    let r = c
+        .send(
+            "POST",
+            path,
+            &[("X-HTTP-Method", "MERGE")],
+            Some(r#"{"A":1}"#),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    let r = c
+        .send(
+            "POST",
+            path,
+            &[("X-HTTP-Method", "MERGE")],
+            Some(r#"{"B":2}"#),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    let v = c.send("GET", path, &[], None).await.json();
+    assert_eq!((v["A"].as_i64(), v["B"].as_i64()), (Some(1), Some(2)));
+}
+
+/// Empty keys, over-long keys and the dropped `Etag` property.
+#[tokio::test]
+async fn key_rules_and_the_etag_property() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("keys").await.status, 201);
+    for body in [
+        r#"{"PartitionKey":"","RowKey":"r"}"#,
+        r#"{"PartitionKey":"p","RowKey":""}"#,
+    ] {
+        let r = c.send("POST", "/keys", &[], Some(body)).await;
+        assert_eq!(r.status, 400, "{}", r.text());
+        assert_eq!(r.error_code(), "PropertiesNeedValue");
+        assert!(r.json()["odata.error"]["message"]["value"]
+            .as_str()
+            .unwrap()
+            .starts_with("PartitionKey/RowKey cannot be empty\n"));
+    }
+    let long = format!(r#"{{"PartitionKey":"p","RowKey":"{}"}}"#, "r".repeat(256));
+    let r = c.send("POST", "/keys", &[], Some(&long)).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    let fits = format!(r#"{{"PartitionKey":"p","RowKey":"{}"}}"#, "r".repeat(255));
+    assert_eq!(c.send("POST", "/keys", &[], Some(&fits)).await.status, 201);
+    let r = c
+        .send(
+            "POST",
+            "/keys",
+            &[],
+            Some(r#"{"PartitionKey":"p","RowKey":"e","etag":"bar","Etag":"baz"}"#),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["etag"], "bar");
+    assert!(v.get("Etag").is_none(), "{v}");
+}
+
+/// The surfaces Cosmos lacks answer 501 NotImplemented in JSON.
+#[tokio::test]
+async fn missing_surfaces_are_not_implemented() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("acl").await.status, 201);
+    for (method, path) in [
+        ("GET", "/?restype=service&comp=properties"),
+        ("PUT", "/?restype=service&comp=properties"),
+        ("GET", "/?restype=service&comp=stats"),
+        ("GET", "/acl?comp=acl"),
+        ("PUT", "/acl?comp=acl"),
+    ] {
+        let body = (method == "PUT").then_some("<x/>");
+        let r = c
+            .send(method, path, &[("Content-Type", "application/xml")], body)
+            .await;
+        assert_eq!(r.status, 501, "{method} {path}: {}", r.text());
+        assert_eq!(r.error_code(), "NotImplemented", "{method} {path}");
+    }
+    let url = format!("{}/acl", c.t.server.endpoint());
+    let r =
+        c.t.client
+            .request(reqwest::Method::OPTIONS, &url)
+            .header("Origin", "http://example.com")
+            .header("Access-Control-Request-Method", "GET")
+            .send()
+            .await
+            .unwrap();
+    assert_eq!(r.status(), 501);
+}
+
+/// `$batch`: Content-ID 1..n, each operation its own 7-digit ETag, a missing table
+/// `ResourceNotFound` without an index prefix, other failures with `0:` and a blank line.
+#[tokio::test]
+async fn batches_in_cosmos_framing() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("batches").await.status, 201);
+    let base = c.t.server.endpoint();
+    let mut b = common::batch::BatchBody::new(&base);
+    for rk in ["a", "b", "c"] {
+        let body = format!(r#"{{"PartitionKey":"p","RowKey":"{rk}"}}"#);
+        b.op(
+            "PUT",
+            &format!("/batches(PartitionKey='p',RowKey='{rk}')"),
+            &[],
+            Some(&body),
+        );
+    }
+
+    let r = c.send_batch(&b).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    let text = r.text();
+    for n in 1..=3 {
+        assert!(text.contains(&format!("Content-ID: {n}\r\n")), "{text}");
+    }
+    let etags: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("ETag: "))
+        .collect();
+    assert_eq!(etags.len(), 3, "{text}");
+    for e in &etags {
+        let t = e
+            .trim_start_matches("W/\"datetime'")
+            .trim_end_matches("'\"")
+            .replace("%3A", ":");
+        assert!(seven_digits(&t), "{e}");
+    }
+    assert!(!text.contains("DataServiceVersion"), "{text}");
+    // A missing table.
+    let mut missing = common::batch::BatchBody::new(&base);
+    missing.op(
+        "POST",
+        "/nosuch",
+        &[],
+        Some(r#"{"PartitionKey":"p","RowKey":"a"}"#),
+    );
+    let r = c.send_batch(&missing).await;
+    assert_eq!(r.status, 202);
+    let text = r.text();
+    assert!(text.contains("\"code\":\"ResourceNotFound\""), "{text}");
+    assert!(
+        text.contains("\"value\":\"The specified resource does not exist.\\nRequestID:"),
+        "{text}"
+    );
+    // A failing operation: `0:` and a blank line.
+    let mut conflict = common::batch::BatchBody::new(&base);
+    conflict.op(
+        "POST",
+        "/batches",
+        &[],
+        Some(r#"{"PartitionKey":"p","RowKey":"a"}"#),
+    );
+    let r = c.send_batch(&conflict).await;
+    let text = r.text();
+    assert!(text.contains("\"code\":\"EntityAlreadyExists\""), "{text}");
+    assert!(
+        text.contains("\"value\":\"0:The specified entity already exists.\\n\\nRequestID:"),
+        "{text}"
+    );
 }
