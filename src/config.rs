@@ -183,6 +183,18 @@ pub struct Config {
     #[arg(long, env = "TABLESTORE_FLAVOR", value_enum, default_value_t = FlavorArg::Storage)]
     pub flavor: FlavorArg,
 
+    /// With `--flavor cosmos`: the seed of the order queries answer in. Cosmos does not sort
+    /// results by PartitionKey/RowKey; tablestore answers in a fixed shuffle of the keys, and
+    /// another seed gives another shuffle, to shake out code that assumes an order
+    /// (docs/cosmos.md).
+    #[arg(
+        long,
+        env = "TABLESTORE_COSMOS_SHUFFLE_SEED",
+        value_name = "N",
+        default_value_t = 0
+    )]
+    pub cosmos_shuffle_seed: u64,
+
     /// Workspace folder: the on-disk store lives in its `__tablestore__` subfolder
     /// (default: the current directory, as Azurite).
     #[arg(
@@ -574,6 +586,7 @@ impl Config {
             host: "127.0.0.1".into(),
             port: 0,
             flavor: FlavorArg::Storage,
+            cosmos_shuffle_seed: 0,
             location: PathBuf::from("unused"),
             in_memory: true,
             store: StoreArg::Sled,

@@ -9,6 +9,7 @@
 pub mod eval;
 pub mod plan;
 mod split;
+pub mod unordered;
 
 use std::time::{Duration, Instant};
 

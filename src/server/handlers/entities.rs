@@ -9,7 +9,10 @@ use crate::insight::class::{filtered_properties, single_partition};
 use crate::insight::{Event, Observation, QueryClass};
 use crate::model::entity::etag_as;
 use crate::model::{EdmDateTime, Entity, TableRef, WriteKind, WriteOp};
-use crate::protocol::continuation::{decode_token, encode_token};
+use crate::protocol::continuation::{
+    decode_cosmos_entity_token, decode_token, encode_cosmos_entity_token, encode_token,
+    COSMOS_NEXT_ROW_KEY,
+};
 use crate::protocol::headers::{self, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::operation::{EntityRef, Operation};
@@ -18,10 +21,11 @@ use crate::protocol::write::{decode_insert, decode_write};
 use crate::protocol::{filter, flavor};
 use crate::protocol::{ApiError, ErrorCode};
 use crate::query::plan::plan_entities;
+use crate::query::unordered::{OrderKey, UnorderedPage, UnorderedPageRead};
 use crate::query::{eval, execute_raw_page, PageLimits, PageRead};
 use crate::server::call::Call;
 use crate::server::AppState;
-use crate::store::{Store, StoredRow, TableInfo};
+use crate::store::{read_with, Store, StoredRow, TableInfo};
 
 pub async fn table_info(store: &dyn Store, table: &TableRef) -> Result<TableInfo, ApiError> {
     store
@@ -125,6 +129,43 @@ pub async fn query_entities(
                 .map_err(store_error)
         }
     };
+    if call.ctx.flavor.is_cosmos() {
+        // Cosmos answers in no key order, with its own continuation tokens.
+        let after = cosmos_resume(call)?;
+        let seed = state.config.cosmos_shuffle_seed;
+        let job = UnorderedPageRead::new(
+            plan.ranges.clone(),
+            matches.clone(),
+            seed,
+            after,
+            limits.top,
+        );
+        let page = if plan.ranges.is_empty() {
+            UnorderedPage::default()
+        } else {
+            read_with(store, info.id, job)
+                .await
+                .map_err(store_error)?
+                .into_page()
+        };
+        let next = page.next.map(|k| {
+            let token = encode_cosmos_entity_token(k.hash, &k.partition_key, &k.row_key);
+            (token, COSMOS_NEXT_ROW_KEY.to_string())
+        });
+        let shown = ShownPage {
+            rows: page.rows,
+            examined: page.examined,
+            next,
+            pages: None,
+        };
+        return Ok(encode_query_page(
+            call,
+            metadata,
+            &info.name,
+            shown,
+            (description, class, partition, properties),
+        ));
+    }
     let mut page = read(resume).await?;
     // Opt-in debugging only: the pages the whole result takes from here.
     let mut pages = None;
@@ -137,9 +178,47 @@ pub async fn query_entities(
         pages = Some(n);
     }
     crate::server::realism::cut_page(state, &mut page);
+    let shown = ShownPage {
+        next: page
+            .next
+            .map(|(pk, rk)| (encode_token(&pk), encode_token(&rk))),
+        rows: page.rows,
+        examined: page.examined,
+        pages,
+    };
+    Ok(encode_query_page(
+        call,
+        metadata,
+        &info.name,
+        shown,
+        (description, class, partition, properties),
+    ))
+}
+
+/// A page of Query Entities as answered: its rows, the continuation headers' values, and the
+/// debugging counts.
+struct ShownPage {
+    rows: crate::store::StoredRows,
+    examined: u64,
+    /// (`NextPartitionKey`, `NextRowKey`) as sent.
+    next: Option<(String, String)>,
+    pages: Option<u64>,
+}
+
+/// The plan description, query class, single partition and filtered properties of a query,
+/// for the debugging headers and the insight observation.
+type QueryFacts = (String, QueryClass, Option<String>, Vec<String>);
+
+fn encode_query_page(
+    call: &Call,
+    metadata: crate::protocol::headers::Metadata,
+    table: &str,
+    page: ShownPage,
+    (description, class, partition, properties): QueryFacts,
+) -> Response {
     tracing::debug!(
         request_id = %call.ctx.request_id,
-        table = %info.name,
+        table = %table,
         plan = %description,
         class = %class,
         examined = page.examined,
@@ -147,12 +226,13 @@ pub async fn query_entities(
         more = page.next.is_some(),
         "query entities"
     );
+    let pages = page.pages;
     let select = json::parse_select(call.query.get("$select"));
-    let ctx = entity_context(call, metadata, &info.name, select.as_deref());
+    let ctx = entity_context(call, metadata, table, select.as_deref());
     let mut r = call.ctx.odata_response(StatusCode::OK);
     if let Some((pk, rk)) = &page.next {
-        r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &encode_token(pk))
-            .header(headers::CONTINUATION_NEXT_ROW_KEY, &encode_token(rk));
+        r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, pk)
+            .header(headers::CONTINUATION_NEXT_ROW_KEY, rk);
     }
     if let Some(pages) = pages {
         let pages = if pages >= MAX_COUNTED_PAGES {
@@ -168,19 +248,38 @@ pub async fn query_entities(
     }
     let observed = Observation::query(
         call.ctx.data_account(),
-        &info.name,
+        table,
         class,
         page.examined,
         page.rows.len() as u64,
         partition,
         properties,
     );
-    let entities = page.rows.entities().map_err(store_error)?;
+    let entities = match page.rows.entities() {
+        Ok(e) => e,
+        Err(e) => return call.ctx.error(&store_error(e)),
+    };
     r.body(
         call.ctx.json_content_type(metadata),
         json::encode_entity_page(&entities, &ctx),
     );
-    Ok(observe(r.into_response(), observed))
+    observe(r.into_response(), observed)
+}
+
+/// Where a Cosmos query resumes: the position its `NextPartitionKey` token holds. A token
+/// that is not ours is refused as Cosmos refuses a bad request URL.
+fn cosmos_resume(call: &Call) -> Result<Option<OrderKey>, ApiError> {
+    let Some(token) = call.query.get("NextPartitionKey") else {
+        return Ok(None);
+    };
+    let (hash, partition_key, row_key) = decode_cosmos_entity_token(token).ok_or_else(|| {
+        ApiError::with_message(ErrorCode::InvalidInput, "Request url is invalid.")
+    })?;
+    Ok(Some(OrderKey {
+        hash,
+        partition_key,
+        row_key,
+    }))
 }
 
 pub async fn get_entity(
