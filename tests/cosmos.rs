@@ -534,3 +534,126 @@ async fn batches_in_cosmos_framing() {
         "{text}"
     );
 }
+
+fn encoded(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// Pages through `path` (a query URL without continuation), following Cosmos's tokens.
+async fn all_entity_pages(c: &Cosmos, path: &str) -> (Vec<(String, String)>, usize) {
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    let mut next: Option<String> = None;
+    loop {
+        let url = match &next {
+            Some(token) => format!("{path}&NextPartitionKey={}&NextRowKey=NA", encoded(token)),
+            None => path.to_string(),
+        };
+        let r = c.send("GET", &url, &[], None).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        pages += 1;
+        for e in r.json()["value"].as_array().unwrap() {
+            seen.push((
+                e["PartitionKey"].as_str().unwrap().to_string(),
+                e["RowKey"].as_str().unwrap().to_string(),
+            ));
+        }
+        match r.header("x-ms-continuation-nextpartitionkey") {
+            Some(token) => {
+                assert!(token.starts_with("{\"token\":\""), "{token}");
+                assert_eq!(r.header("x-ms-continuation-nextrowkey"), Some("NA"));
+                next = Some(token.to_string());
+            }
+            None => return (seen, pages),
+        }
+    }
+}
+
+/// Query results come in no key order, paged with Cosmos's opaque tokens, every entity once;
+/// another shuffle seed gives another order.
+#[tokio::test]
+async fn entities_come_unordered_and_page_completely() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("order").await.status, 201);
+    let mut keys = Vec::new();
+    for pk in ["a", "b", "c"] {
+        for rk in 0..10 {
+            let rk = format!("{rk:02}");
+            let body = format!(r#"{{"PartitionKey":"{pk}","RowKey":"{rk}","N":1}}"#);
+            assert_eq!(c.send("POST", "/order", &[], Some(&body)).await.status, 201);
+            keys.push((pk.to_string(), rk));
+        }
+    }
+    let (seen, pages) = all_entity_pages(&c, "/order()?$top=7").await;
+    assert_eq!(pages, 5);
+    assert_ne!(seen, keys, "results must not come in key order");
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(sorted, keys, "every entity exactly once");
+    // A filter narrows the same order.
+    let (filtered, _) =
+        all_entity_pages(&c, "/order()?$filter=PartitionKey%20eq%20'b'&$top=3").await;
+    let want: Vec<_> = seen.iter().filter(|(p, _)| p == "b").cloned().collect();
+    assert_eq!(filtered, want);
+    // A token that is not Cosmos's is refused.
+    let r = c
+        .send(
+            "GET",
+            "/order()?NextPartitionKey=1!4!cGs-&NextRowKey=NA",
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.error_code()),
+        (400, "InvalidInput".into())
+    );
+    // Another seed, another order.
+    let mut config = cosmos_config();
+    config.cosmos_shuffle_seed = 7;
+    let other = Cosmos::start_with(config).await;
+    assert_eq!(other.create_table("order").await.status, 201);
+    for (pk, rk) in &keys {
+        let body = format!(r#"{{"PartitionKey":"{pk}","RowKey":"{rk}"}}"#);
+        assert_eq!(
+            other.send("POST", "/order", &[], Some(&body)).await.status,
+            201
+        );
+    }
+    let (reseeded, _) = all_entity_pages(&other, "/order()?$top=1000").await;
+    assert_ne!(reseeded, seen);
+}
+
+/// Table lists come in no name order, paged with an opaque NextTableName.
+#[tokio::test]
+async fn tables_come_unordered_and_page_completely() {
+    let c = Cosmos::start().await;
+    let mut names: Vec<String> = (0..8).map(|i| format!("table{i}")).collect();
+    for n in &names {
+        assert_eq!(c.create_table(n).await.status, 201);
+    }
+    let mut seen = Vec::new();
+    let mut next: Option<String> = None;
+    loop {
+        let path = match &next {
+            Some(t) => format!("/Tables?$top=3&NextTableName={}", encoded(t)),
+            None => "/Tables?$top=3".to_string(),
+        };
+        let r = c.send("GET", &path, &[], None).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        for t in r.json()["value"].as_array().unwrap() {
+            seen.push(t["TableName"].as_str().unwrap().to_string());
+        }
+        match r.header("x-ms-continuation-nexttablename") {
+            Some(t) => {
+                assert!(!t.starts_with("1!"), "{t}");
+                next = Some(t.to_string());
+            }
+            None => break,
+        }
+    }
+    assert_ne!(seen, names, "tables must not come in name order");
+    seen.sort();
+    names.sort();
+    assert_eq!(seen, names);
+}
