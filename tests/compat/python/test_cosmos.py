@@ -1,0 +1,116 @@
+"""azure-data-tables against ``tablestore --flavor cosmos`` (issue 32, docs/cosmos.md).
+
+Each test starts its own Cosmos-flavoured server (``realism_server`` in realism.py starts the
+binary under test with the options given) and reaches it through the Cosmos DB emulator's
+connection string, unchanged but for the port: account ``localhost``, the emulator's key,
+``TableEndpoint=http://localhost:<port>/``. The SDK takes ``localhost`` on a port other than
+10002 for a Cosmos endpoint (``_is_cosmos_endpoint``), so it sends Merge as ``POST`` +
+``X-HTTP-Method: MERGE``, which the server requires (it answers ``PATCH`` with 405).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from azure.core.exceptions import (
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceNotFoundError,
+)
+from azure.data.tables import TableServiceClient, UpdateMode
+
+from conftest import unique_table_name
+from realism import realism_server  # noqa: F401  (fixture)
+
+COSMOS_EMULATOR_KEY = (
+    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+)
+SEVEN_DIGITS = re.compile(r"datetime'\d{4}-\d\d-\d\dT\d\d%3A\d\d%3A\d\d\.\d{7}Z'")
+
+
+@pytest.fixture
+def cosmos(realism_server):
+    """A service client on a fresh ``--flavor cosmos`` server, from the emulator's string."""
+    server = realism_server("--flavor", "cosmos")
+    port = server.port
+    expected = (
+        "DefaultEndpointsProtocol=http;AccountName=localhost;"
+        f"AccountKey={COSMOS_EMULATOR_KEY};TableEndpoint=http://localhost:{port}/;"
+    )
+    assert server.connection_string == expected
+    client = TableServiceClient.from_connection_string(expected, retry_total=0)
+    assert client._cosmos_endpoint, "the SDK must take this endpoint for Cosmos"
+    yield client
+    client.close()
+
+
+def test_tables_and_entities_through_the_cosmos_path(cosmos):
+    name = unique_table_name("cosmos")
+    table = cosmos.create_table(name)
+    assert name in [t.name for t in cosmos.list_tables()]
+    created = table.create_entity({"PartitionKey": "p", "RowKey": "r", "n": 1})
+    assert SEVEN_DIGITS.search(created["etag"]), created
+    # Merge goes out as POST + X-HTTP-Method: MERGE; the server refuses PATCH.
+    table.update_entity({"PartitionKey": "p", "RowKey": "r", "m": 2}, mode=UpdateMode.MERGE)
+    table.upsert_entity({"PartitionKey": "p", "RowKey": "u", "k": 3}, mode=UpdateMode.MERGE)
+    got = table.get_entity("p", "r")
+    assert (got["n"], got["m"]) == (1, 2)
+    assert SEVEN_DIGITS.search(got.metadata["etag"]), got.metadata
+    assert table.get_entity("p", "u")["k"] == 3
+    table.delete_entity("p", "u")
+    with pytest.raises(ResourceNotFoundError):
+        table.get_entity("p", "u")
+    cosmos.delete_table(name)
+
+
+def test_batches(cosmos):
+    table = cosmos.create_table(unique_table_name("batch"))
+    table.create_entity({"PartitionKey": "p", "RowKey": "m", "a": 1})
+    table.create_entity({"PartitionKey": "p", "RowKey": "n", "a": 1})
+    result = table.submit_transaction([
+        ("create", {"PartitionKey": "p", "RowKey": "c"}),
+        ("upsert", {"PartitionKey": "p", "RowKey": "m", "b": 2}, {"mode": UpdateMode.MERGE}),
+        ("update", {"PartitionKey": "p", "RowKey": "n", "c": 3}, {"mode": UpdateMode.MERGE}),
+    ])
+    assert len(result) == 3
+    etags = [r["etag"] for r in result]
+    assert all(SEVEN_DIGITS.search(e) for e in etags), etags
+    assert len(set(etags)) == 3, "each operation its own ETag"
+    assert (table.get_entity("p", "m")["a"], table.get_entity("p", "m")["b"]) == (1, 2)
+    assert (table.get_entity("p", "n")["a"], table.get_entity("p", "n")["c"]) == (1, 3)
+    from azure.data.tables import TableTransactionError
+
+    with pytest.raises(TableTransactionError) as failed:
+        table.submit_transaction([("create", {"PartitionKey": "p", "RowKey": "c"})])
+    assert failed.value.error_code == "EntityAlreadyExists"
+
+
+def test_queries_page_completely_in_no_key_order(cosmos):
+    table = cosmos.create_table(unique_table_name("paging"))
+    keys = [(pk, f"{rk:02}") for pk in ("a", "b") for rk in range(12)]
+    for pk, rk in keys:
+        table.create_entity({"PartitionKey": pk, "RowKey": rk})
+    pages = list(table.list_entities(results_per_page=5).by_page())
+    assert len(pages) == 5
+    seen = [(e["PartitionKey"], e["RowKey"]) for page in pages for e in page]
+    assert sorted(seen) == keys, "every entity exactly once"
+    assert seen != keys, "Cosmos answers in no key order"
+    filtered = list(table.query_entities("PartitionKey eq 'b'", results_per_page=4))
+    assert sorted((e["PartitionKey"], e["RowKey"]) for e in filtered) == keys[12:]
+
+
+def test_errors(cosmos):
+    name = unique_table_name("errors")
+    table = cosmos.create_table(name)
+    with pytest.raises(ResourceExistsError):
+        cosmos.create_table(name)
+    with pytest.raises(HttpResponseError) as empty:
+        table.create_entity({"PartitionKey": "", "RowKey": "r"})
+    assert empty.value.status_code == 400
+    assert "PropertiesNeedValue" in str(empty.value)
+    with pytest.raises(ResourceNotFoundError):
+        table.get_entity("p", "missing")
+    with pytest.raises(HttpResponseError) as unsupported:
+        cosmos.get_service_properties()
+    assert unsupported.value.status_code == 501
