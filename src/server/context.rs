@@ -80,8 +80,8 @@ impl RequestContext {
         if let Ok(v) = HeaderValue::from_str(&self.request_id) {
             h.insert(headers::X_MS_REQUEST_ID, v);
         }
-        h.insert("date", http_date_now());
         if !flavor::sends_storage_headers(self.flavor) {
+            h.insert("date", http_date_now());
             return;
         }
         if let Ok(v) = HeaderValue::from_str(&self.version) {
@@ -90,6 +90,7 @@ impl RequestContext {
         if let Some(v) = &self.client_request_id {
             h.insert(headers::X_MS_CLIENT_REQUEST_ID, v.clone());
         }
+        h.insert("date", http_date_now());
         h.insert(
             "server",
             HeaderValue::from_static("Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0"),

@@ -362,12 +362,11 @@ pub async fn insert_entity(
     let preference = ReturnPreference::parse(call.header(headers::PREFER));
     if preference == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
-        r.header("etag", &etag)
-            .header("location", &location)
-            .header(headers::PREFERENCE_APPLIED, "return-no-content");
+        r.header("etag", &etag).header("location", &location);
         if flavor::sends_storage_headers(call.ctx.flavor) {
             r.header(headers::DATA_SERVICE_ID, &location);
         }
+        r.header(headers::PREFERENCE_APPLIED, "return-no-content");
         return Ok(observe(r.into_response(), observed));
     }
     let entity = Entity {

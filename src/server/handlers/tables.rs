@@ -194,11 +194,11 @@ pub async fn create_table(state: &AppState, call: &Call) -> Result<Response, Api
     let preference = ReturnPreference::parse(call.header(headers::PREFER));
     if preference == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
-        r.header("location", &location)
-            .header(headers::PREFERENCE_APPLIED, "return-no-content");
+        r.header("location", &location);
         if flavor::sends_storage_headers(call.ctx.flavor) {
             r.header(headers::DATA_SERVICE_ID, &location);
         }
+        r.header(headers::PREFERENCE_APPLIED, "return-no-content");
         return Ok(r.into_response());
     }
     let mut r = call.ctx.odata_response(StatusCode::CREATED);
