@@ -3,7 +3,7 @@
 //! Cosmos endpoint: the Table endpoint at the root, signed as the emulator's account
 //! `localhost`.
 
-mod common;
+use crate::common;
 
 use common::child::{ChildServer, Signer};
 use common::{request, Reply, Signing, TestServer};

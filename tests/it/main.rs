@@ -14,6 +14,7 @@ mod bench_floor;
 mod cli;
 mod client_shapes;
 mod concurrency;
+mod cosmos;
 mod crash;
 mod data;
 mod dropin;
