@@ -110,6 +110,8 @@ export function start(options = {}) {
       } else if (line.startsWith("Connection string: ")) {
         info.connectionString = line.slice("Connection string: ".length);
         info.accountKey = /AccountKey=([^;]*)/.exec(info.connectionString)?.[1] ?? "";
+        // `--flavor cosmos` prints a Table endpoint at the root: the account is the string's.
+        if (!info.account) info.account = /AccountName=([^;]*)/.exec(info.connectionString)?.[1] ?? "";
       } else if (line.startsWith(READY)) {
         clearTimeout(timer);
         resolve();

@@ -197,6 +197,10 @@ class Server:
                 for part in self.connection_string.split(";"):
                     if part.startswith("AccountKey="):
                         self.account_key = part[len("AccountKey="):]
+                    # `--flavor cosmos` prints a Table endpoint at the root: the account is
+                    # the connection string's.
+                    elif part.startswith("AccountName=") and not self.account:
+                        self.account = part[len("AccountName="):]
             elif line.startswith(_READY):
                 self.endpoint = self.table_endpoint.rsplit("/", 1)[0]
                 ready.set()

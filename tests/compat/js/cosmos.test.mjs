@@ -25,6 +25,7 @@ describe("cosmos flavour", { skip }, () => {
       `DefaultEndpointsProtocol=http;AccountName=localhost;AccountKey=${KEY};` +
       `TableEndpoint=http://localhost:${port}/;`;
     assert.equal(server.connectionString, connectionString);
+    assert.equal(server.account, "localhost");
   });
   after(async () => server?.stop());
 

@@ -39,6 +39,7 @@ def cosmos(realism_server):
         f"AccountKey={COSMOS_EMULATOR_KEY};TableEndpoint=http://localhost:{port}/;"
     )
     assert server.connection_string == expected
+    assert server.account == "localhost"
     client = TableServiceClient.from_connection_string(expected, retry_total=0)
     assert client._cosmos_endpoint, "the SDK must take this endpoint for Cosmos"
     yield client
