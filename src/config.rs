@@ -1239,6 +1239,9 @@ mod tests {
         let mut with_accounts = parse(&["--flavor", "cosmos"]).unwrap();
         with_accounts.accounts_env = Some("acct2:a2V5".into());
         assert_eq!(with_accounts.default_account().unwrap().0, "acct2");
+        // The image's health check finds PID 1's port the same way.
+        let pid1 = Config::of_server_command_line(b"tablestore\0--flavor\0cosmos\0", |_| None);
+        assert_eq!(pid1.map(|c| c.port), Some(COSMOS_EMULATOR_PORT));
         let e = parse(&["--flavor", "mongo"]).unwrap_err().to_string();
         assert!(e.contains("storage") && e.contains("cosmos"), "{e}");
         assert_eq!(
