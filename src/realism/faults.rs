@@ -23,7 +23,7 @@ use rand::{RngExt as _, SeedableRng as _};
 use rand_pcg::Pcg64;
 use serde::{Deserialize, Serialize};
 
-use super::{Outcome, RequestFacts, Verdict};
+use super::{Disposition, RequestFacts, Verdict};
 use crate::protocol::{ApiError, ErrorCode};
 
 /// What a firing rule does.
@@ -329,13 +329,13 @@ impl FaultRules {
                 "fault injected"
             );
             let delay = rule.latency_ms.map(Duration::from_millis);
-            let outcome = match rule.action {
-                FaultAction::Error => Outcome::Reject(rule.error()),
-                FaultAction::Latency => Outcome::Proceed,
-                FaultAction::DropBeforeWrite => Outcome::DropBeforeWrite,
-                FaultAction::DropAfterCommit => Outcome::DropAfterCommit,
+            let disposition = match rule.action {
+                FaultAction::Error => Disposition::Reject(rule.error()),
+                FaultAction::Latency => Disposition::Proceed,
+                FaultAction::DropBeforeWrite => Disposition::DropBeforeWrite,
+                FaultAction::DropAfterCommit => Disposition::DropAfterCommit,
             };
-            decided = Some(Verdict { delay, outcome });
+            decided = Some(Verdict { delay, disposition });
         }
         decided.unwrap_or_default()
     }
@@ -445,10 +445,10 @@ mod tests {
         );
         let hit = rules.decide(&facts("InsertEntity", OperationKind::Write, "POST"));
         assert!(
-            matches!(hit.outcome, Outcome::Reject(ref e) if e.code == ErrorCode::InternalError)
+            matches!(hit.disposition, Disposition::Reject(ref e) if e.code == ErrorCode::InternalError)
         );
         let miss = rules.decide(&facts("GetEntity", OperationKind::Read, "GET"));
-        assert!(matches!(miss.outcome, Outcome::Proceed));
+        assert!(matches!(miss.disposition, Disposition::Proceed));
         let report = rules.report();
         assert_eq!(report["rules"][0]["matched"], 1);
         assert_eq!(report["rules"][0]["fired"], 1);
@@ -463,8 +463,8 @@ mod tests {
                 matches!(
                     rules
                         .decide(&facts("InsertEntity", OperationKind::Write, "POST"))
-                        .outcome,
-                    Outcome::DropAfterCommit
+                        .disposition,
+                    Disposition::DropAfterCommit
                 )
             })
             .collect();
@@ -481,8 +481,8 @@ mod tests {
                     matches!(
                         rules
                             .decide(&facts("GetEntity", OperationKind::Read, "GET"))
-                            .outcome,
-                        Outcome::Reject(_)
+                            .disposition,
+                        Disposition::Reject(_)
                     )
                 })
                 .collect::<Vec<_>>()
@@ -498,7 +498,7 @@ mod tests {
         let rules = installed(r#"{"rules":[{"action":"latency","latency_ms":25,"times":1}]}"#);
         let first = rules.decide(&facts("GetEntity", OperationKind::Read, "GET"));
         assert_eq!(first.delay, Some(Duration::from_millis(25)));
-        assert!(matches!(first.outcome, Outcome::Proceed));
+        assert!(matches!(first.disposition, Disposition::Proceed));
         let second = rules.decide(&facts("GetEntity", OperationKind::Read, "GET"));
         assert_eq!(second.delay, None);
     }
@@ -508,9 +508,9 @@ mod tests {
         let rules = installed(r#"{"rules":[{"action":"error","error":"OperationTimedOut"}]}"#);
         match rules
             .decide(&facts("GetEntity", OperationKind::Read, "GET"))
-            .outcome
+            .disposition
         {
-            Outcome::Reject(e) => {
+            Disposition::Reject(e) => {
                 assert_eq!(e.status().as_u16(), 500);
                 assert!(e.message.contains("permitted time"));
             }

@@ -70,11 +70,12 @@ pub struct RequestFacts {
 pub struct Verdict {
     /// Wait this long first (injected latency).
     pub delay: Option<Duration>,
-    pub outcome: Outcome,
+    pub disposition: Disposition,
 }
 
+/// The course a request takes, as realism decides it.
 #[derive(Debug, Default)]
-pub enum Outcome {
+pub enum Disposition {
     /// Handle the request normally.
     #[default]
     Proceed,
@@ -150,18 +151,21 @@ impl Realism {
     /// memory, then the scalability budgets (charged only for requests that will run).
     pub fn before_dispatch(&self, facts: &RequestFacts) -> Verdict {
         let mut verdict = self.faults.decide(facts);
-        if !matches!(verdict.outcome, Outcome::Proceed | Outcome::DropAfterCommit) {
+        if !matches!(
+            verdict.disposition,
+            Disposition::Proceed | Disposition::DropAfterCommit
+        ) {
             return verdict;
         }
         if let Some(names) = &self.lifecycle {
             if let Err(e) = names.check(facts) {
-                verdict.outcome = Outcome::Reject(e);
+                verdict.disposition = Disposition::Reject(e);
                 return verdict;
             }
         }
         if let Some(targets) = &self.targets {
             if let Err(e) = targets.charge(facts) {
-                verdict.outcome = Outcome::Reject(e);
+                verdict.disposition = Disposition::Reject(e);
             }
         }
         verdict
@@ -219,7 +223,7 @@ mod tests {
         let r = Realism::off();
         assert!(!r.is_active());
         let v = r.before_dispatch(&facts("InsertEntity", OperationKind::Write));
-        assert!(matches!(v.outcome, Outcome::Proceed));
+        assert!(matches!(v.disposition, Disposition::Proceed));
         assert!(v.delay.is_none());
         assert_eq!(r.page_cut(&["a", "b"]), None);
     }
@@ -232,8 +236,8 @@ mod tests {
         r.replace_faults(Some(set));
         assert!(r.is_active());
         let v = r.before_dispatch(&facts("InsertEntity", OperationKind::Write));
-        match v.outcome {
-            Outcome::Reject(e) => assert_eq!(e.code, crate::protocol::ErrorCode::ServerBusy),
+        match v.disposition {
+            Disposition::Reject(e) => assert_eq!(e.code, crate::protocol::ErrorCode::ServerBusy),
             other => panic!("expected a rejection, got {other:?}"),
         }
         r.replace_faults(None);

@@ -24,7 +24,7 @@ use crate::protocol::uri::{parse_resource, split_account, Resource};
 use crate::protocol::{json, ApiError, ErrorCode};
 use crate::query::RawPage;
 use crate::realism::{
-    FaultSet, OperationKind, Outcome, PageBreaks, RealismOptions, RequestFacts, TargetError,
+    Disposition, FaultSet, OperationKind, PageBreaks, RealismOptions, RequestFacts, TargetError,
     TargetRates,
 };
 
@@ -146,17 +146,17 @@ pub async fn before_dispatch(
     if let Some(delay) = verdict.delay {
         tokio::time::sleep(delay).await;
     }
-    match verdict.outcome {
-        Outcome::Proceed => Ok(Some(Consulted {
+    match verdict.disposition {
+        Disposition::Proceed => Ok(Some(Consulted {
             facts,
             drop_after_commit: false,
         })),
-        Outcome::DropAfterCommit => Ok(Some(Consulted {
+        Disposition::DropAfterCommit => Ok(Some(Consulted {
             facts,
             drop_after_commit: true,
         })),
-        Outcome::Reject(e) => Err(call.ctx.error_response(&e, format)),
-        Outcome::DropBeforeWrite => Err(drop_connection(&call.ctx, abort).await),
+        Disposition::Reject(e) => Err(call.ctx.error_response(&e, format)),
+        Disposition::DropBeforeWrite => Err(drop_connection(&call.ctx, abort).await),
     }
 }
 
