@@ -170,40 +170,72 @@ fn cors_rule(el: &Element) -> Result<CorsRule, ApiError> {
     Ok(rule)
 }
 
-impl ServiceProperties {
-    /// Applies a Set request body: each top-level element present replaces the stored one.
-    pub fn apply_update(&self, body: &[u8]) -> Result<ServiceProperties, ApiError> {
+/// The body of a Set Table Service Properties request: each top-level element present
+/// replaces the stored one, the others stay.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PropertiesUpdate {
+    pub logging: Option<Logging>,
+    pub hour_metrics: Option<Metrics>,
+    pub minute_metrics: Option<Metrics>,
+    pub cors: Option<Vec<CorsRule>>,
+}
+
+impl PropertiesUpdate {
+    /// Decodes a Set request body.
+    pub fn decode(body: &[u8]) -> Result<PropertiesUpdate, ApiError> {
         let root = xml_tree::parse(body).ok_or_else(invalid)?;
         if root.name != "StorageServiceProperties" {
             return Err(invalid());
         }
-        let mut next = self.clone();
-        if let Some(l) = root.child("Logging") {
-            next.logging = Logging {
+        let logging = match root.child("Logging") {
+            Some(l) => Some(Logging {
                 version: text(l, "Version")?.to_string(),
                 delete: boolean(l, "Delete")?,
                 read: boolean(l, "Read")?,
                 write: boolean(l, "Write")?,
                 retention: retention(l)?,
-            };
-        }
-        if let Some(m) = root.child("HourMetrics") {
-            next.hour_metrics = metrics(m)?;
-        }
-        if let Some(m) = root.child("MinuteMetrics") {
-            next.minute_metrics = metrics(m)?;
-        }
-        if let Some(c) = root.child("Cors") {
-            let rules: Vec<CorsRule> = c
-                .children_named("CorsRule")
-                .map(cors_rule)
-                .collect::<Result<_, _>>()?;
-            if rules.len() > 5 {
-                return Err(invalid());
+            }),
+            None => None,
+        };
+        let hour_metrics = root.child("HourMetrics").map(metrics).transpose()?;
+        let minute_metrics = root.child("MinuteMetrics").map(metrics).transpose()?;
+        let cors = match root.child("Cors") {
+            Some(c) => {
+                let rules: Vec<CorsRule> = c
+                    .children_named("CorsRule")
+                    .map(cors_rule)
+                    .collect::<Result<_, _>>()?;
+                if rules.len() > 5 {
+                    return Err(invalid());
+                }
+                Some(rules)
             }
-            next.cors = rules;
+            None => None,
+        };
+        Ok(PropertiesUpdate {
+            logging,
+            hour_metrics,
+            minute_metrics,
+            cors,
+        })
+    }
+}
+
+impl ServiceProperties {
+    /// The properties after `update`.
+    pub fn apply(&self, update: PropertiesUpdate) -> ServiceProperties {
+        let current = self.clone();
+        ServiceProperties {
+            logging: update.logging.unwrap_or(current.logging),
+            hour_metrics: update.hour_metrics.unwrap_or(current.hour_metrics),
+            minute_metrics: update.minute_metrics.unwrap_or(current.minute_metrics),
+            cors: update.cors.unwrap_or(current.cors),
         }
-        Ok(next)
+    }
+
+    /// Applies a Set request body (see [`PropertiesUpdate`]).
+    pub fn apply_update(&self, body: &[u8]) -> Result<ServiceProperties, ApiError> {
+        Ok(self.apply(PropertiesUpdate::decode(body)?))
     }
 
     /// Decodes a stored document (written by [`ServiceProperties::encode`]).
