@@ -11,14 +11,18 @@
 //! - [`query`]: runs a query against the store: plan, evaluate, page.
 //! - [`batch`]: entity group transactions: change-set rules, the table lookup, one atomic
 //!   commit and each operation's outcome.
+//! - `exec`: the executor: one typed operation in (for the caller's scope: account, SAS
+//!   permissions and key range), one typed outcome or error out; owns planning, paging and
+//!   the rules of `$batch`.
 //! - [`auth`]: Shared Key, Shared Key Lite, SAS and bearer authentication, SAS authorization,
 //!   configured accounts and the table ACL (`SignedIdentifiers`) codec; depends on nothing
 //!   else in the crate.
 //! - [`realism`]: production realism, off by default: scalability targets, early page ends,
 //!   deleted-name memory, fault injection; the server consults it at named points.
-//! - [`server`]: the axum front end, deliberately thin; only [`testing`] depends on it.
+//! - [`server`]: the axum front end, deliberately thin: admit → decode → execute → encode,
+//!   with layers beside it; only [`testing`] depends on it.
 //! - [`insight`]: query classes, bounded statistics and design advice from the design guide,
-//!   fed by the server after each request; Prometheus metrics.
+//!   fed with each request's outcome; Prometheus metrics.
 //! - [`console`]: the web console's embedded assets (a client of the REST API and insight).
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
 //! - [`admin`]: `tablestore admin`, a signed client of a running server's control endpoints.
@@ -31,6 +35,7 @@ pub mod batch;
 pub mod config;
 pub mod console;
 pub mod data;
+mod exec;
 pub mod insight;
 pub mod model;
 pub mod protocol;

@@ -1,14 +1,14 @@
 //! Entity group transactions: a change set's rules (one table, one partition, at most 100
 //! operations, each entity once), the lookup of its table, and one atomic commit whose
 //! outcome is a Timestamp per operation or the index of the one that failed (preconditions
-//! are checked inside the store's commit, never before it). Knows nothing about multipart or
-//! HTTP: `protocol::batch` decodes the request and encodes each operation's sub-response;
-//! the server's handler only glues them together.
+//! are checked inside the store's commit, never before it). Knows nothing about multipart,
+//! HTTP or Azure's error codes: `protocol::batch` decodes the request and encodes each
+//! operation's sub-response, `exec` drives the change set, and the server maps a broken rule
+//! to Azure's error. Depends on `model` and the `store` contract only.
 
 use std::collections::HashSet;
 
 use crate::model::{EdmDateTime, TableRef, WriteOp};
-use crate::protocol::{ApiError, ErrorCode};
 use crate::store::{Store, StoreError, TableInfo};
 
 /// Most operations in one change set.
@@ -25,26 +25,8 @@ pub enum RuleViolation {
     DifferentPartitions,
     /// The entity already appeared earlier in the change set.
     DuplicateRow,
-}
-
-impl RuleViolation {
-    /// The Azure error for the violation (messages as the service words them).
-    pub fn api_error(&self) -> ApiError {
-        match self {
-            RuleViolation::TooManyOperations => ApiError::with_message(
-                ErrorCode::InvalidInput,
-                "The batch request operation exceeds the maximum 100 changes per change set.",
-            ),
-            RuleViolation::DifferentTables => ApiError::with_message(
-                ErrorCode::InvalidInput,
-                "All commands in a batch must operate on the same table.",
-            ),
-            RuleViolation::DifferentPartitions => {
-                ApiError::new(ErrorCode::CommandsInBatchActOnDifferentPartitions)
-            }
-            RuleViolation::DuplicateRow => ApiError::new(ErrorCode::InvalidDuplicateRow),
-        }
-    }
+    /// A query batch holds another operation than one Get Entity.
+    QueryNotSingleRetrieve,
 }
 
 /// Checks the operation count alone, before the operations are decoded: Azure reports a
@@ -310,15 +292,7 @@ mod tests {
     }
 
     #[test]
-    fn each_rule_has_its_azure_error() {
-        assert_eq!(
-            RuleViolation::DifferentPartitions.api_error().code,
-            ErrorCode::CommandsInBatchActOnDifferentPartitions
-        );
-        assert_eq!(
-            RuleViolation::DuplicateRow.api_error().code,
-            ErrorCode::InvalidDuplicateRow
-        );
+    fn the_count_limit_is_reported_at_index_99() {
         assert_eq!(
             check_count(101),
             Err((99, RuleViolation::TooManyOperations))

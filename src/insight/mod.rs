@@ -7,10 +7,11 @@
 //! - [`advice`]: rules citing the guide's sections, evaluated as observations arrive.
 //! - [`metrics`]: the same observations as Prometheus metrics.
 //!
-//! Handlers describe what a request did as an [`Observation`]; the server hands each
-//! finished request to [`Insight::report`], which only tries to queue it: one thread does
-//! all the counting, so insight never blocks a request (a full queue drops the report and
-//! counts the drop). Depends on `model`, `query` (plan types), the filter AST and
+//! What a request did is read from the executor's outcome as an [`Observation`]
+//! ([`Observation::from_outcome`]); the server hands each finished request to
+//! [`Insight::report`], which only tries to queue it: one thread does all the counting, so
+//! insight never blocks a request (a full queue drops the report and counts the drop).
+//! Depends on `model`, `query` (plan types), the filter AST, `exec` (its outcomes) and
 //! `store::Footprint` (the store size `/metrics` reports).
 
 pub mod advice;
@@ -27,6 +28,7 @@ use std::time::{Duration, Instant};
 pub use advice::Rule;
 pub use class::QueryClass;
 
+use crate::exec::{BatchOutcome, Outcome};
 use crate::model::limits::entity_size;
 use crate::model::{WriteKind, WriteOp};
 
@@ -103,6 +105,60 @@ impl Observation {
                 partition,
                 properties,
             },
+        }
+    }
+
+    /// What a successful operation did, from its outcome (`None` for operations insight
+    /// does not count: table, ACL and service operations, a query batch, a failed change set).
+    pub(crate) fn from_outcome(outcome: &Outcome) -> Option<Observation> {
+        match outcome {
+            // The account's table list is observed as the (reserved, so never a real table)
+            // `Tables`.
+            Outcome::Tables(tables) => Some(Observation::query(
+                &tables.account,
+                "Tables",
+                QueryClass::of_table_plan(&tables.page.plan),
+                tables.page.examined,
+                tables.page.names.len() as u64,
+                None,
+                Vec::new(),
+            )),
+            Outcome::Entities(q) => Some(Observation::query(
+                &q.table.account,
+                &q.table.name,
+                QueryClass::of_plan(&q.plan),
+                q.page.examined,
+                q.page.rows.len() as u64,
+                class::single_partition(&q.plan),
+                class::filtered_properties(q.filter.as_deref()),
+            )),
+            Outcome::Entity { table, entity } => Some(Observation {
+                account: table.account.clone(),
+                table: table.name.clone(),
+                event: Event::Read {
+                    partition: entity.partition_key.clone(),
+                },
+            }),
+            Outcome::Written(w) => Some(Observation::writes(
+                &w.table.account,
+                &w.table.name,
+                std::slice::from_ref(&w.op),
+                None,
+            )),
+            Outcome::Batch(BatchOutcome::Applied(applied)) => {
+                let facts = BatchFacts {
+                    operations: applied.ops.len(),
+                    body_bytes: applied.size,
+                };
+                let table = &applied.table;
+                Some(Observation::writes(
+                    &table.account,
+                    &table.name,
+                    &applied.ops,
+                    Some(facts),
+                ))
+            }
+            _ => None,
         }
     }
 

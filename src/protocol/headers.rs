@@ -33,10 +33,11 @@ pub const X_TABLESTORE_PAGES: &str = "x-tablestore-pages";
 /// The version assumed when a request sends none, and the one the SDKs send.
 pub const DEFAULT_VERSION: &str = "2019-02-02";
 
-/// OData JSON metadata level of a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// OData JSON metadata level of a response (minimal unless the request asks otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Metadata {
     None,
+    #[default]
     Minimal,
     Full,
 }

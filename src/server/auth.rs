@@ -7,33 +7,10 @@ use axum::http::request::Parts;
 
 use super::context::RequestContext;
 use super::AppState;
-use crate::auth::{
-    authenticate_with, AuthError, AuthOptions, AuthzOperation, Principal, RequestView,
-};
+use crate::auth::{authenticate_with, AuthError, AuthOptions, Principal, RequestView};
+use crate::exec::authz_operation;
 use crate::protocol::operation::Operation;
 use crate::protocol::{ApiError, ErrorCode};
-
-pub fn authz_operation(op: &Operation) -> AuthzOperation {
-    match op {
-        Operation::GetServiceProperties => AuthzOperation::GetServiceProperties,
-        Operation::SetServiceProperties => AuthzOperation::SetServiceProperties,
-        Operation::GetServiceStats => AuthzOperation::GetServiceStats,
-        Operation::QueryTables | Operation::GetTable { .. } => AuthzOperation::QueryTables,
-        Operation::CreateTable => AuthzOperation::CreateTable,
-        Operation::DeleteTable { .. } => AuthzOperation::DeleteTable,
-        Operation::GetTableAcl { .. } => AuthzOperation::GetTableAcl,
-        Operation::SetTableAcl { .. } => AuthzOperation::SetTableAcl,
-        Operation::QueryEntities { .. } => AuthzOperation::QueryEntities,
-        Operation::GetEntity(_) => AuthzOperation::GetEntity,
-        Operation::InsertEntity { .. } => AuthzOperation::InsertEntity,
-        Operation::UpdateEntity(..) => AuthzOperation::UpdateEntity,
-        Operation::MergeEntity(..) => AuthzOperation::MergeEntity,
-        Operation::DeleteEntity(..) => AuthzOperation::DeleteEntity,
-        Operation::InsertOrReplaceEntity(_) => AuthzOperation::InsertOrReplaceEntity,
-        Operation::InsertOrMergeEntity(_) => AuthzOperation::InsertOrMergeEntity,
-        Operation::Batch => AuthzOperation::Batch,
-    }
-}
 
 pub fn auth_error(e: &AuthError) -> ApiError {
     let code = match e.code() {
@@ -76,7 +53,7 @@ async fn sas_policy_table(
 }
 
 /// Authenticates and authorizes a request for `operation`. Returns the principal, whose SAS
-/// key range the handlers enforce. `is_https` is whether the request came over TLS (SAS
+/// key range the executor enforces. `is_https` is whether the request came over TLS (SAS
 /// `spr=https`, bearer tokens).
 pub async fn check(
     state: &AppState,
@@ -124,42 +101,4 @@ pub async fn check(
         .authorize(op, operation.table())
         .map_err(|e| auth_error(&e))?;
     Ok(principal)
-}
-
-/// Refuses an entity key outside the SAS key range (403 AuthorizationFailure).
-pub fn check_key(
-    principal: Option<&Principal>,
-    partition_key: &str,
-    row_key: &str,
-) -> Result<(), ApiError> {
-    match principal.and_then(Principal::sas) {
-        Some(grant) => grant
-            .check_key(partition_key, row_key)
-            .map_err(|e| auth_error(&e)),
-        None => Ok(()),
-    }
-}
-
-/// The key range a SAS allows, as a store range (`None`: unrestricted).
-pub fn sas_key_range(principal: Option<&Principal>) -> Option<crate::store::KeyRange> {
-    use crate::store::{KeyBound, KeyRange};
-    let range = principal.and_then(Principal::sas)?.key_range();
-    if range.is_unbounded() {
-        return None;
-    }
-    let start = match &range.start {
-        None => KeyBound::Unbounded,
-        Some(b) => match &b.row_key {
-            None => KeyBound::PartitionStart(b.partition_key.clone()),
-            Some(rk) => KeyBound::Included(b.partition_key.clone(), rk.clone()),
-        },
-    };
-    let end = match &range.end {
-        None => KeyBound::Unbounded,
-        Some(b) => match &b.row_key {
-            None => KeyBound::PartitionEnd(b.partition_key.clone()),
-            Some(rk) => KeyBound::Included(b.partition_key.clone(), rk.clone()),
-        },
-    };
-    Some(KeyRange { start, end })
 }

@@ -1,27 +1,38 @@
-//! The catch-all route: a browser's visit to `/` (`front_page`), the insight endpoints and
-//! console (`handlers::insight`), else admit
-//! the request (`intake`), then a table from operation to
-//! handler, then the finishing touches every response gets (error rendering, the access
-//! log's auth field, CORS). axum's matcher cannot express `t(PartitionKey='a',RowKey='b')`
-//! nor a MERGE verb, hence one route.
+//! The catch-all route. A request takes a side door (the faults endpoint, a browser's visit
+//! to `/`, the insight endpoints and console) or the pipeline:
+//!
+//! ```text
+//! admit (intake) ─► decode ─► exec::execute ─► encode
+//!        realism around the last three; the outcome's marks left for the layers
+//! ```
+//!
+//! The layers around the route (`server::app`) read what the pipeline leaves in the
+//! response's extensions: the request log and insight the [`Observation`], the operation
+//! charged and the auth outcome; CORS the account. axum's matcher cannot express
+//! `t(PartitionKey='a',RowKey='b')` nor a MERGE verb, hence one route.
 
 use std::net::SocketAddr;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, State};
+use axum::http::request::Parts;
 use axum::http::Request;
 use axum::response::Response;
 
 use super::call::Call;
 use super::connections::ConnectionAbort;
 use super::context::RequestContext;
-use super::handlers::{acl, batch, entities, insight, service, tables};
+use super::decode::decode;
+use super::encode::encode;
+use super::insight::{self, operation_name, Charged};
 use super::intake::{admit, discard_unread, Admitted};
 use super::AppState;
+use crate::insight::Observation;
+use crate::protocol::error::ErrorFormat;
 use crate::protocol::operation::Operation;
 use crate::protocol::ApiError;
 
-pub async fn dispatch(
+pub(crate) async fn dispatch(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     request: Request<Body>,
@@ -30,83 +41,86 @@ pub async fn dispatch(
     if parts.uri.path() == super::realism::FAULTS_PATH {
         return super::realism::faults_endpoint(&state, parts, body, peer).await;
     }
-    let abort = parts.extensions.get::<ConnectionAbort>().cloned();
-    let ctx = RequestContext::new(&parts.headers, state.config.flavor());
-    if super::front_page::is_browser_visit(&parts) {
+    if let Some(response) = side_door(&state, &parts, peer).await {
         discard_unread(body);
-        let mut response = super::front_page::answer(&state, &ctx);
-        response.extensions_mut().insert(insight::Charged {
+        return response;
+    }
+    let abort = parts.extensions.get::<ConnectionAbort>().cloned();
+    match admit(&state, peer, parts, body).await {
+        Ok(admitted) => pipeline(&state, admitted, abort.as_ref()).await,
+        Err(response) => response,
+    }
+}
+
+/// The answers outside the Table service: the front page and the insight endpoints.
+async fn side_door(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<Response> {
+    let ctx = RequestContext::new(&parts.headers, state.config.flavor());
+    if super::front_page::is_browser_visit(parts) {
+        let mut response = super::front_page::answer(state, &ctx);
+        response.extensions_mut().insert(Charged {
             operation: "FrontPage",
             account: None,
         });
-        return response;
+        return Some(response);
     }
-    if let Some(r) = insight::route(&state, &parts, &ctx, peer).await {
-        discard_unread(body);
-        return r;
-    }
+    insight::route(state, parts, &ctx, peer).await
+}
+
+/// An admitted request through realism and the pipeline, its answer marked for the layers.
+async fn pipeline(
+    state: &AppState,
+    admitted: Admitted,
+    abort: Option<&ConnectionAbort>,
+) -> Response {
     let Admitted {
         call,
         operation,
         error_format,
         auth_outcome,
         method,
-    } = match admit(&state, peer, parts, body).await {
-        Ok(admitted) => admitted,
-        Err(response) => return response,
+    } = admitted;
+    let charged = Charged {
+        operation: operation_name(&operation),
+        account: Some(call.scope.account().to_string()),
     };
-    let realism = match super::realism::before_dispatch(
-        &state,
-        &call,
-        &operation,
-        &method,
-        abort.as_ref(),
-        error_format,
-    )
-    .await
-    {
-        Ok(consulted) => consulted,
-        Err(response) => return response,
+    let request = super::realism::Guarded {
+        call: &call,
+        method: &method,
+        abort,
+        format: error_format,
     };
-    let charged = insight::Charged {
-        operation: insight::operation_name(&operation),
-        account: Some(call.ctx.data_account().to_string()),
-    };
-    let response = match route(&state, &call, operation).await {
+    let run = |operation| answer(state, &call, operation, error_format);
+    let mut response = match super::realism::around(state, request, operation, run).await {
         Ok(response) => response,
-        Err(e) => call.ctx.error_response(&e, error_format),
+        // Realism answered (or dropped) the request before it ran.
+        Err(response) => return response,
     };
-    let mut response =
-        super::realism::after_commit(&state, realism, &call.ctx, response, abort.as_ref()).await;
     response.extensions_mut().insert(auth_outcome);
     response.extensions_mut().insert(charged);
-    if let Some(origin) = call.header("origin") {
-        let account = call.ctx.data_account();
-        service::decorate_cors(&state, account, origin, &method, &mut response).await;
-    }
     response
 }
 
-/// Each operation's handler.
-async fn route(state: &AppState, call: &Call, operation: Operation) -> Result<Response, ApiError> {
-    match operation {
-        Operation::QueryTables => tables::query_tables(state, call).await,
-        Operation::GetTable { table } => tables::get_table(state, call, table).await,
-        Operation::CreateTable => tables::create_table(state, call).await,
-        Operation::DeleteTable { table } => tables::delete_table(state, call, table).await,
-        Operation::QueryEntities { table } => entities::query_entities(state, call, table).await,
-        Operation::GetEntity(e) => entities::get_entity(state, call, e).await,
-        Operation::InsertEntity { table } => entities::insert_entity(state, call, table).await,
-        write @ (Operation::UpdateEntity(..)
-        | Operation::MergeEntity(..)
-        | Operation::DeleteEntity(..)
-        | Operation::InsertOrReplaceEntity(_)
-        | Operation::InsertOrMergeEntity(_)) => entities::write_entity(state, call, write).await,
-        Operation::GetServiceProperties => service::get_service_properties(state, call).await,
-        Operation::SetServiceProperties => service::set_service_properties(state, call).await,
-        Operation::GetServiceStats => service::get_service_stats(state, call).await,
-        Operation::GetTableAcl { table } => acl::get_table_acl(state, call, table).await,
-        Operation::SetTableAcl { table } => acl::set_table_acl(state, call, table).await,
-        Operation::Batch => batch::batch(state, call).await,
+/// decode → execute → encode; an error becomes Azure's error response.
+async fn answer(
+    state: &AppState,
+    call: &Call,
+    operation: Operation,
+    format: ErrorFormat,
+) -> Response {
+    match run(state, call, operation).await {
+        Ok(response) => response,
+        Err(e) => call.ctx.error_response(&e, format),
     }
+}
+
+async fn run(state: &AppState, call: &Call, operation: Operation) -> Result<Response, ApiError> {
+    let (op, reply) = decode(call, operation)?;
+    let mut outcome = crate::exec::execute(&*state.store, &call.scope, op).await?;
+    super::realism::cut_page(state, &mut outcome);
+    let observation = Observation::from_outcome(&outcome);
+    let mut response = encode(call, &reply, outcome)?;
+    if let Some(observation) = observation {
+        response.extensions_mut().insert(observation);
+    }
+    Ok(response)
 }

@@ -16,11 +16,11 @@ use super::auth;
 use super::call::Call;
 use super::connections::is_body_timeout;
 use super::context::RequestContext;
-use super::handlers::service;
 use super::health::HEALTH_PATH;
 use super::middleware::AuthOutcome;
 use super::{AppState, Scheme};
 use crate::auth::Principal;
+use crate::exec::Scope;
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::model::Flavor;
 use crate::protocol::error::ErrorFormat;
@@ -34,7 +34,7 @@ use crate::protocol::{ApiError, ErrorCode};
 
 /// A request let in: the call for the handler, its operation, how its errors are rendered
 /// and how it was authenticated (for the access log).
-pub struct Admitted {
+pub(crate) struct Admitted {
     pub call: Call,
     pub operation: Operation,
     pub error_format: ErrorFormat,
@@ -43,7 +43,7 @@ pub struct Admitted {
 }
 
 /// Admits a request, or answers it (health probe, preflight, any refusal).
-pub async fn admit(
+pub(crate) async fn admit(
     state: &AppState,
     peer: SocketAddr,
     parts: Parts,
@@ -87,8 +87,8 @@ pub async fn admit(
     };
     let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
     let call = Call {
+        scope: Scope::new(ctx.data_account(), principal),
         ctx,
-        principal,
         is_head: parts.method == axum::http::Method::HEAD,
         headers: parts.headers,
         query,
@@ -169,7 +169,7 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
             // Cosmos DB for Table has no CORS (FAQ: "CORS isn't currently supported").
             return Err(ctx.error(&flavor::not_supported()));
         }
-        return Err(service::preflight(state, &ctx, &parts.headers).await);
+        return Err(super::cors::preflight(state, &ctx, &parts.headers).await);
     }
     let query = match QueryParams::parse(parts.uri.query()) {
         Ok(q) => q,

@@ -20,8 +20,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
 
-use super::handlers::insight::Charged;
 use super::health::HEALTH_PATH;
+use super::insight::Charged;
 use super::AppState;
 use crate::insight::{Event, Observation, Report};
 use crate::model::limits::MAX_REQUEST_BODY;

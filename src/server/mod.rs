@@ -1,16 +1,23 @@
-//! The axum front end, deliberately thin: one catch-all route parses the request into an
-//! [`Operation`](crate::protocol::operation::Operation), a handler per operation awaits the
-//! store, and every error becomes Azure's error response.
+//! The axum front end, deliberately thin: one catch-all route admits a request
+//! ([`intake`]), decodes it into the executor's typed operation ([`decode`]), runs it
+//! ([`crate::exec`]) and encodes the outcome ([`encode`]); every error becomes Azure's error
+//! response at this edge ([`error`]). Layers beside the path read what it leaves in the
+//! response: the request log and insight ([`middleware`]), CORS ([`cors`]); realism is
+//! consulted around the run ([`realism`]).
 
 pub mod auth;
-pub mod call;
+mod call;
 pub mod connections;
 pub mod context;
-pub mod dispatch;
+mod cors;
+mod decode;
+mod dispatch;
+mod encode;
+mod error;
 mod front_page;
-pub mod handlers;
 pub mod health;
-pub mod intake;
+mod insight;
+mod intake;
 pub mod middleware;
 pub mod realism;
 pub mod tls;
@@ -59,10 +66,15 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     crate::store::open::open(&config.store_options()).await
 }
 
-/// The whole HTTP application: the catch-all dispatch route behind the request-log layer.
+/// The whole HTTP application: the catch-all dispatch route behind the CORS and
+/// request-log layers.
 pub fn app(state: AppState) -> Router {
     Router::new()
         .fallback(dispatch::dispatch)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            cors::layer,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             middleware::request_log,

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use super::call::Call;
 use super::connections::ConnectionAbort;
 use super::context::RequestContext;
-use super::handlers::insight::operation_name;
+use super::insight::operation_name;
 use super::AppState;
 use crate::config::{PageBreaksArg, RealismArgs, TargetErrorArg};
 use crate::protocol::batch::{decode_batch, BatchBody, SubRequest};
@@ -22,7 +22,6 @@ use crate::protocol::error::ErrorFormat;
 use crate::protocol::operation::Operation;
 use crate::protocol::uri::{parse_resource, split_account, Resource};
 use crate::protocol::{json, ApiError, ErrorCode};
-use crate::query::RawPage;
 use crate::realism::{
     Disposition, FaultSet, OperationKind, PageBreaks, RealismOptions, RequestFacts, TargetError,
     TargetRates,
@@ -122,63 +121,53 @@ pub fn options(args: &RealismArgs) -> Result<RealismOptions, String> {
     })
 }
 
-/// A request realism let through, to be told about its outcome.
-pub struct Consulted {
-    facts: RequestFacts,
-    drop_after_commit: bool,
+/// A request as realism sees it: the call, its HTTP method, its connection (to drop) and the
+/// format its errors are answered in.
+pub(crate) struct Guarded<'a> {
+    pub call: &'a Call,
+    pub method: &'a Method,
+    pub abort: Option<&'a ConnectionAbort>,
+    pub format: ErrorFormat,
 }
 
-/// Before dispatch: `Ok(None)` when realism is off; `Err(response)` to answer (or drop)
-/// instead of dispatching.
-pub async fn before_dispatch(
+/// Realism around an admitted request: consulted before `answer` runs (it may delay the
+/// request, answer it with an Azure error or drop the connection: `Err` with that answer)
+/// and told the outcome after it ran (it may then drop the connection instead of
+/// answering). With realism off, `answer` runs alone.
+pub(crate) async fn around<F, Fut>(
     state: &AppState,
-    call: &Call,
-    operation: &Operation,
-    method: &Method,
-    abort: Option<&ConnectionAbort>,
-    format: ErrorFormat,
-) -> Result<Option<Consulted>, Response> {
+    request: Guarded<'_>,
+    operation: Operation,
+    answer: F,
+) -> Result<Response, Response>
+where
+    F: FnOnce(Operation) -> Fut,
+    Fut: std::future::Future<Output = Response>,
+{
     if !state.realism.is_active() {
-        return Ok(None);
+        return Ok(answer(operation).await);
     }
-    let facts = facts(call, operation, method);
+    let facts = facts(request.call, &operation, request.method);
     let verdict = state.realism.before_dispatch(&facts);
     if let Some(delay) = verdict.delay {
         tokio::time::sleep(delay).await;
     }
-    match verdict.disposition {
-        Disposition::Proceed => Ok(Some(Consulted {
-            facts,
-            drop_after_commit: false,
-        })),
-        Disposition::DropAfterCommit => Ok(Some(Consulted {
-            facts,
-            drop_after_commit: true,
-        })),
-        Disposition::Reject(e) => Err(call.ctx.error_response(&e, format)),
-        Disposition::DropBeforeWrite => Err(drop_connection(&call.ctx, abort).await),
-    }
-}
-
-/// After the handler ran (and its writes are durable): tells realism the outcome, and drops
-/// the connection instead of answering when a fault rule said so.
-pub async fn after_commit(
-    state: &AppState,
-    consulted: Option<Consulted>,
-    ctx: &RequestContext,
-    response: Response,
-    abort: Option<&ConnectionAbort>,
-) -> Response {
-    let Some(c) = consulted else {
-        return response;
+    let ctx = &request.call.ctx;
+    let drop_after_commit = match verdict.disposition {
+        Disposition::Proceed => false,
+        Disposition::DropAfterCommit => true,
+        Disposition::Reject(e) => return Err(ctx.error_response(&e, request.format)),
+        Disposition::DropBeforeWrite => return Err(drop_connection(ctx, request.abort).await),
     };
+    let response = answer(operation).await;
+    // The handler ran (and its writes are durable): tell realism the outcome.
     state
         .realism
-        .after_commit(&c.facts, response.status().is_success());
-    if c.drop_after_commit {
-        return drop_connection(ctx, abort).await;
+        .after_commit(&facts, response.status().is_success());
+    if drop_after_commit {
+        return Ok(drop_connection(ctx, request.abort).await);
     }
-    response
+    Ok(response)
 }
 
 /// Ends the connection without an answer. Outside the HTTP front end (a router called in
@@ -199,10 +188,14 @@ async fn drop_connection(ctx: &RequestContext, abort: Option<&ConnectionAbort>) 
 
 /// Cuts a query page where the page-break policy says; the continuation then points at the
 /// first row dropped, so the next page starts exactly there.
-pub fn cut_page(state: &AppState, page: &mut RawPage) {
+pub(crate) fn cut_page(state: &AppState, outcome: &mut crate::exec::Outcome) {
     if !state.realism.is_active() {
         return;
     }
+    let crate::exec::Outcome::Entities(query) = outcome else {
+        return;
+    };
+    let page = &mut query.page;
     let keys: Vec<(String, String)> = page.rows.iter().filter_map(|row| row.keys().ok()).collect();
     if keys.len() != page.rows.len() {
         return;
@@ -315,7 +308,7 @@ pub async fn faults_endpoint(
 ) -> Response {
     let mut ctx = RequestContext::new(&parts.headers, state.config.flavor());
     ctx.error_format = ErrorFormat::Json;
-    if let Err(e) = super::handlers::insight::caller(state, &parts, peer) {
+    if let Err(e) = super::insight::caller(state, &parts, peer) {
         super::intake::discard_unread(body);
         return ctx.error(&e);
     }

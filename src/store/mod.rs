@@ -1,6 +1,6 @@
 //! Ordered storage of tables and entities; knows nothing about OData or HTTP.
 //!
-//! [`Store`] is the asynchronous interface the rest of the server uses: the handlers await
+//! [`Store`] is the asynchronous interface the rest of the server uses: the executor awaits
 //! it directly. [`KvStore`] implements it once, over any ordered key-value backend ([`Kv`]):
 //! sled on disk (`sled_kv.rs`, with the RAM tier of `tiered.rs` in front) or a BTreeMap in
 //! memory (`memory.rs`); `postgres/` implements it on PostgreSQL. Preconditions (If-Match,
@@ -94,6 +94,20 @@ pub enum StoreError {
 pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
 
 impl StoreError {
+    /// Whether the store failed, rather than refused the request: the request was not at
+    /// fault and may succeed when retried.
+    pub fn is_failure(&self) -> bool {
+        !matches!(
+            self,
+            StoreError::TableNotFound
+                | StoreError::TableAlreadyExists
+                | StoreError::EntityNotFound
+                | StoreError::EntityAlreadyExists
+                | StoreError::PreconditionFailed
+                | StoreError::EntityLimit(_)
+        )
+    }
+
     /// An I/O failure while doing `doing`.
     pub fn io(doing: impl Into<Cow<'static, str>>, source: std::io::Error) -> StoreError {
         StoreError::Io {

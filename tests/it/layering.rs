@@ -9,24 +9,29 @@
 //! store     -> model
 //! auth      -> nothing
 //! query     -> model, protocol, store
-//! batch     -> model, protocol, store
+//! batch     -> model, store
+//! exec      -> model, protocol, store, query, batch, auth
 //! config    -> model, store, auth
 //! data      -> model, protocol, store, auth, query, config
 //! admin     -> auth, config, data
-//! insight   -> model, protocol, store, query, batch
+//! insight   -> model, protocol, store, query, batch, exec
 //! realism   -> model, protocol
 //! server    -> everything (except testing)
 //! testing   -> everything
 //! ```
 //!
+//! The executor (`exec`) runs typed operations and returns typed outcomes; `protocol` never
+//! imports it (bytes to typed values and back stay apart from running them), and only the
+//! server and the layers beside the request path (insight) read its outcomes.
+//!
 //! Below the top level: only the store reads its byte layout (`store::key`, `store::codec`);
-//! `query`, `batch` and `server` use the contract's key-range and row types. The server and
-//! insight see the store through its one seam, the async `Store` contract (and `store::open`,
+//! `query`, `batch`, `exec` and `server` use the contract's key-range and row types. The
+//! executor, the server and insight see the store through its one seam, the async `Store` contract (and `store::open`,
 //! which stacks the engine and the RAM tier): never an engine (`store::sled_kv`,
 //! `store::memory`, `store::postgres`), the RAM tier (`store::tiered`, `store::memory_limit`)
-//! or the old log's reader (`store::legacy_log`). Inside `server`, the handlers never import
-//! the dispatcher or the admission of requests (the route table imports the handlers, so that
-//! would be a circle). The allowed graph itself must be free of cycles.
+//! or the old log's reader (`store::legacy_log`). Inside `server`, the decode and encode
+//! steps never import the dispatcher or the admission of requests (the dispatcher imports
+//! them, so that would be a circle). The allowed graph itself must be free of cycles.
 //! `a_wrong_import_is_caught` shows the check failing.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -39,9 +44,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("store", &["model"]),
     ("auth", &[]),
     ("query", &["model", "protocol", "store"]),
-    ("batch", &["model", "protocol", "store"]),
+    ("batch", &["model", "store"]),
+    (
+        "exec",
+        &["model", "protocol", "store", "query", "batch", "auth"],
+    ),
     ("config", &["model", "store", "auth"]),
-    ("insight", &["model", "protocol", "store", "query", "batch"]),
+    (
+        "insight",
+        &["model", "protocol", "store", "query", "batch", "exec"],
+    ),
     ("realism", &["model", "protocol"]),
     ("console", &[]),
     (
@@ -52,15 +64,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "server",
         &[
-            "model", "protocol", "store", "auth", "query", "batch", "config", "insight", "realism",
-            "console",
+            "model", "protocol", "store", "auth", "query", "batch", "exec", "config", "insight",
+            "realism", "console",
         ],
     ),
     (
         "testing",
         &[
-            "model", "protocol", "store", "auth", "query", "batch", "config", "insight", "realism",
-            "server",
+            "model", "protocol", "store", "auth", "query", "batch", "exec", "config", "insight",
+            "realism", "server",
         ],
     ),
 ];
@@ -68,13 +80,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// (importing module prefix, imported module prefix) pairs that are never allowed, although
 /// the top-level arrow is: the store's byte layout is private to the store (its contract has
 /// the key-range and row types), the server and insight reach the store only through its
-/// contract (what lies under it is the store's: engines, the RAM tier), and handlers never
-/// import the route table or admission.
+/// contract (what lies under it is the store's: engines, the RAM tier), and the decode and
+/// encode steps never import the route table or admission.
 const FORBIDDEN_INSIDE: &[(&str, &str)] = &[
     ("query", "store::key"),
     ("query", "store::codec"),
     ("batch", "store::key"),
     ("batch", "store::codec"),
+    ("exec", "store::key"),
+    ("exec", "store::codec"),
+    ("exec", "store::sled_kv"),
+    ("exec", "store::memory"),
+    ("exec", "store::postgres"),
+    ("exec", "store::tiered"),
     ("data", "store::key"),
     ("data", "store::codec"),
     ("server", "store::key"),
@@ -89,11 +107,13 @@ const FORBIDDEN_INSIDE: &[(&str, &str)] = &[
     ("insight", "store::memory"),
     ("insight", "store::postgres"),
     ("insight", "store::tiered"),
-    ("server::handlers", "server::dispatch"),
-    ("server::handlers", "server::intake"),
+    ("server::decode", "server::dispatch"),
+    ("server::decode", "server::intake"),
+    ("server::encode", "server::dispatch"),
+    ("server::encode", "server::intake"),
 ];
 
-/// A module path such as `server::handlers::batch`, as segments.
+/// A module path such as `server::encode`, as segments.
 type ModPath = Vec<String>;
 
 /// The module path of a file under `src/` (`src/a/b.rs` and `src/a/b/mod.rs` → `a::b`).
@@ -411,14 +431,19 @@ fn a_wrong_import_is_caught() {
         file("protocol/uri.rs", "fn f() { crate::server::run(); }\n"),
         file("model/edm.rs", "use super::super::protocol::ApiError;\n"),
         file("store/key.rs", "use crate::protocol::{filter::Expr, json};\n"),
-        file("server/handlers/tables.rs", "use crate::server::dispatch::Call;\n"),
-        file("server/handlers/mod.rs", "use super::intake::Admitted;\n"),
-        file("server/handlers/entities.rs", "fn f() { crate::store::tiered::TieredKv::new(); }\n"),
+        file("server/encode.rs", "use crate::server::dispatch::Call;\n"),
+        file("server/decode.rs", "use super::intake::Admitted;\n"),
+        file("server/cors.rs", "fn f() { crate::store::tiered::TieredKv::new(); }\n"),
         file("server/mod.rs", "use crate::store::{open::open, sled_kv::SledKv};\n"),
+        // The wire codec running operations, and the executor reaching for HTTP.
+        file("protocol/operation.rs", "use crate::exec::{execute, Op};\n"),
+        file("exec/entities.rs", "use crate::server::encode::Reply;\n"),
+        file("exec/mod.rs", "fn f() { crate::store::codec::decode_entity(b); }\n"),
         // Allowed, and prose that merely mentions a path.
         file("query/plan.rs", "use crate::store::{KeyBound, KeyRange};\nuse crate::protocol::filter::Expr;\n"),
         file("store/mod.rs", "//! Unlike [`crate::protocol`], this never sees HTTP.\nuse crate::model::Entity;\n/* crate::server */\n"),
-        file("server/dispatch.rs", "use super::handlers::{acl, batch};\nuse crate::query::plan;\n"),
+        file("server/dispatch.rs", "use super::{decode::decode, encode::encode};\nuse crate::exec;\n"),
+        file("insight/mod.rs", "use crate::exec::{BatchOutcome, Outcome};\n"),
         file("query/mod.rs", "fn f() { crate::store::codec::RawEntity::new(b); }\n"),
     ];
     let found: Vec<(String, String, String)> = check(&files)
@@ -429,22 +454,17 @@ fn a_wrong_import_is_caught() {
     assert_eq!(
         found,
         vec![
+            v("exec/entities.rs", "exec", "server"),
+            v("exec/mod.rs", "exec", "store::codec"),
             v("model/edm.rs", "model", "protocol"),
             v("protocol/batch/mod.rs", "protocol", "query"),
             v("protocol/json.rs", "protocol", "store"),
+            v("protocol/operation.rs", "protocol", "exec"),
             v("protocol/uri.rs", "protocol", "server"),
             v("query/mod.rs", "query", "store::codec"),
-            v("server/handlers/entities.rs", "server", "store::tiered"),
-            v(
-                "server/handlers/mod.rs",
-                "server::handlers",
-                "server::intake"
-            ),
-            v(
-                "server/handlers/tables.rs",
-                "server::handlers",
-                "server::dispatch"
-            ),
+            v("server/cors.rs", "server", "store::tiered"),
+            v("server/decode.rs", "server::decode", "server::intake"),
+            v("server/encode.rs", "server::encode", "server::dispatch"),
             v("server/mod.rs", "server", "store::sled_kv"),
             v("store/key.rs", "store", "protocol"),
         ]

@@ -16,8 +16,8 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::super::context::RequestContext;
-use super::super::AppState;
+use super::context::RequestContext;
+use super::AppState;
 use crate::auth::{authenticate_with, AuthOptions, NoPolicies, Principal, RequestView};
 use crate::protocol::operation::Operation;
 use crate::protocol::{ApiError, ErrorCode};
@@ -229,7 +229,7 @@ pub fn caller(
         headers: &parts.headers,
         account,
         path_style: false,
-        is_https: super::super::Scheme::of(&parts.extensions) == super::super::Scheme::Https,
+        is_https: super::Scheme::of(&parts.extensions) == super::Scheme::Https,
         client_ip: Some(peer.ip()),
         now: chrono::Utc::now(),
     };
@@ -243,7 +243,7 @@ pub fn caller(
             ErrorCode::AuthorizationFailure,
             "The insight endpoints need an account key (Shared Key); a SAS does not grant them.",
         )),
-        Err(e) => Err(super::super::auth::auth_error(&e)),
+        Err(e) => Err(super::auth::auth_error(&e)),
     }
 }
 

@@ -1,0 +1,98 @@
+//! [`Scope`]: where an operation runs and what the caller may do there: the account whose
+//! data it addresses and the caller's grant (its SAS permissions and key range).
+
+use crate::auth::{AuthError, AuthzOperation, Principal};
+use crate::model::TableRef;
+use crate::protocol::operation::Operation;
+use crate::store::{KeyBound, KeyRange};
+
+/// The account an operation addresses and who is calling.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    /// The account whose data is addressed (`-secondary` reads the primary's data).
+    account: String,
+    /// Who is calling (`None` with `--disable-auth`).
+    principal: Option<Principal>,
+}
+
+impl Scope {
+    pub(crate) fn new(account: impl Into<String>, principal: Option<Principal>) -> Scope {
+        Scope {
+            account: account.into(),
+            principal,
+        }
+    }
+
+    pub(crate) fn account(&self) -> &str {
+        &self.account
+    }
+
+    /// Table `name` of the scope's account.
+    pub(crate) fn table(&self, name: impl Into<String>) -> TableRef {
+        TableRef::new(&self.account, name)
+    }
+
+    /// Refuses an entity key outside the caller's SAS key range (403 AuthorizationFailure).
+    pub(crate) fn check_key(&self, partition_key: &str, row_key: &str) -> Result<(), AuthError> {
+        match self.principal.as_ref().and_then(Principal::sas) {
+            Some(grant) => grant.check_key(partition_key, row_key),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the caller may run `operation` (a `$batch` sub-operation: the request itself
+    /// was authorized for `$batch` at admission).
+    pub(crate) fn authorize(&self, operation: &Operation) -> Result<(), AuthError> {
+        match &self.principal {
+            Some(principal) => principal.authorize(authz_operation(operation), operation.table()),
+            None => Ok(()),
+        }
+    }
+
+    /// The key range the caller's SAS allows, as a store range (`None`: unrestricted).
+    pub(crate) fn key_range(&self) -> Option<KeyRange> {
+        let range = self
+            .principal
+            .as_ref()
+            .and_then(Principal::sas)?
+            .key_range();
+        if range.is_unbounded() {
+            return None;
+        }
+        let bound =
+            |b: Option<&crate::auth::KeyBound>, partition_edge: fn(String) -> KeyBound| match b {
+                None => KeyBound::Unbounded,
+                Some(b) => match &b.row_key {
+                    None => partition_edge(b.partition_key.clone()),
+                    Some(rk) => KeyBound::Included(b.partition_key.clone(), rk.clone()),
+                },
+            };
+        Some(KeyRange {
+            start: bound(range.start.as_ref(), KeyBound::PartitionStart),
+            end: bound(range.end.as_ref(), KeyBound::PartitionEnd),
+        })
+    }
+}
+
+/// What an operation needs from the caller's grant.
+pub(crate) fn authz_operation(op: &Operation) -> AuthzOperation {
+    match op {
+        Operation::GetServiceProperties => AuthzOperation::GetServiceProperties,
+        Operation::SetServiceProperties => AuthzOperation::SetServiceProperties,
+        Operation::GetServiceStats => AuthzOperation::GetServiceStats,
+        Operation::QueryTables | Operation::GetTable { .. } => AuthzOperation::QueryTables,
+        Operation::CreateTable => AuthzOperation::CreateTable,
+        Operation::DeleteTable { .. } => AuthzOperation::DeleteTable,
+        Operation::GetTableAcl { .. } => AuthzOperation::GetTableAcl,
+        Operation::SetTableAcl { .. } => AuthzOperation::SetTableAcl,
+        Operation::QueryEntities { .. } => AuthzOperation::QueryEntities,
+        Operation::GetEntity(_) => AuthzOperation::GetEntity,
+        Operation::InsertEntity { .. } => AuthzOperation::InsertEntity,
+        Operation::UpdateEntity(..) => AuthzOperation::UpdateEntity,
+        Operation::MergeEntity(..) => AuthzOperation::MergeEntity,
+        Operation::DeleteEntity(..) => AuthzOperation::DeleteEntity,
+        Operation::InsertOrReplaceEntity(_) => AuthzOperation::InsertOrReplaceEntity,
+        Operation::InsertOrMergeEntity(_) => AuthzOperation::InsertOrMergeEntity,
+        Operation::Batch => AuthzOperation::Batch,
+    }
+}

@@ -1,0 +1,271 @@
+//! The decode step: a request let in ([`Call`]) and its [`Operation`] become the executor's
+//! typed [`Op`] and the [`Reply`] the client asked for (metadata level, `Prefer`, `$select`).
+//! Every check here reads the request only; nothing touches the store.
+
+use crate::exec::{BatchInput, EntityQuery, Op, SubRequestInput, TableQuery};
+use crate::model::limits::MAX_PAGE_SIZE;
+use crate::model::WriteOp;
+use crate::model::{TableName, TableNameError};
+use crate::protocol::batch::{
+    decode_batch, decode_change, parse_sub_operation, BatchBody, ChangeWrite, SubRequest,
+};
+use crate::protocol::continuation::decode_token;
+use crate::protocol::headers::{
+    self, check_json_content_type, negotiate_metadata, ReturnPreference,
+};
+use crate::protocol::operation::Operation;
+use crate::protocol::service_properties::PropertiesUpdate;
+use crate::protocol::uri::QueryParams;
+use crate::protocol::write::{decode_insert, decode_write};
+use crate::protocol::{filter, json, ApiError, ErrorCode};
+use crate::server::call::Call;
+use crate::server::encode::{Reply, SubReply};
+
+/// Decodes what `operation` needs from the request.
+pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), ApiError> {
+    let plain = Reply::default();
+    Ok(match operation {
+        Operation::QueryTables => query_tables(call)?,
+        Operation::GetTable { table } => (Op::GetTable { table }, with_metadata(call)?),
+        Operation::CreateTable => create_table(call)?,
+        Operation::DeleteTable { table } => (Op::DeleteTable { table }, plain),
+        Operation::QueryEntities { table } => query_entities(call, table)?,
+        Operation::GetEntity(entity) => {
+            let reply = with_metadata(call)?;
+            let filter = filter::parse_param(call.query.get("$filter"));
+            (Op::GetEntity { entity, filter }, with_select(call, reply))
+        }
+        Operation::InsertEntity { table } => {
+            let reply = with_metadata(call)?;
+            let op = decode_insert(&call.body, call.header("content-type"))?;
+            (Op::Write { table, op }, with_prefer(call, reply))
+        }
+        write @ (Operation::UpdateEntity(..)
+        | Operation::MergeEntity(..)
+        | Operation::DeleteEntity(..)
+        | Operation::InsertOrReplaceEntity(_)
+        | Operation::InsertOrMergeEntity(_)) => {
+            let (table, op) = decode_write(write, &call.body, call.header("content-type"))?;
+            (Op::Write { table, op }, plain)
+        }
+        Operation::GetServiceProperties => (Op::GetServiceProperties, plain),
+        Operation::SetServiceProperties => {
+            let update = PropertiesUpdate::decode(&call.body)?;
+            (Op::SetServiceProperties(update), plain)
+        }
+        Operation::GetServiceStats => (get_service_stats(call)?, plain),
+        Operation::GetTableAcl { table } => (Op::GetTableAcl { table }, plain),
+        Operation::SetTableAcl { table } => (set_table_acl(call, table)?, plain),
+        Operation::Batch => batch(call)?,
+    })
+}
+
+/// A reply in the metadata level `Accept` and `$format` ask for.
+fn with_metadata(call: &Call) -> Result<Reply, ApiError> {
+    Ok(Reply {
+        metadata: negotiate_metadata(call.header("accept"), call.query.get("$format"))?,
+        ..Reply::default()
+    })
+}
+
+fn with_prefer(call: &Call, reply: Reply) -> Reply {
+    Reply {
+        prefer: ReturnPreference::parse(call.header(headers::PREFER)),
+        ..reply
+    }
+}
+
+fn with_select(call: &Call, reply: Reply) -> Reply {
+    Reply {
+        select: json::parse_select(call.query.get("$select")),
+        ..reply
+    }
+}
+
+/// Whether the request asked for the query plan headers (`x-tablestore-debug-plan: true`).
+fn wants_plan(call: &Call) -> bool {
+    call.header(headers::X_TABLESTORE_DEBUG_PLAN)
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// `$top`: 0..=1000 entities (or tables) per page; absent means 1000. Azure answers `$top=0`
+/// with zero entities (Storage Explorer sends it; Azurite issue #1428 compares the two).
+fn parse_top(query: &QueryParams) -> Result<usize, ApiError> {
+    match query.get("$top") {
+        None => Ok(MAX_PAGE_SIZE),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n <= MAX_PAGE_SIZE => Ok(n),
+            _ => Err(ApiError::with_message(
+                ErrorCode::InvalidQueryParameterValue,
+                format!("Value for one of the query parameters specified in the request URI is invalid. ($top={v})"),
+            )),
+        },
+    }
+}
+
+/// OData query options the Table service does not support: answered 501 NotImplemented
+/// rather than silently ignored [emu, Azure docs: "Query operators supported for the Table service"].
+fn reject_unsupported_options(query: &QueryParams) -> Result<(), ApiError> {
+    const UNSUPPORTED: [&str; 8] = [
+        "$orderby",
+        "$skip",
+        "$expand",
+        "$count",
+        "$inlinecount",
+        "$skiptoken",
+        "$search",
+        "$apply",
+    ];
+    match UNSUPPORTED.iter().find(|o| query.get(o).is_some()) {
+        Some(option) => Err(ApiError::with_message(
+            ErrorCode::NotImplemented,
+            format!("The query option {option} is not supported by the Table service."),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn query_tables(call: &Call) -> Result<(Op, Reply), ApiError> {
+    let reply = with_metadata(call)?;
+    reject_unsupported_options(&call.query)?;
+    let filter = filter::parse_param(call.query.get("$filter"))?;
+    let top = parse_top(&call.query)?;
+    let start = call
+        .query
+        .get("NextTableName")
+        .map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
+    let query = TableQuery { filter, top, start };
+    let reply = Reply {
+        debug_plan: wants_plan(call),
+        ..reply
+    };
+    Ok((Op::QueryTables(query), reply))
+}
+
+fn create_table(call: &Call) -> Result<(Op, Reply), ApiError> {
+    let reply = with_metadata(call)?;
+    check_json_content_type(call.header("content-type"))?;
+    let requested = json::decode_table_name(&call.body)?;
+    let table = TableName::parse(&requested).map_err(|e| match e {
+        TableNameError::Length => ApiError::with_message(
+            ErrorCode::OutOfRangeInput,
+            "The specified resource name length is not within the permissible limits.",
+        ),
+        TableNameError::Characters => ApiError::new(ErrorCode::InvalidResourceName),
+    })?;
+    Ok((Op::CreateTable { table }, with_prefer(call, reply)))
+}
+
+fn query_entities(call: &Call, table: String) -> Result<(Op, Reply), ApiError> {
+    let reply = with_metadata(call)?;
+    reject_unsupported_options(&call.query)?;
+    let filter = filter::parse_param(call.query.get("$filter"))?;
+    let top = parse_top(&call.query)?;
+    let debug_plan = wants_plan(call);
+    let query = EntityQuery {
+        table,
+        filter,
+        top,
+        resume: resume_position(&call.query),
+        count_pages: debug_plan,
+    };
+    let reply = Reply {
+        debug_plan,
+        ..with_select(call, reply)
+    };
+    Ok((Op::QueryEntities(query), reply))
+}
+
+/// Resume position from `NextPartitionKey`/`NextRowKey` (tokens this server issued; a raw
+/// key is accepted too).
+fn resume_position(query: &QueryParams) -> Option<(String, String)> {
+    let decode = |name: &str| {
+        query
+            .get(name)
+            .map(|t| decode_token(t).unwrap_or_else(|| t.to_string()))
+    };
+    let pk = decode("NextPartitionKey")?;
+    Some((pk, decode("NextRowKey").unwrap_or_default()))
+}
+
+/// Replication stats are offered on the `-secondary` endpoint only: Azure answers the
+/// primary with 400 `InvalidQueryParameterValue` (azure-cosmos-table-dotnet issue #26 quotes
+/// the response).
+fn get_service_stats(call: &Call) -> Result<Op, ApiError> {
+    if !call.ctx.account.ends_with("-secondary") {
+        return Err(ApiError::new(ErrorCode::InvalidQueryParameterValue));
+    }
+    Ok(Op::GetServiceStats)
+}
+
+fn set_table_acl(call: &Call, table: String) -> Result<Op, ApiError> {
+    let identifiers = crate::auth::decode_signed_identifiers(&call.body)
+        .map_err(|e| super::error::acl_error(&e))?;
+    let encoded = crate::auth::encode_signed_identifiers(&identifiers);
+    Ok(Op::SetTableAcl { table, encoded })
+}
+
+/// `$batch`: the multipart body, then each sub-request's operation and what it carries.
+fn batch(call: &Call) -> Result<(Op, Reply), ApiError> {
+    let content_type = call.header("content-type").unwrap_or("");
+    let decoded = decode_batch(content_type, &call.body)
+        .map_err(|e| ApiError::with_message(ErrorCode::InvalidInput, e.to_string()))?;
+    let account = call.ctx.account.as_str();
+    let (input, subs) = match decoded {
+        BatchBody::Changeset(subs) => {
+            let (writes, replies) = subs.iter().map(|s| change(account, s)).unzip();
+            let size = call.body.len();
+            (BatchInput::ChangeSet { writes, size }, replies)
+        }
+        BatchBody::Query(sub) => {
+            let (retrieve, reply) = retrieve(account, &sub);
+            (BatchInput::Retrieve(retrieve), vec![reply])
+        }
+    };
+    let reply = Reply {
+        subs,
+        ..Reply::default()
+    };
+    Ok((Op::Batch(input), reply))
+}
+
+/// One change-set sub-request: its write, and how it wants its sub-response.
+fn change(account: &str, sub: &SubRequest) -> (SubRequestInput<(String, WriteOp)>, SubReply) {
+    let prefer = ReturnPreference::parse(sub.header("prefer"));
+    let operation = match parse_sub_operation(account, sub) {
+        Ok(operation) => operation,
+        Err(e) => {
+            let reply = SubReply {
+                prefer,
+                metadata: None,
+            };
+            return (SubRequestInput::Unreadable(e), reply);
+        }
+    };
+    let (decoded, metadata) = match decode_change(operation.clone(), sub) {
+        Ok(ChangeWrite {
+            table,
+            op,
+            metadata,
+            ..
+        }) => (Ok((table, op)), Some(metadata)),
+        Err(e) => (Err(e), None),
+    };
+    let input = SubRequestInput::Named { operation, decoded };
+    (input, SubReply { prefer, metadata })
+}
+
+/// A query batch's one sub-request: its operation, and whether its `Accept` can be met.
+fn retrieve(account: &str, sub: &SubRequest) -> (SubRequestInput<()>, SubReply) {
+    let operation = match parse_sub_operation(account, sub) {
+        Ok(operation) => operation,
+        Err(e) => return (SubRequestInput::Unreadable(e), SubReply::default()),
+    };
+    let metadata = negotiate_metadata(sub.header("accept"), None);
+    let reply = SubReply {
+        prefer: None,
+        metadata: metadata.as_ref().ok().copied(),
+    };
+    let decoded = metadata.map(|_| ());
+    (SubRequestInput::Named { operation, decoded }, reply)
+}
