@@ -16,7 +16,7 @@ use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::context::RequestContext;
+use super::context::{RequestContext, ResponseParts};
 use super::AppState;
 use crate::auth::{authenticate_with, AuthOptions, NoPolicies, Principal, RequestView};
 use crate::protocol::operation::Operation;
@@ -102,27 +102,33 @@ async fn answer(
             text.into_bytes(),
         );
     } else {
-        let insight = state.insight.clone();
-        // `?settle` waits (briefly) until the requests before this one are counted.
-        if parts
-            .uri
-            .query()
-            .is_some_and(|q| q.split('&').any(|p| p == "settle"))
-        {
-            let i = insight.clone();
-            let _ =
-                tokio::task::spawn_blocking(move || i.settle(std::time::Duration::from_secs(2)))
-                    .await;
-        }
-        let mut snapshot = insight.snapshot(account.as_deref());
-        if let Some(f) = footprint(state).await {
-            snapshot["store"] = store_json(&f);
-        }
-        let body = serde_json::to_vec_pretty(&snapshot).unwrap_or_default();
-        r.body("application/json", body);
+        r.body(
+            "application/json",
+            insight_document(state, parts, account).await,
+        );
     }
     r.header("cache-control", "no-store");
     Ok(r.into_response())
+}
+
+/// The insight document for `account` (all accounts when `None`).
+async fn insight_document(state: &AppState, parts: &Parts, account: Option<String>) -> Vec<u8> {
+    let insight = state.insight.clone();
+    // `?settle` waits (briefly) until the requests before this one are counted.
+    if parts
+        .uri
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| p == "settle"))
+    {
+        let i = insight.clone();
+        let _ =
+            tokio::task::spawn_blocking(move || i.settle(std::time::Duration::from_secs(2))).await;
+    }
+    let mut snapshot = insight.snapshot(account.as_deref());
+    if let Some(f) = footprint(state).await {
+        snapshot["store"] = store_json(&f);
+    }
+    serde_json::to_vec_pretty(&snapshot).unwrap_or_default()
 }
 
 /// Whether a request for the metrics carries the server's `--metrics-token` as a bearer
@@ -158,9 +164,7 @@ fn metrics_token_presented(
 /// browser-shaped requests: anyone may load them; they carry no data and no credential. Off
 /// with `--no-console`.
 fn console(state: &AppState, parts: &Parts, ctx: &RequestContext, path: &str) -> Response {
-    use crate::console::{
-        asset, config_json, favicon, CONSOLE_PATH, FAVICON_TYPE, SECURITY_HEADERS,
-    };
+    use crate::console::SECURITY_HEADERS;
     let not_found = |message: &str| {
         ctx.error(&ApiError::with_message(
             ErrorCode::ResourceNotFound,
@@ -173,33 +177,36 @@ fn console(state: &AppState, parts: &Parts, ctx: &RequestContext, path: &str) ->
     if parts.method != axum::http::Method::GET && parts.method != axum::http::Method::HEAD {
         return ctx.error(&ApiError::new(ErrorCode::UnsupportedHttpVerb));
     }
-    let mut r = if path == "/_tablestore/console" {
-        let mut r = ctx.plain_response(StatusCode::PERMANENT_REDIRECT);
-        r.header("location", CONSOLE_PATH);
-        r
-    } else if path == format!("{CONSOLE_PATH}config.json") {
-        let accounts: Vec<String> = state.accounts.names().map(str::to_string).collect();
-        let mut r = ctx.plain_response(StatusCode::OK);
-        r.body(
-            "application/json",
-            config_json(!state.config.disable_auth, &accounts).into_bytes(),
-        );
-        r
-    } else if path == FAVICON_PATH {
-        let mut r = ctx.plain_response(StatusCode::OK);
-        r.body(FAVICON_TYPE, favicon().as_bytes().to_vec());
-        r
-    } else if let Some((content_type, body)) = asset(path) {
-        let mut r = ctx.plain_response(StatusCode::OK);
-        r.body(content_type, body.as_bytes().to_vec());
-        r
-    } else {
+    let Some(mut r) = console_file(state, ctx, path) else {
         return not_found("No such console file.");
     };
     for (name, value) in SECURITY_HEADERS {
         r.header(name, value);
     }
     r.into_response()
+}
+
+/// The answer for the console file at `path` (`None`: there is none).
+fn console_file(state: &AppState, ctx: &RequestContext, path: &str) -> Option<ResponseParts> {
+    use crate::console::{asset, config_json, favicon, CONSOLE_PATH, FAVICON_TYPE};
+    let mut r = if path == "/_tablestore/console" {
+        let mut r = ctx.plain_response(StatusCode::PERMANENT_REDIRECT);
+        r.header("location", CONSOLE_PATH);
+        return Some(r);
+    } else {
+        ctx.plain_response(StatusCode::OK)
+    };
+    if path == format!("{CONSOLE_PATH}config.json") {
+        let accounts: Vec<String> = state.accounts.names().map(str::to_string).collect();
+        let config = config_json(!state.config.disable_auth, &accounts);
+        r.body("application/json", config.into_bytes());
+    } else if path == FAVICON_PATH {
+        r.body(FAVICON_TYPE, favicon().as_bytes().to_vec());
+    } else {
+        let (content_type, body) = asset(path)?;
+        r.body(content_type, body.as_bytes().to_vec());
+    }
+    Some(r)
 }
 
 /// The account the caller proved it holds the key of (`None` with authentication off). The
@@ -212,22 +219,12 @@ pub fn caller(
     if state.config.disable_auth {
         return Ok(None);
     }
-    let authorization = parts
-        .headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let account = authorization
-        .split_once(' ')
-        .and_then(|(_, creds)| creds.split_once(':'))
-        .map(|(account, _)| account.trim())
-        .unwrap_or("");
     let view = RequestView {
         method: parts.method.as_str(),
         raw_path: parts.uri.path(),
         raw_query: parts.uri.query(),
         headers: &parts.headers,
-        account,
+        account: claimed_account(parts),
         path_style: false,
         is_https: super::Scheme::of(&parts.extensions) == super::Scheme::Https,
         client_ip: Some(peer.ip()),
@@ -245,6 +242,18 @@ pub fn caller(
         )),
         Err(e) => Err(super::auth::auth_error(&e)),
     }
+}
+
+/// The account an `Authorization: SharedKey account:signature` header names (`""`: none).
+fn claimed_account(parts: &Parts) -> &str {
+    parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .and_then(|(_, creds)| creds.split_once(':'))
+        .map(|(account, _)| account.trim())
+        .unwrap_or("")
 }
 
 /// The store's size (entities, logical bytes, bytes on disk).

@@ -312,41 +312,43 @@ pub async fn faults_endpoint(
         super::intake::discard_unread(body);
         return ctx.error(&e);
     }
-    let report = |ctx: &RequestContext, status: StatusCode| {
-        let mut r = ctx.plain_response(status);
-        r.body(
-            "application/json",
-            state.realism.faults_report().to_string().into_bytes(),
-        );
-        r.into_response()
-    };
     match parts.method {
-        Method::GET => report(&ctx, StatusCode::OK),
+        Method::GET => faults_report(state, &ctx),
         Method::DELETE => {
             state.realism.replace_faults(None);
             ctx.plain_response(StatusCode::NO_CONTENT).into_response()
         }
-        Method::PUT => {
-            let bytes = match to_bytes(body, MAX_RULES_BODY).await {
-                Ok(b) => b,
-                Err(_) => return ctx.error(&ApiError::new(ErrorCode::RequestBodyTooLarge)),
-            };
-            let Ok(text) = std::str::from_utf8(&bytes) else {
-                return ctx.error(&ApiError::with_message(
-                    ErrorCode::InvalidInput,
-                    "The fault rules must be UTF-8 text (TOML or JSON).",
-                ));
-            };
-            match FaultSet::parse(text) {
-                Ok(set) => {
-                    state.realism.replace_faults(Some(set));
-                    report(&ctx, StatusCode::OK)
-                }
-                Err(message) => {
-                    ctx.error(&ApiError::with_message(ErrorCode::InvalidInput, message))
-                }
-            }
-        }
+        Method::PUT => match replace_faults(state, body).await {
+            Ok(()) => faults_report(state, &ctx),
+            Err(e) => ctx.error(&e),
+        },
         _ => ctx.error(&ApiError::new(ErrorCode::UnsupportedHttpVerb)),
     }
+}
+
+/// The installed fault rules and their hit counts.
+fn faults_report(state: &AppState, ctx: &RequestContext) -> Response {
+    let mut r = ctx.plain_response(StatusCode::OK);
+    r.body(
+        "application/json",
+        state.realism.faults_report().to_string().into_bytes(),
+    );
+    r.into_response()
+}
+
+/// Installs the fault rules a `PUT` carries (TOML or JSON).
+async fn replace_faults(state: &AppState, body: Body) -> Result<(), ApiError> {
+    let bytes = to_bytes(body, MAX_RULES_BODY)
+        .await
+        .map_err(|_| ApiError::new(ErrorCode::RequestBodyTooLarge))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| {
+        ApiError::with_message(
+            ErrorCode::InvalidInput,
+            "The fault rules must be UTF-8 text (TOML or JSON).",
+        )
+    })?;
+    let set = FaultSet::parse(text)
+        .map_err(|message| ApiError::with_message(ErrorCode::InvalidInput, message))?;
+    state.realism.replace_faults(Some(set));
+    Ok(())
 }
