@@ -62,6 +62,14 @@ pub enum DurabilityArg {
     Relaxed,
 }
 
+/// Whether the RAM tier keeps the whole process near its budget (`--tier-process-limit`,
+/// tests only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TierProcessLimitArg {
+    On,
+    Off,
+}
+
 /// How a new data folder is compressed (`--compression`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompressionArg {
@@ -261,6 +269,19 @@ pub struct Config {
         value_name = "MIB"
     )]
     pub memory_budget: u64,
+
+    /// Tests only: `off` stops the RAM tier from also keeping the whole process near
+    /// `--memory-budget` + 64 MiB, so that a tiny budget still loads and evicts tables (no real
+    /// server is that small). A field that tests set, read here with every other option
+    /// rather than by the store.
+    #[arg(
+        long,
+        env = "TABLESTORE_TIER_PROCESS_LIMIT",
+        hide = true,
+        value_enum,
+        default_value_t = TierProcessLimitArg::On
+    )]
+    pub tier_process_limit: TierProcessLimitArg,
 
     /// Removed (the write-ahead log it sized): kept only to answer its use with a sentence.
     #[arg(
@@ -594,6 +615,7 @@ impl Config {
             log_level: "warn".into(),
             cache_mb: 16,
             memory_budget: 256,
+            tier_process_limit: TierProcessLimitArg::On,
             removed_write_buffer: None,
             compression: CompressionArg::Lz4,
             silent: false,
@@ -836,6 +858,7 @@ impl Config {
             cache_bytes: self.cache_mb * 1024 * 1024,
             compression: self.new_folder_compression(),
             memory_budget_mib: self.memory_budget,
+            process_limit: self.tier_process_limit == TierProcessLimitArg::On,
         })
     }
 

@@ -37,6 +37,9 @@ pub struct DiskOptions {
     pub compression: Compression,
     /// The RAM tier's budget; 0 reads everything from disk.
     pub memory_budget_mib: u64,
+    /// Whether the RAM tier also keeps the whole process near the budget (on in every real
+    /// server; tests that need the tier to load and evict at a tiny budget turn it off).
+    pub process_limit: bool,
 }
 
 /// Opens the store `options` name (a PostgreSQL store's connections live on the runtime this
@@ -70,9 +73,7 @@ fn over_tier<B: Kv>(kv: B, disk: &DiskOptions) -> Result<Arc<dyn Store>, StoreEr
         return Ok(KvStore::open(kv, disk.durability)?);
     }
     let tier = TieredKv::new(kv, TierOptions::with_budget_mib(disk.memory_budget_mib));
-    // Tests that need the tier to load and evict at a tiny budget turn the process-wide limit
-    // off (`TABLESTORE_TIER_PROCESS_LIMIT=off`, tests/it/crash.rs): any real server is above 1 + 64 MiB.
-    if std::env::var("TABLESTORE_TIER_PROCESS_LIMIT").as_deref() != Ok("off") {
+    if disk.process_limit {
         tier.limit_process_memory(ProcessLimit::for_budget_mib(disk.memory_budget_mib));
     }
     Ok(KvStore::open(tier, disk.durability)?)

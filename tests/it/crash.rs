@@ -549,8 +549,6 @@ struct Run {
     rng: Rng,
     /// Tables scanned in turn while the workers write (see `churn_ram_tier`).
     scanned: Vec<&'static str>,
-    /// Environment of every start.
-    env: Vec<(&'static str, &'static str)>,
 }
 
 impl Run {
@@ -574,13 +572,12 @@ impl Run {
             workers,
             rng,
             scanned: Vec::new(),
-            env: Vec::new(),
         }
     }
 
     fn start(&self) -> (ChildServer, Client) {
         let started = Instant::now();
-        let server = ChildServer::try_start_with_env(self.dir.path(), &self.args, &self.env)
+        let server = ChildServer::try_start(self.dir.path(), &self.args)
             .unwrap_or_else(|f| panic!("tablestore did not start: {f:?}"));
         assert!(
             started.elapsed() < Duration::from_secs(20),
@@ -700,7 +697,7 @@ async fn crash_rounds_scanning(
     let mut run = Run::new(args, 6);
     if churn_ram_tier {
         // At a 1 MiB budget the process limit (budget + 64 MiB) would keep every table on disk.
-        run.env = vec![("TABLESTORE_TIER_PROCESS_LIMIT", "off")];
+        run.args.extend(["--tier-process-limit", "off"]);
     }
     let (server, client) = run.start();
     client.create_table(TABLE).await;
