@@ -44,8 +44,8 @@ pub use authz::AuthzOperation;
 pub use bearer::BearerClaims;
 pub use error::{AuthError, AuthFailure, InvalidAuthInfo};
 pub use sas::{
-    IpRange, KeyBound, ResourceTypes, SasGrant, SasKeyRange, SasKind, SasPermissions, SasProtocol,
-    Services,
+    IpRange, ResourceTypes, SasGrant, SasKeyBound, SasKeyRange, SasKind, SasPermissions,
+    SasProtocol, Services,
 };
 pub use shared_key::SharedKeyScheme;
 

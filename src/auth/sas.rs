@@ -264,7 +264,7 @@ impl IpRange {
 
 /// One end of a SAS key range: a partition key and, optionally, a row key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyBound {
+pub struct SasKeyBound {
     pub partition_key: String,
     pub row_key: Option<String>,
 }
@@ -281,8 +281,8 @@ pub struct KeyBound {
 /// Keys compare as Rust strings (Unicode code-point order), the same order the store uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SasKeyRange {
-    pub start: Option<KeyBound>,
-    pub end: Option<KeyBound>,
+    pub start: Option<SasKeyBound>,
+    pub end: Option<SasKeyBound>,
 }
 
 impl SasKeyRange {
@@ -295,11 +295,11 @@ impl SasKeyRange {
     pub fn contains(&self, partition_key: &str, row_key: &str) -> bool {
         let after_start = match &self.start {
             None => true,
-            Some(KeyBound {
+            Some(SasKeyBound {
                 partition_key: spk,
                 row_key: None,
             }) => partition_key >= spk.as_str(),
-            Some(KeyBound {
+            Some(SasKeyBound {
                 partition_key: spk,
                 row_key: Some(srk),
             }) => {
@@ -309,11 +309,11 @@ impl SasKeyRange {
         };
         let before_end = match &self.end {
             None => true,
-            Some(KeyBound {
+            Some(SasKeyBound {
                 partition_key: epk,
                 row_key: None,
             }) => partition_key <= epk.as_str(),
-            Some(KeyBound {
+            Some(SasKeyBound {
                 partition_key: epk,
                 row_key: Some(erk),
             }) => {
@@ -647,11 +647,11 @@ pub(crate) fn authenticate_service_sas(
     check_ip_and_protocol(req, ip_range.as_ref(), protocol)?;
 
     let key_range = SasKeyRange {
-        start: spk.map(|pk| KeyBound {
+        start: spk.map(|pk| SasKeyBound {
             partition_key: pk.to_string(),
             row_key: srk.map(str::to_string),
         }),
-        end: epk.map(|pk| KeyBound {
+        end: epk.map(|pk| SasKeyBound {
             partition_key: pk.to_string(),
             row_key: erk.map(str::to_string),
         }),
@@ -875,8 +875,8 @@ mod tests {
         assert!(!v6.contains("127.0.0.1".parse().unwrap()));
     }
 
-    fn bound(pk: &str, rk: Option<&str>) -> Option<KeyBound> {
-        Some(KeyBound {
+    fn bound(pk: &str, rk: Option<&str>) -> Option<SasKeyBound> {
+        Some(SasKeyBound {
             partition_key: pk.to_string(),
             row_key: rk.map(str::to_string),
         })

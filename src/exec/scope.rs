@@ -59,14 +59,14 @@ impl Scope {
         if range.is_unbounded() {
             return None;
         }
-        let bound =
-            |b: Option<&crate::auth::KeyBound>, partition_edge: fn(String) -> KeyBound| match b {
-                None => KeyBound::Unbounded,
-                Some(b) => match &b.row_key {
-                    None => partition_edge(b.partition_key.clone()),
-                    Some(rk) => KeyBound::Included(b.partition_key.clone(), rk.clone()),
-                },
-            };
+        let bound = |b: Option<&crate::auth::SasKeyBound>,
+                     partition_edge: fn(String) -> KeyBound| match b {
+            None => KeyBound::Unbounded,
+            Some(b) => match &b.row_key {
+                None => partition_edge(b.partition_key.clone()),
+                Some(rk) => KeyBound::Included(b.partition_key.clone(), rk.clone()),
+            },
+        };
         Some(KeyRange {
             start: bound(range.start.as_ref(), KeyBound::PartitionStart),
             end: bound(range.end.as_ref(), KeyBound::PartitionEnd),
