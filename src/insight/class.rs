@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::protocol::filter::{Expr, Property};
+use crate::protocol::filter::{Expr, PropertyName};
 use crate::query::plan::{Plan, RangeKind};
 use crate::store::KeyBound;
 
@@ -126,10 +126,10 @@ pub fn filtered_properties(filter: Option<&Expr>) -> Vec<String> {
     fn walk(e: &Expr, out: &mut Vec<String>) {
         match e {
             Expr::Compare(c) => out.push(match &c.property {
-                Property::Named(n) => n.clone(),
-                Property::PartitionKey => "PartitionKey".to_string(),
-                Property::RowKey => "RowKey".to_string(),
-                Property::Timestamp => "Timestamp".to_string(),
+                PropertyName::Named(n) => n.clone(),
+                PropertyName::PartitionKey => "PartitionKey".to_string(),
+                PropertyName::RowKey => "RowKey".to_string(),
+                PropertyName::Timestamp => "Timestamp".to_string(),
             }),
             Expr::Const(_) => {}
             Expr::Not(inner) => walk(inner, out),

@@ -14,14 +14,14 @@ use std::cmp::Ordering;
 
 use crate::model::edm::compare_ordinal;
 use crate::model::{EdmValue, Entity};
-use crate::protocol::filter::{Comparison, Expr, Property};
+use crate::protocol::filter::{Comparison, Expr, PropertyName};
 use crate::store::StoredRow;
 
 /// Something a filter can look at.
 pub trait Row {
     /// Compares property `property` of this row with `value`: `None` when the row lacks the
     /// property or its value is of another type (or NaN).
-    fn compare(&self, property: &Property, value: &EdmValue) -> Option<Ordering>;
+    fn compare(&self, property: &PropertyName, value: &EdmValue) -> Option<Ordering>;
 }
 
 fn compare_string(text: &str, value: &EdmValue) -> Option<Ordering> {
@@ -32,37 +32,37 @@ fn compare_string(text: &str, value: &EdmValue) -> Option<Ordering> {
 }
 
 impl Row for Entity {
-    fn compare(&self, property: &Property, value: &EdmValue) -> Option<Ordering> {
+    fn compare(&self, property: &PropertyName, value: &EdmValue) -> Option<Ordering> {
         match property {
-            Property::PartitionKey => compare_string(&self.partition_key, value),
-            Property::RowKey => compare_string(&self.row_key, value),
-            Property::Timestamp => match value {
+            PropertyName::PartitionKey => compare_string(&self.partition_key, value),
+            PropertyName::RowKey => compare_string(&self.row_key, value),
+            PropertyName::Timestamp => match value {
                 EdmValue::DateTime(t) => Some(self.timestamp.cmp(t)),
                 _ => None,
             },
-            Property::Named(name) => self.property(name)?.compare(value),
+            PropertyName::Named(name) => self.property(name)?.compare(value),
         }
     }
 }
 
 /// A stored entity read in place: the same rules as [`Entity`]'s impl, on the encoded bytes.
 impl Row for StoredRow<'_> {
-    fn compare(&self, property: &Property, value: &EdmValue) -> Option<Ordering> {
+    fn compare(&self, property: &PropertyName, value: &EdmValue) -> Option<Ordering> {
         match property {
-            Property::PartitionKey | Property::RowKey => {
+            PropertyName::PartitionKey | PropertyName::RowKey => {
                 let (pk, rk) = self.keys().ok()?;
-                let key = if matches!(property, Property::PartitionKey) {
+                let key = if matches!(property, PropertyName::PartitionKey) {
                     pk
                 } else {
                     rk
                 };
                 compare_string(&key, value)
             }
-            Property::Timestamp => match value {
+            PropertyName::Timestamp => match value {
                 EdmValue::DateTime(t) => Some(self.timestamp()?.cmp(t)),
                 _ => None,
             },
-            Property::Named(name) => self.property(name)?.compare(value.as_value_ref()),
+            PropertyName::Named(name) => self.property(name)?.compare(value.as_value_ref()),
         }
     }
 }
@@ -74,9 +74,9 @@ pub struct TableRow<'a> {
 }
 
 impl Row for TableRow<'_> {
-    fn compare(&self, property: &Property, value: &EdmValue) -> Option<Ordering> {
+    fn compare(&self, property: &PropertyName, value: &EdmValue) -> Option<Ordering> {
         match property {
-            Property::Named(n) if n == "TableName" => compare_string(self.name, value),
+            PropertyName::Named(n) if n == "TableName" => compare_string(self.name, value),
             _ => None,
         }
     }

@@ -25,7 +25,7 @@ use std::ops::Bound;
 
 use crate::model::edm::compare_ordinal;
 use crate::model::EdmValue;
-use crate::protocol::filter::{CmpOp, Expr, Property};
+use crate::protocol::filter::{CmpOp, Expr, PropertyName};
 use crate::store::{KeyBound, KeyRange};
 
 /// Cells kept before a subtree falls back to "everything" (15 comparisons bound the real
@@ -142,7 +142,7 @@ pub enum Dim {
 
 /// A superset of the rows satisfying `expr` (or its negation), as a union of cells.
 /// `dim` says which properties are key dimensions; those always exist and are Strings.
-pub fn region(expr: &Expr, negate: bool, dim: &dyn Fn(&Property) -> Option<Dim>) -> Vec<Cell> {
+pub fn region(expr: &Expr, negate: bool, dim: &dyn Fn(&PropertyName) -> Option<Dim>) -> Vec<Cell> {
     match expr {
         Expr::Compare(c) => {
             let Some(d) = dim(&c.property) else {
@@ -310,10 +310,10 @@ impl fmt::Display for Plan {
     }
 }
 
-fn entity_dim(p: &Property) -> Option<Dim> {
+fn entity_dim(p: &PropertyName) -> Option<Dim> {
     match p {
-        Property::PartitionKey => Some(Dim::First),
-        Property::RowKey => Some(Dim::Second),
+        PropertyName::PartitionKey => Some(Dim::First),
+        PropertyName::RowKey => Some(Dim::Second),
         _ => None,
     }
 }
@@ -450,8 +450,8 @@ pub fn normalize(ranges: Vec<KeyRange>) -> Vec<KeyRange> {
 /// one of a few exact `TableName` values; `None` to scan all tables.
 pub fn plan_table_names(filter: Option<&Expr>) -> Option<Vec<String>> {
     let expr = filter?;
-    let dim = |p: &Property| match p {
-        Property::Named(n) if n == "TableName" => Some(Dim::First),
+    let dim = |p: &PropertyName| match p {
+        PropertyName::Named(n) if n == "TableName" => Some(Dim::First),
         _ => None,
     };
     let cells = region(expr, false, &dim);

@@ -85,7 +85,7 @@ impl CmpOp {
 /// A property name; the three system properties are told apart because the planner and the
 /// evaluator treat them specially.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Property {
+pub enum PropertyName {
     PartitionKey,
     RowKey,
     Timestamp,
@@ -93,22 +93,22 @@ pub enum Property {
     Named(String),
 }
 
-impl Property {
-    pub fn from_name(name: &str) -> Property {
+impl PropertyName {
+    pub fn from_name(name: &str) -> PropertyName {
         match name {
-            "PartitionKey" => Property::PartitionKey,
-            "RowKey" => Property::RowKey,
-            "Timestamp" => Property::Timestamp,
-            other => Property::Named(other.to_string()),
+            "PartitionKey" => PropertyName::PartitionKey,
+            "RowKey" => PropertyName::RowKey,
+            "Timestamp" => PropertyName::Timestamp,
+            other => PropertyName::Named(other.to_string()),
         }
     }
 
     pub fn name(&self) -> &str {
         match self {
-            Property::PartitionKey => "PartitionKey",
-            Property::RowKey => "RowKey",
-            Property::Timestamp => "Timestamp",
-            Property::Named(n) => n,
+            PropertyName::PartitionKey => "PartitionKey",
+            PropertyName::RowKey => "RowKey",
+            PropertyName::Timestamp => "Timestamp",
+            PropertyName::Named(n) => n,
         }
     }
 }
@@ -116,7 +116,7 @@ impl Property {
 /// `property op value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
-    pub property: Property,
+    pub property: PropertyName,
     pub op: CmpOp,
     pub value: EdmValue,
 }
@@ -135,7 +135,7 @@ pub enum Expr {
 impl Expr {
     pub fn compare(property: &str, op: CmpOp, value: EdmValue) -> Expr {
         Expr::Compare(Comparison {
-            property: Property::from_name(property),
+            property: PropertyName::from_name(property),
             op,
             value,
         })

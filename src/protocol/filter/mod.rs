@@ -14,7 +14,7 @@ pub mod ast;
 pub mod lexer;
 pub mod parser;
 
-pub use ast::{CmpOp, Comparison, Expr, Property};
+pub use ast::{CmpOp, Comparison, Expr, PropertyName};
 
 use super::{ApiError, ErrorCode};
 

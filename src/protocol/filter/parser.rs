@@ -34,7 +34,7 @@
 //! [`MAX_COMPARISONS`](super::MAX_COMPARISONS) comparisons and nesting deeper than
 //! [`MAX_DEPTH`](super::MAX_DEPTH) (a typed error, not a stack overflow).
 
-use super::ast::{CmpOp, Comparison, Expr, Property};
+use super::ast::{CmpOp, Comparison, Expr, PropertyName};
 use super::lexer::{Lexer, Token, TokenKind};
 use super::{FilterError, FilterErrorKind, MAX_COMPARISONS, MAX_DEPTH};
 use crate::model::EdmValue;
@@ -53,7 +53,7 @@ pub struct Parser<'a> {
 }
 
 enum Operand {
-    Property(Property),
+    PropertyName(PropertyName),
     Literal(EdmValue),
 }
 
@@ -169,17 +169,17 @@ impl<'a> Parser<'a> {
         let right_end = self.current.end;
         let right = self.operand()?;
         let comparison = match (left, right) {
-            (Operand::Property(property), Operand::Literal(value)) => Comparison {
+            (Operand::PropertyName(property), Operand::Literal(value)) => Comparison {
                 property,
                 op,
                 value,
             },
-            (Operand::Literal(value), Operand::Property(property)) => Comparison {
+            (Operand::Literal(value), Operand::PropertyName(property)) => Comparison {
                 property,
                 op: op.flipped(),
                 value,
             },
-            // Property-to-property and literal-to-literal: one side must be a constant and the
+            // PropertyName-to-property and literal-to-literal: one side must be a constant and the
             // other a property (reference: "it is not possible to compare a property to a
             // dynamic value").
             _ => return Err(self.error(FilterErrorKind::Syntax, right_end)),
@@ -195,7 +195,7 @@ impl<'a> Parser<'a> {
         let operand = match &self.current.kind {
             TokenKind::Literal(v) => Operand::Literal(v.clone()),
             TokenKind::Ident(word) if !KEYWORDS.contains(word) => {
-                Operand::Property(Property::from_name(word))
+                Operand::PropertyName(PropertyName::from_name(word))
             }
             _ => return Err(self.unexpected()),
         };
