@@ -16,7 +16,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::auth::canonical::shared_key_lite_authorization;
 use crate::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
-use crate::data::remote::{plain, Credential, Target};
+use crate::data::remote::{plain, Credential, RemoteAccount};
 
 const INSIGHT_PATH: &str = "/_tablestore/insight";
 const METRICS_PATH: &str = "/metrics";
@@ -190,7 +190,7 @@ fn execute(cli: AdminCli) -> Result<Vec<u8>, String> {
 fn server(args: &ServerArgs) -> Result<Server, String> {
     use base64::Engine as _;
     if let Some(cs) = &args.connection_string {
-        let target = Target::from_connection_string(cs).map_err(|e| e.to_string())?;
+        let target = RemoteAccount::from_connection_string(cs).map_err(|e| e.to_string())?;
         let Credential::Key(key) = target.credential else {
             return Err(
                 "the control endpoints need an account key: the connection string \

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 
 use super::local::{open_folder, runtime, LocalEndpoint};
 use super::progress::Progress;
-use super::remote::{RemoteEndpoint, Target};
+use super::remote::{RemoteAccount, RemoteEndpoint};
 use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
 use super::{azurite, peak_rss_bytes, DataError, Endpoint, Mode};
 use crate::config::{CompressionArg, DEV_ACCOUNT, STORE_DIR_NAME};
@@ -181,8 +181,8 @@ fn folder_accounts(given: &[String]) -> Vec<String> {
 
 fn remote(endpoint: &EndpointArgs, credentials: &Credentials) -> Result<RemoteEndpoint, DataError> {
     let target = match (&endpoint.connection_string, &endpoint.url) {
-        (Some(cs), _) => Target::from_connection_string(cs)?,
-        (None, Some(url)) => Target::from_url(
+        (Some(cs), _) => RemoteAccount::from_connection_string(cs)?,
+        (None, Some(url)) => RemoteAccount::from_url(
             url,
             credentials.sas.as_deref(),
             credentials.account_key.as_deref(),

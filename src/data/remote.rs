@@ -40,7 +40,7 @@ pub enum Credential {
 
 /// Where a Table endpoint is and how to sign for it.
 #[derive(Clone)]
-pub struct Target {
+pub struct RemoteAccount {
     /// `scheme://host[:port]`.
     pub origin: String,
     /// The path before table names: `/devstoreaccount1` in path style, empty in host style.
@@ -49,11 +49,11 @@ pub struct Target {
     pub credential: Credential,
 }
 
-impl Target {
+impl RemoteAccount {
     /// A connection string: `AccountName`, `AccountKey` or `SharedAccessSignature`,
     /// `TableEndpoint` or `DefaultEndpointsProtocol` + `EndpointSuffix`, or
     /// `UseDevelopmentStorage=true`.
-    pub fn from_connection_string(text: &str) -> Result<Target, DataError> {
+    pub fn from_connection_string(text: &str) -> Result<RemoteAccount, DataError> {
         let mut get = std::collections::HashMap::new();
         for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             let (name, value) = part.split_once('=').ok_or_else(|| {
@@ -67,7 +67,7 @@ impl Target {
             .get("usedevelopmentstorage")
             .is_some_and(|v| v.eq_ignore_ascii_case("true"))
         {
-            return Target::from_url(
+            return RemoteAccount::from_url(
                 &format!("http://127.0.0.1:10002/{DEV_ACCOUNT}"),
                 None,
                 Some(DEV_ACCOUNT_KEY),
@@ -89,7 +89,7 @@ impl Target {
                 ))
             }
         };
-        let mut target = Target::from_url(
+        let mut target = RemoteAccount::from_url(
             &endpoint,
             get.get("sharedaccesssignature").map(String::as_str),
             get.get("accountkey").map(String::as_str),
@@ -104,7 +104,11 @@ impl Target {
     /// `https://acct.table.core.windows.net`), possibly with a SAS as its query, and either a
     /// SAS or an account key. The account is the first path segment, or else the first label
     /// of the host name.
-    pub fn from_url(url: &str, sas: Option<&str>, key: Option<&str>) -> Result<Target, DataError> {
+    pub fn from_url(
+        url: &str,
+        sas: Option<&str>,
+        key: Option<&str>,
+    ) -> Result<RemoteAccount, DataError> {
         let (url, url_sas) = match url.split_once('?') {
             Some((u, q)) => (u, Some(q)),
             None => (url, None),
@@ -146,7 +150,7 @@ impl Target {
                 ))
             }
         };
-        Ok(Target {
+        Ok(RemoteAccount {
             origin: format!("{scheme}://{host}"),
             prefix,
             account,
@@ -157,7 +161,7 @@ impl Target {
 
 /// One account of a Table endpoint.
 pub struct RemoteEndpoint {
-    target: Target,
+    target: RemoteAccount,
     client: Client,
 }
 
@@ -202,7 +206,7 @@ fn error_text(status: u16, body: &[u8]) -> String {
 }
 
 impl RemoteEndpoint {
-    pub fn new(target: Target) -> Result<RemoteEndpoint, DataError> {
+    pub fn new(target: RemoteAccount) -> Result<RemoteEndpoint, DataError> {
         let client = Client::builder()
             .timeout(Duration::from_secs(120))
             .build()
@@ -568,7 +572,7 @@ mod tests {
 
     #[test]
     fn connection_strings_and_urls() {
-        let t = Target::from_connection_string(
+        let t = RemoteAccount::from_connection_string(
             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=AAAA;\
              TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;",
         )
@@ -576,22 +580,23 @@ mod tests {
         assert_eq!(t.origin, "http://127.0.0.1:10002");
         assert_eq!(t.prefix, "/devstoreaccount1");
         assert_eq!(t.account, "devstoreaccount1");
-        let t =
-            Target::from_connection_string("AccountName=acct;SharedAccessSignature=sv=2019&sig=x")
-                .unwrap();
+        let t = RemoteAccount::from_connection_string(
+            "AccountName=acct;SharedAccessSignature=sv=2019&sig=x",
+        )
+        .unwrap();
         assert_eq!(t.origin, "https://acct.table.core.windows.net");
         assert_eq!(t.prefix, "");
         assert!(matches!(t.credential, Credential::Sas(ref s) if s == "sv=2019&sig=x"));
-        let t = Target::from_url(
+        let t = RemoteAccount::from_url(
             "https://acct.table.core.windows.net/?sv=1&sig=2",
             None,
             None,
         )
         .unwrap();
         assert_eq!(t.account, "acct");
-        assert!(Target::from_url("ftp://x", None, Some("AAAA")).is_err());
-        assert!(Target::from_url("http://x/a", None, None).is_err());
-        let dev = Target::from_connection_string("UseDevelopmentStorage=true").unwrap();
+        assert!(RemoteAccount::from_url("ftp://x", None, Some("AAAA")).is_err());
+        assert!(RemoteAccount::from_url("http://x/a", None, None).is_err());
+        let dev = RemoteAccount::from_connection_string("UseDevelopmentStorage=true").unwrap();
         assert_eq!(dev.account, DEV_ACCOUNT);
     }
 

@@ -18,7 +18,7 @@ use crate::sign::{DateCache, Signer};
 
 /// Where requests go: parsed from `--endpoint http://host:port/account`.
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct Endpoint {
     /// Socket address connected to.
     pub addr: SocketAddr,
     /// `Host` header value (`host:port` as written in the endpoint).
@@ -29,8 +29,8 @@ pub struct Target {
     pub base_url: String,
 }
 
-impl Target {
-    pub fn parse(endpoint: &str, allow_remote: bool) -> Result<Target, String> {
+impl Endpoint {
+    pub fn parse(endpoint: &str, allow_remote: bool) -> Result<Endpoint, String> {
         let uri: http::Uri = endpoint
             .parse()
             .map_err(|e| format!("--endpoint {endpoint:?} is not a URL: {e}"))?;
@@ -64,7 +64,7 @@ impl Target {
         }
         let base_path = uri.path().trim_end_matches('/').to_string();
         let base_url = endpoint.trim_end_matches('/').to_string();
-        Ok(Target {
+        Ok(Endpoint {
             addr,
             host_header: authority.as_str().to_string(),
             base_path,
@@ -76,30 +76,30 @@ impl Target {
 /// Every endpoint of `--endpoint` (comma separated): the nodes of one deployment. Each new
 /// connection goes to the next one, round-robin, so workers are spread evenly over the nodes.
 #[derive(Debug)]
-pub struct Targets {
-    list: Vec<Target>,
+pub struct Endpoints {
+    list: Vec<Endpoint>,
     next: AtomicUsize,
 }
 
-impl Targets {
-    pub fn parse(endpoints: &str, allow_remote: bool) -> Result<Targets, String> {
+impl Endpoints {
+    pub fn parse(endpoints: &str, allow_remote: bool) -> Result<Endpoints, String> {
         let list = endpoints
             .split(',')
             .map(str::trim)
             .filter(|e| !e.is_empty())
-            .map(|e| Target::parse(e, allow_remote))
+            .map(|e| Endpoint::parse(e, allow_remote))
             .collect::<Result<Vec<_>, _>>()?;
         if list.is_empty() {
             return Err("--endpoint names no endpoint".to_string());
         }
-        Ok(Targets {
+        Ok(Endpoints {
             list,
             next: AtomicUsize::new(0),
         })
     }
 
     /// The endpoint for a new connection.
-    fn next(&self) -> Target {
+    fn next(&self) -> Endpoint {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.list.len();
         self.list[i].clone()
     }
@@ -114,7 +114,7 @@ fn is_loopback(ip: IpAddr) -> bool {
 
 /// Settings shared by every connection.
 pub struct ClientConfig {
-    pub targets: Targets,
+    pub targets: Endpoints,
     pub signer: Signer,
     pub timeout: Duration,
     pub accept: HeaderValue,
@@ -168,7 +168,7 @@ pub struct Extra<'a> {
 pub struct Conn {
     cfg: Arc<ClientConfig>,
     /// The endpoint this connection talks to (one of `cfg.targets`).
-    target: Target,
+    target: Endpoint,
     sender: Option<SendRequest<Full<Bytes>>>,
     dates: DateCache,
     /// How many times this connection was (re)opened.
@@ -192,7 +192,7 @@ impl Conn {
         }
     }
 
-    pub fn target(&self) -> &Target {
+    pub fn target(&self) -> &Endpoint {
         &self.target
     }
 
@@ -367,20 +367,20 @@ mod tests {
 
     #[test]
     fn parses_path_style_endpoint() {
-        let t = Target::parse("http://127.0.0.1:10002/devstoreaccount1", false).unwrap();
+        let t = Endpoint::parse("http://127.0.0.1:10002/devstoreaccount1", false).unwrap();
         assert_eq!(t.addr, "127.0.0.1:10002".parse().unwrap());
         assert_eq!(t.host_header, "127.0.0.1:10002");
         assert_eq!(t.base_path, "/devstoreaccount1");
         assert_eq!(t.base_url, "http://127.0.0.1:10002/devstoreaccount1");
-        let t = Target::parse("http://localhost:9/devstoreaccount1/", false).unwrap();
+        let t = Endpoint::parse("http://localhost:9/devstoreaccount1/", false).unwrap();
         assert_eq!(t.base_path, "/devstoreaccount1");
         assert!(t.addr.ip().is_loopback());
     }
 
     #[test]
     fn refuses_non_loopback_and_https() {
-        assert!(Target::parse("http://192.0.2.1:10002/a", false).is_err());
-        assert!(Target::parse("https://127.0.0.1:10002/a", false).is_err());
-        assert!(Target::parse("127.0.0.1:10002", false).is_err());
+        assert!(Endpoint::parse("http://192.0.2.1:10002/a", false).is_err());
+        assert!(Endpoint::parse("https://127.0.0.1:10002/a", false).is_err());
+        assert!(Endpoint::parse("127.0.0.1:10002", false).is_err());
     }
 }

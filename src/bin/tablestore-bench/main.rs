@@ -29,7 +29,7 @@ use clap::Parser;
 use http::HeaderValue;
 
 use crate::cli::{Cli, Command, CompareArgs, RunArgs};
-use crate::client::{ClientConfig, Targets};
+use crate::client::{ClientConfig, Endpoints};
 use crate::report::RunReport;
 use crate::sign::Signer;
 
@@ -79,7 +79,7 @@ fn compare(c: &CompareArgs) -> Result<(), String> {
 
 fn bench(args: RunArgs) -> Result<(), String> {
     args.validate()?;
-    let targets = Targets::parse(&args.endpoint, args.allow_remote)?;
+    let targets = Endpoints::parse(&args.endpoint, args.allow_remote)?;
     let signer = Signer::new(&args.account, &args.key)?;
     let version = HeaderValue::from_str(&args.api_version)
         .map_err(|_| "--api-version is not a valid header value".to_string())?;

@@ -1223,7 +1223,7 @@ pub async fn run(ctx: Arc<Ctx>) -> Result<RunReport, String> {
 mod tests {
     use super::*;
     use crate::cli::Cli;
-    use crate::client::Targets;
+    use crate::client::Endpoints;
     use crate::sign::Signer;
     use clap::Parser;
     use http::HeaderValue;
@@ -1311,7 +1311,7 @@ mod tests {
             Cli::try_parse_from(["tablestore-bench", "--endpoint", endpoint, "--quiet"]).unwrap();
         let a = cli.run;
         let client = Arc::new(ClientConfig {
-            targets: Targets::parse(&a.endpoint, false).unwrap(),
+            targets: Endpoints::parse(&a.endpoint, false).unwrap(),
             signer: Signer::new(&a.account, &a.key).unwrap(),
             timeout: Duration::from_secs(5),
             accept: HeaderValue::from_static(a.metadata.accept()),
@@ -1462,7 +1462,7 @@ mod tests {
         assert_eq!(seen_a.lock().unwrap().len(), 2);
         assert_eq!(seen_b.lock().unwrap().len(), 2);
         assert_eq!(conns[1].target().base_url, b);
-        assert!(Targets::parse(" , ", false).is_err());
-        assert!(Targets::parse(&format!("{a},http://192.0.2.1:1/x"), false).is_err());
+        assert!(Endpoints::parse(" , ", false).is_err());
+        assert!(Endpoints::parse(&format!("{a},http://192.0.2.1:1/x"), false).is_err());
     }
 }

@@ -19,14 +19,14 @@ pub enum DbFailure {
 
 /// Where the store connects, as messages show it (never with the password).
 #[derive(Debug, Clone)]
-pub struct Target {
+pub struct PgAddress {
     pub user: String,
     pub host: String,
     pub database: String,
 }
 
-impl Target {
-    pub fn from_config(config: &tokio_postgres::Config) -> Target {
+impl PgAddress {
+    pub fn from_config(config: &tokio_postgres::Config) -> PgAddress {
         use tokio_postgres::config::Host;
         let host = config
             .get_hosts()
@@ -43,7 +43,7 @@ impl Target {
             .get_dbname()
             .map(str::to_string)
             .unwrap_or_else(|| user.clone());
-        Target {
+        PgAddress {
             user,
             host: if host.is_empty() {
                 "localhost:5432".into()
@@ -61,7 +61,7 @@ impl Target {
 }
 
 /// Sorts a driver error raised while talking to the database at `target`.
-pub fn classify(target: &Target, e: &tokio_postgres::Error) -> DbFailure {
+pub fn classify(target: &PgAddress, e: &tokio_postgres::Error) -> DbFailure {
     match e.code() {
         Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE => DbFailure::Retry,
         Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED => DbFailure::Retry,
@@ -72,7 +72,7 @@ pub fn classify(target: &Target, e: &tokio_postgres::Error) -> DbFailure {
 
 /// A driver error as a store error: unreachable/lost databases are `Unavailable`, refusals a
 /// one-sentence `Io`.
-pub fn from_db_error(target: &Target, e: &tokio_postgres::Error) -> StoreError {
+pub fn from_db_error(target: &PgAddress, e: &tokio_postgres::Error) -> StoreError {
     let Some(db) = e.as_db_error() else {
         return unavailable(target, e);
     };
@@ -119,7 +119,7 @@ pub fn from_db_error(target: &Target, e: &tokio_postgres::Error) -> StoreError {
 }
 
 /// The database could not be reached or the connection was lost.
-fn unavailable(target: &Target, e: &tokio_postgres::Error) -> StoreError {
+fn unavailable(target: &PgAddress, e: &tokio_postgres::Error) -> StoreError {
     // The driver's Display is one line ("error connecting to server: Connection refused
     // (os error 111)"); its source chain holds the I/O reason.
     let mut reason = e.to_string();
@@ -138,7 +138,7 @@ fn unavailable(target: &Target, e: &tokio_postgres::Error) -> StoreError {
 }
 
 /// A failure to get a connection from the pool.
-pub fn from_pool_error(target: &Target, e: PoolError) -> StoreError {
+pub fn from_pool_error(target: &PgAddress, e: PoolError) -> StoreError {
     match e {
         PoolError::Backend(e) => from_db_error(target, &e),
         PoolError::Timeout(_) => StoreError::unavailable(format!(
@@ -162,12 +162,12 @@ mod tests {
         let config =
             tokio_postgres::Config::from_str("postgres://alice:s3cret@db.local:6543/tables")
                 .unwrap();
-        let target = Target::from_config(&config);
+        let target = PgAddress::from_config(&config);
         assert_eq!(target.url(), "postgres://alice@db.local:6543/tables");
         assert!(!format!("{target:?}").contains("s3cret"));
         let config = tokio_postgres::Config::from_str("postgres://bob@h").unwrap();
         assert_eq!(
-            Target::from_config(&config).url(),
+            PgAddress::from_config(&config).url(),
             "postgres://bob@h:5432/bob"
         );
     }

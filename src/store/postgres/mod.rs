@@ -44,7 +44,7 @@ use super::{
 };
 use crate::model::limits::EntityLimitError;
 use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
-pub use errors::Target;
+pub use errors::PgAddress;
 use errors::{classify, from_db_error, from_pool_error, DbFailure};
 
 /// How long to wait for a connection to the database before answering 503.
@@ -77,7 +77,7 @@ pub fn is_postgres_url(location: &str) -> bool {
 /// password (or `url` unchanged when it does not parse; opening it then fails anyway).
 pub fn display_url(url: &str) -> String {
     match tokio_postgres::Config::from_str(url.trim()) {
-        Ok(config) => Target::from_config(&config).url(),
+        Ok(config) => PgAddress::from_config(&config).url(),
         Err(_) => "(an invalid URL)".to_string(),
     }
 }
@@ -90,7 +90,7 @@ pub struct PgStore {
 
 struct Shared {
     pool: Pool,
-    target: Target,
+    target: PgAddress,
     clock: Clock,
 }
 
@@ -140,7 +140,7 @@ impl PgStore {
             };
             config.options(&options);
         }
-        let target = Target::from_config(&config);
+        let target = PgAddress::from_config(&config);
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -172,7 +172,7 @@ impl PgStore {
     }
 
     /// Where the store connects, without the password.
-    pub fn target(&self) -> &Target {
+    pub fn target(&self) -> &PgAddress {
         &self.shared.target
     }
 
@@ -386,7 +386,11 @@ enum Abort<E> {
 }
 
 impl<E> Abort<E> {
-    fn db(target: &Target, e: &tokio_postgres::Error, wrap: impl FnOnce(StoreError) -> E) -> Self {
+    fn db(
+        target: &PgAddress,
+        e: &tokio_postgres::Error,
+        wrap: impl FnOnce(StoreError) -> E,
+    ) -> Self {
         match classify(target, e) {
             DbFailure::Retry => Abort::Retry,
             DbFailure::Fail(err) => Abort::Fail(wrap(err)),

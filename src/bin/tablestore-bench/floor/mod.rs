@@ -190,7 +190,7 @@ async fn shutdown_signal() {
 mod tests {
     use super::*;
     use crate::cli::Cli;
-    use crate::client::{ClientConfig, Conn, Extra, Targets};
+    use crate::client::{ClientConfig, Conn, Endpoints, Extra};
     use crate::sign::Signer;
     use clap::Parser;
     use http::{HeaderValue, Method};
@@ -204,7 +204,7 @@ mod tests {
 
     fn client(endpoint: &str) -> Arc<ClientConfig> {
         Arc::new(ClientConfig {
-            targets: Targets::parse(endpoint, false).unwrap(),
+            targets: Endpoints::parse(endpoint, false).unwrap(),
             signer: Signer::new(crate::cli::DEV_ACCOUNT, crate::cli::DEV_ACCOUNT_KEY).unwrap(),
             timeout: Duration::from_secs(10),
             accept: HeaderValue::from_static("application/json;odata=minimalmetadata"),
