@@ -3,9 +3,10 @@
 //! a blocking HTTP client) and run off the async workers; they wait for the asynchronous
 //! store on the runtime they were started from ([`runtime`]).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::runtime::Handle;
 
@@ -130,12 +131,7 @@ impl LocalEndpoint {
     }
 
     fn table_id(&self, table: &str) -> Result<TableId, DataError> {
-        if let Some(id) = self
-            .ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(table)
-        {
+        if let Some(id) = self.ids.lock().get(table) {
             return Ok(*id);
         }
         let info = self
@@ -147,10 +143,7 @@ impl LocalEndpoint {
                     self.account, self.label
                 ))
             })?;
-        self.ids
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(table.to_string(), info.id);
+        self.ids.lock().insert(table.to_string(), info.id);
         Ok(info.id)
     }
 

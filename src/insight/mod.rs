@@ -21,8 +21,9 @@ pub mod stats;
 pub mod topk;
 pub mod window;
 
+use parking_lot::Mutex;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use advice::Rule;
@@ -249,7 +250,7 @@ impl Insight {
 
     /// The statistics and advice (of one account when given) as JSON.
     pub fn snapshot(&self, account: Option<&str>) -> serde_json::Value {
-        let stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let stats = self.shared.stats.lock();
         stats.snapshot(self.now(), account)
     }
 
@@ -257,7 +258,7 @@ impl Insight {
     /// size read by the caller at scrape time.
     pub fn metrics(&self, flushes: u64, store: Option<crate::store::Footprint>) -> String {
         let advice = {
-            let stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+            let stats = self.shared.stats.lock();
             stats.active_advice().len()
         };
         self.shared.metrics.encode(advice, flushes, store)
@@ -275,7 +276,7 @@ impl Insight {
             observation: None,
         };
         {
-            let mut stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+            let mut stats = self.shared.stats.lock();
             stats.settle_waiters.push(tx);
         }
         let deadline = Instant::now() + timeout;
@@ -313,7 +314,7 @@ fn count(rx: Receiver<Report>, shared: Arc<Shared>) {
 
 fn count_one(report: Report, shared: &Shared) {
     let now = shared.started.elapsed().as_secs();
-    let mut stats = shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+    let mut stats = shared.stats.lock();
     if report.operation == SETTLE {
         for w in stats.settle_waiters.drain(..) {
             let _ = w.send(());

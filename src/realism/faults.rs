@@ -15,8 +15,8 @@
 //! error = "ServerBusy"         # any Azure code; status defaults to the code's own
 //! ```
 
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use rand::{RngExt as _, SeedableRng as _};
@@ -284,7 +284,7 @@ impl FaultRules {
     }
 
     pub fn replace(&self, set: Option<FaultSet>) {
-        let mut installed = self.installed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut installed = self.installed.lock();
         *installed = set.filter(|s| !s.rules.is_empty()).map(|set| Installed {
             hits: vec![Hits::default(); set.rules.len()],
             rng: Pcg64::seed_from_u64(set.seed),
@@ -299,7 +299,7 @@ impl FaultRules {
         if !self.is_installed() {
             return Verdict::default();
         }
-        let mut guard = self.installed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.installed.lock();
         let Some(installed) = guard.as_mut() else {
             return Verdict::default();
         };
@@ -342,7 +342,7 @@ impl FaultRules {
 
     /// `{"seed": …, "rules": [{…rule, "matched": n, "fired": n}]}`.
     pub fn report(&self) -> serde_json::Value {
-        let guard = self.installed.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.installed.lock();
         let Some(installed) = guard.as_ref() else {
             return serde_json::json!({"seed": 0, "rules": []});
         };

@@ -3,8 +3,8 @@
 //! answers 409 `TableBeingDeleted` "The specified table is being deleted." until then
 //! (Delete Table REST reference, Remarks).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::RequestFacts;
@@ -32,7 +32,7 @@ impl DeletedNames {
 
     fn remember_at(&self, facts: &RequestFacts, now: Instant) {
         let Some(table) = &facts.table else { return };
-        let mut names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        let mut names = self.names.lock();
         names.retain(|_, deleted| now.saturating_duration_since(*deleted) < self.purge);
         names.insert((facts.account.clone(), table.to_ascii_lowercase()), now);
     }
@@ -46,7 +46,7 @@ impl DeletedNames {
         let Some(table) = &facts.table else {
             return Ok(());
         };
-        let names = self.names.lock().unwrap_or_else(|e| e.into_inner());
+        let names = self.names.lock();
         match names.get(&(facts.account.clone(), table.to_ascii_lowercase())) {
             Some(deleted) if now.saturating_duration_since(*deleted) < self.purge => {
                 Err(ApiError::new(ErrorCode::TableBeingDeleted))
@@ -101,6 +101,6 @@ mod tests {
             d.remember_at(&facts("a", &format!("t{i}")), t0);
         }
         d.remember_at(&facts("a", "last"), t0 + Duration::from_secs(2));
-        assert_eq!(d.names.lock().unwrap().len(), 1);
+        assert_eq!(d.names.lock().len(), 1);
     }
 }

@@ -5,7 +5,7 @@
 //! and pagination"). The server cuts the page it computed at the returned index and continues
 //! at the first entity it dropped, so no entity is lost or repeated.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use rand::{RngExt as _, SeedableRng as _};
 use rand_pcg::Pcg64;
@@ -40,7 +40,7 @@ impl PageBreaker {
         match self.mode {
             PageBreaks::Partition => partition_keys.iter().position(|pk| *pk != first),
             PageBreaks::Random => {
-                let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+                let mut rng = self.rng.lock();
                 // A quarter of the pages come back empty (with a token), half end at a
                 // random row, the rest are whole.
                 let roll: f64 = rng.random();

@@ -7,8 +7,8 @@
 //! single partition up to 2,000 entities/s and an account up to 20,000 transactions/s, for
 //! 1 KiB entities; over them the service answers 503 Server Busy or 500 Operation Timeout.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::RequestFacts;
@@ -127,7 +127,7 @@ impl Targets {
     fn charge_at(&self, facts: &RequestFacts, now: Instant) -> Result<(), ApiError> {
         let r = self.rates;
         let entities = f64::from(facts.entities.max(1));
-        let mut guard = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.buckets.lock();
         let b = &mut *guard;
         let table = facts.table.as_deref().map(str::to_ascii_lowercase);
         if b.partitions.len() >= MAX_PARTITIONS {

@@ -7,12 +7,13 @@
 //! Graceful shutdown stops accepting, lets requests in flight finish within a grace period,
 //! then drops what is left.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -205,10 +206,7 @@ impl Tracker {
             closing: AtomicBool::new(false),
             close: Notify::new(),
         });
-        self.conns
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, Arc::clone(&state));
+        self.conns.lock().insert(id, Arc::clone(&state));
         Registration {
             tracker: Arc::clone(self),
             id,
@@ -218,7 +216,7 @@ impl Tracker {
 
     /// Asks the connection idle the longest to close; false if every connection is busy.
     fn close_one_idle(&self) -> bool {
-        let conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        let conns = self.conns.lock();
         let victim = conns
             .values()
             .filter(|c| c.busy.load(Ordering::Acquire) == 0 && !c.closing.load(Ordering::Relaxed))
@@ -242,11 +240,7 @@ struct Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.tracker
-            .conns
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.id);
+        self.tracker.conns.lock().remove(&self.id);
     }
 }
 

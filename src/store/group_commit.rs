@@ -7,8 +7,9 @@
 //! generation the write was applied in: a backend that reopened itself in between (after a
 //! failed write) may have lost it, so it is refused with [`StoreError::Reopening`].
 
+use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -87,11 +88,7 @@ impl GroupCommit {
         let mut rx = self.shared.flushed.subscribe();
         let ticket = self.shared.requested.fetch_add(1, Ordering::SeqCst) + 1;
         {
-            let mut pending = self
-                .signal
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
+            let mut pending = self.signal.pending.lock();
             // Already pending: the flusher has not taken the last signal yet and will see this
             // write's ticket too (a wake-up per write was a system call per write).
             if !*pending {
@@ -136,11 +133,10 @@ fn flusher(shared: Weak<Shared>, signal: Arc<Signal>, flush: Box<FlushFn>) {
     let mut flushed = 0;
     loop {
         {
-            let pending = signal.pending.lock().unwrap_or_else(|e| e.into_inner());
-            let (mut pending, _) = signal
+            let mut pending = signal.pending.lock();
+            signal
                 .wake
-                .wait_timeout_while(pending, Duration::from_millis(100), |p| !*p)
-                .unwrap_or_else(|e| e.into_inner());
+                .wait_while_for(&mut pending, |p| !*p, Duration::from_millis(100));
             let woken = *pending;
             *pending = false;
             drop(pending);

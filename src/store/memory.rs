@@ -1,10 +1,11 @@
 //! In-memory backend (`--in-memory`, tests): two BTreeMaps behind RwLocks. Range reads copy a
 //! bounded chunk at a time, so a scan never holds the lock across calls.
 
+use parking_lot::RwLock;
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use super::footprint::{Footprint, Totals};
 use super::{Kv, Space, StoreError};
@@ -51,11 +52,7 @@ impl Iterator for MemoryIter<'_> {
             return Some(Ok(item));
         }
         let start = self.next_start.take()?;
-        let map = self
-            .kv
-            .map(self.space)
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
+        let map = self.kv.map(self.space).read();
         if !range_is_valid(&start, &self.end) {
             return None;
         }
@@ -145,7 +142,7 @@ impl Kv for MemoryKv {
     type Iter<'a> = MemoryIter<'a>;
 
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Arc<[u8]>>, StoreError> {
-        let map = self.map(space).read().unwrap_or_else(|e| e.into_inner());
+        let map = self.map(space).read();
         Ok(map.get(key).cloned())
     }
 
@@ -166,7 +163,7 @@ impl Kv for MemoryKv {
         end: &Bound<Vec<u8>>,
         min_rows: usize,
     ) -> Option<Vec<u8>> {
-        let map = self.map(space).read().unwrap_or_else(|e| e.into_inner());
+        let map = self.map(space).read();
         middle_key(&map, start, end, min_rows)
     }
 
@@ -175,7 +172,7 @@ impl Kv for MemoryKv {
         space: Space,
         batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
     ) -> Result<(), StoreError> {
-        let mut map = self.map(space).write().unwrap_or_else(|e| e.into_inner());
+        let mut map = self.map(space).write();
         for (k, v) in batch {
             let key_len = k.len();
             let new = v.as_ref().map(Vec::len);

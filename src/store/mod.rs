@@ -28,10 +28,11 @@ pub mod sled_kv;
 pub mod tiered;
 pub mod value_lz4;
 
+use parking_lot::{Mutex, RwLock};
 use std::borrow::Cow;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -539,7 +540,7 @@ impl CommitWatches {
             }
         }
         // Commits keep overlapping the read: hold them off while it runs once more.
-        let _gate = watch.gate.write().unwrap_or_else(|e| e.into_inner());
+        let _gate = watch.gate.write();
         read()
     }
 }
@@ -688,9 +689,7 @@ impl<B: Kv> KvStore<B> {
                 return Ok(value);
             }
         }
-        let _guard = self.partition_locks[stripe]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = self.partition_locks[stripe].lock();
         self.kv.get(Space::Entities, key)
     }
 
@@ -724,7 +723,7 @@ impl<B: Kv> KvStore<B> {
 
     /// Creates the table record under the table lock; returns it and the generation.
     fn apply_create_table(&self, table: &TableRef) -> Result<(TableInfo, u64), StoreError> {
-        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.table_lock.lock();
         let account = table.account.as_str();
         let folded = table.folded();
         if self.read_table(account, &folded)?.is_some() {
@@ -757,7 +756,7 @@ impl<B: Kv> KvStore<B> {
     /// Removes the table record under the table lock, leaving a marker for the purge;
     /// returns the table id and the generation.
     fn apply_delete_table(&self, table: &TableRef) -> Result<(u64, u64), StoreError> {
-        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.table_lock.lock();
         let account = table.account.as_str();
         let folded = table.folded();
         let record = self
@@ -773,7 +772,7 @@ impl<B: Kv> KvStore<B> {
     }
 
     fn apply_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<u64, StoreError> {
-        let _guard = self.table_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let _guard = self.table_lock.lock();
         let account = table.account.as_str();
         let folded = table.folded();
         let mut record = self
@@ -804,9 +803,7 @@ impl<B: Kv> KvStore<B> {
             .begin_write()
             .map_err(|error| CommitError { index: last, error })?;
         let stripe = Self::stripe(table_id, &first.key.partition_key);
-        let _guard = self.partition_locks[stripe]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _guard = self.partition_locks[stripe].lock();
         let mut batch = Vec::with_capacity(ops.len());
         let mut stamps = Vec::with_capacity(ops.len());
         // Whether every operation puts a key found holding no value (inserts of new entities).
@@ -832,7 +829,7 @@ impl<B: Kv> KvStore<B> {
         }
         let watch = self.watches.of(table_id);
         let applied = {
-            let _gate = watch.gate.read().unwrap_or_else(|e| e.into_inner());
+            let _gate = watch.gate.read();
             watch.started.fetch_add(1, Ordering::SeqCst);
             let several = batch.len() > 1;
             if several {

@@ -16,10 +16,11 @@
 //! durable mode are kept, and writes that were not flushed are gone; the generation number
 //! changes, so a commit whose write went to the old database is never acknowledged.
 
+use parking_lot::{Mutex, RwLock};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::footprint::{folder_bytes, Footprint, Totals};
@@ -474,10 +475,7 @@ impl SledKv {
     }
 
     fn handles(&self) -> Option<Arc<Handles>> {
-        self.current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.current.read().clone()
     }
 
     /// Runs a write against the open database; a failure marks the store for reopening.
@@ -518,7 +516,7 @@ impl SledKv {
     /// Reopens the database after a failed write, once the disk has room again.
     fn recover(&self) -> Result<(), StoreError> {
         {
-            let mut last = self.last_attempt.lock().unwrap_or_else(|e| e.into_inner());
+            let mut last = self.last_attempt.lock();
             if last.is_some_and(|t| t.elapsed() < RECOVERY_INTERVAL) {
                 return Err(StoreError::Reopening(
                     "a previous write failed (is the disk full?); retrying shortly",
@@ -527,7 +525,7 @@ impl SledKv {
             *last = Some(Instant::now());
         }
         self.check_free_space()?;
-        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        let mut current = self.current.write();
         if !self.failed.load(Ordering::Acquire) {
             return Ok(()); // another writer recovered first
         }
@@ -643,11 +641,7 @@ impl Drop for SledKv {
     /// Closes the database; if nothing failed, ends its log with a clean-shutdown token and
     /// records the token in the marker file for the next start to check.
     fn drop(&mut self) {
-        let handles = self
-            .current
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
+        let handles = self.current.get_mut().take();
         let Some(handles) = handles else { return };
         if self.failed.load(Ordering::Acquire) {
             return;
@@ -915,7 +909,7 @@ mod tests {
                 .is_some_and(|(partition, _)| partition == "held");
             if held && hold_armed.load(Ordering::SeqCst) {
                 entered_tx.send(()).unwrap();
-                released.lock().unwrap().recv().unwrap();
+                released.lock().recv().unwrap();
             }
         }));
         let mut tier = TierOptions::with_budget_mib(16);

@@ -18,10 +18,11 @@
 //! table found too large, twenty pauses or ten times its attempt), so tables that do not fit
 //! together keep the loader busy a fifth of the time at most.
 
+use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, OnceLock, RwLock};
+use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -266,8 +267,8 @@ impl State {
 }
 
 impl<B: Kv> Shared<B> {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+    fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
+        let mut state = self.state.lock();
         state.check_generation(self.inner.generation());
         state
     }
@@ -688,7 +689,7 @@ impl<B: Kv> TieredKv<B> {
         // any table) do not wait for them. If the table is evicted meanwhile, a later load
         // reads the backend, which already holds this write.
         let (added, removed) = {
-            let mut rows = table.rows.write().unwrap_or_else(|e| e.into_inner());
+            let mut rows = table.rows.write();
             apply_rows(&mut rows, copy)
         };
         let mut state = self.shared.lock();
@@ -762,7 +763,7 @@ impl<'a, B: Kv + 'a> Iterator for TierIter<'a, B> {
                 if !range_is_valid(&start, end) {
                     return None;
                 }
-                let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
+                let rows = table.rows.read();
                 let chunk: Vec<Row> = rows
                     .range::<[u8], _>((as_slice(&start), as_slice(end)))
                     .take(CHUNK)
@@ -788,7 +789,7 @@ impl<B: Kv> Kv for TieredKv<B> {
     fn get(&self, space: Space, key: &[u8]) -> Result<Option<Self::Bytes>, StoreError> {
         if space == Space::Entities {
             if let Some(table) = table_of(key).and_then(|id| self.resident(id)) {
-                let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
+                let rows = table.rows.read();
                 return Ok(rows.get(key).map(|v| LayeredBytes::Held(Arc::clone(v))));
             }
         }
@@ -833,7 +834,7 @@ impl<B: Kv> Kv for TieredKv<B> {
             if !range_is_valid(&start, &end) {
                 return Ok(());
             }
-            let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
+            let rows = table.rows.read();
             let mut last = None;
             let mut group: Vec<(&[u8], &[u8])> = Vec::with_capacity(TOUCH_AHEAD);
             let mut in_range = rows.range::<[u8], _>((as_slice(&start), as_slice(&end)));
@@ -882,7 +883,7 @@ impl<B: Kv> Kv for TieredKv<B> {
             .then(|| table_of_range(start, end))
             .flatten()
             .and_then(|id| self.resident(id))?;
-        let rows = table.rows.read().unwrap_or_else(|e| e.into_inner());
+        let rows = table.rows.read();
         middle_key(&rows, start, end, min_rows)
     }
 

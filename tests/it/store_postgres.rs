@@ -6,9 +6,10 @@
 
 use crate::common;
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use common::postgres::{Durability, PgCluster};
 use tablestore::model::{EdmDateTime, EdmValue, EntityKey, IfMatch, Property, WriteKind, WriteOp};
@@ -19,10 +20,7 @@ use tablestore::store::{read_fn, KeyBound, KeyRange, Store, StoreError, TableId,
 /// the same folder again and must find the same data.
 fn database_for(dir: &Path) -> String {
     static DATABASES: OnceLock<Mutex<HashMap<PathBuf, String>>> = OnceLock::new();
-    let mut map = DATABASES
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
+    let mut map = DATABASES.get_or_init(Default::default).lock();
     map.entry(dir.to_path_buf())
         .or_insert_with(|| PgCluster::shared().fresh_database("conformance"))
         .clone()

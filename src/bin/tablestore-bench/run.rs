@@ -1,8 +1,9 @@
 //! The benchmark run: table setup, preload, one timed phase per workload, measurement.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -233,7 +234,7 @@ impl Ctx {
     }
 
     fn remember(&self, table: &str) {
-        let mut g = self.created.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = self.created.lock();
         g.push(table.to_string());
     }
 
@@ -301,7 +302,7 @@ impl Ctx {
             return;
         }
         let tables: Vec<String> = {
-            let g = self.created.lock().unwrap_or_else(|e| e.into_inner());
+            let g = self.created.lock();
             g.clone()
         };
         let mut conn = Conn::new(self.client.clone());
@@ -694,7 +695,7 @@ impl Ctx {
         table: &str,
         layout: &Layout,
     ) -> (LoadMode, bool) {
-        let known = *self.load_mode.lock().unwrap_or_else(|e| e.into_inner());
+        let known = *self.load_mode.lock();
         let mode = known.unwrap_or(self.args.preload);
         if mode != LoadMode::Auto {
             return (mode, false);
@@ -715,7 +716,7 @@ impl Ctx {
                 (LoadMode::Single, false)
             }
         };
-        *self.load_mode.lock().unwrap_or_else(|e| e.into_inner()) = Some(decided.0);
+        *self.load_mode.lock() = Some(decided.0);
         decided
     }
 
@@ -1288,7 +1289,7 @@ mod tests {
                             }
                         }
                         buf.drain(..head_end + len);
-                        rec.lock().unwrap().push(head.clone());
+                        rec.lock().push(head.clone());
                         if sock.write_all(answer(&head).as_bytes()).await.is_err() {
                             return;
                         }
@@ -1354,7 +1355,7 @@ mod tests {
             _ => panic!("query failed"),
         }
         assert_eq!(conn.connects, 1, "keep-alive connection reused");
-        let seen = seen.lock().unwrap().clone();
+        let seen = seen.lock().clone();
         assert!(
             seen[0].starts_with("GET /devstoreaccount1/t1()?$filter=Bucket%20eq%207 HTTP/1.1\r\n")
         );
@@ -1400,7 +1401,7 @@ mod tests {
             Outcome::Err { label, .. } => assert_eq!(label, "batch:409"),
             _ => panic!("a failed sub-response must fail the batch"),
         }
-        let head = seen.lock().unwrap()[0].clone();
+        let head = seen.lock()[0].clone();
         assert!(head.starts_with("POST /devstoreaccount1/$batch HTTP/1.1\r\n"));
         assert!(header(&head, "content-type").starts_with("multipart/mixed; boundary=batch_"));
     }
@@ -1421,7 +1422,7 @@ mod tests {
         .await;
         let c = ctx(&endpoint);
         assert_eq!(c.logical_bytes().await, Some(600));
-        let head = seen.lock().unwrap()[0].clone();
+        let head = seen.lock()[0].clone();
         // From the server's root, signed for `/{account}/metrics` like the server expects.
         let date = header(&head, "x-ms-date");
         let expected = Signer::new(crate::cli::DEV_ACCOUNT, crate::cli::DEV_ACCOUNT_KEY)
@@ -1434,7 +1435,7 @@ mod tests {
         let c = ctx(&endpoint);
         assert_eq!(c.logical_bytes().await, None);
         assert_eq!(c.logical_bytes().await, None);
-        assert_eq!(seen.lock().unwrap().len(), 1);
+        assert_eq!(seen.lock().len(), 1);
     }
 
     /// `--endpoint a,b`: connections alternate between the nodes, and a `$batch` names the
@@ -1459,8 +1460,8 @@ mod tests {
                 .expect("answered");
             assert_eq!(r.status, 204);
         }
-        assert_eq!(seen_a.lock().unwrap().len(), 2);
-        assert_eq!(seen_b.lock().unwrap().len(), 2);
+        assert_eq!(seen_a.lock().len(), 2);
+        assert_eq!(seen_b.lock().len(), 2);
         assert_eq!(conns[1].target().base_url, b);
         assert!(Endpoints::parse(" , ", false).is_err());
         assert!(Endpoints::parse(&format!("{a},http://192.0.2.1:1/x"), false).is_err());

@@ -26,9 +26,10 @@
 mod errors;
 pub mod schema;
 
+use parking_lot::Mutex;
 use std::ops::Bound;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -244,7 +245,7 @@ impl PgRows {
         end: &Bound<Vec<u8>>,
         limit: i64,
     ) -> Result<Vec<Row>, StoreError> {
-        let mut snapshot = self.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        let mut snapshot = self.snapshot.lock();
         let open = match std::mem::replace(&mut *snapshot, Snapshot::Lost) {
             Snapshot::NotBegun => None,
             Snapshot::Open(client) => Some(*client),
@@ -297,7 +298,7 @@ impl RowSource for PgRows {
 impl Drop for PgRows {
     /// Ends the job's transaction in the background and gives its connection back.
     fn drop(&mut self) {
-        let snapshot = self.snapshot.get_mut().unwrap_or_else(|e| e.into_inner());
+        let snapshot = self.snapshot.get_mut();
         if let Snapshot::Open(client) = std::mem::replace(snapshot, Snapshot::Lost) {
             let client = *client;
             self.handle.spawn(async move {

@@ -4,9 +4,9 @@
 //! without storing an entity. Only one number per table is kept: how many entities were
 //! inserted, so that a query returns as many rows as the real table would hold.
 
+use parking_lot::RwLock;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::RwLock;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE, ETAG};
@@ -81,13 +81,13 @@ impl Floor {
 
     /// Entities inserted into `table` and not deleted since it was created.
     pub fn count(&self, table: &str) -> u64 {
-        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        let tables = self.tables.read();
         tables.get(table).map_or(0, |n| n.load(Ordering::Relaxed))
     }
 
     /// Adds `delta` to `table`'s count (a table the floor was not asked to create has none).
     fn add(&self, table: &str, delta: i64) {
-        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        let tables = self.tables.read();
         if let Some(n) = tables.get(table) {
             if delta >= 0 {
                 n.fetch_add(delta as u64, Ordering::Relaxed);
@@ -108,7 +108,7 @@ impl Floor {
             Route::ListTables => self.list_tables(reply, parts),
             Route::CreateTable => self.create_table(reply, parts, &body),
             Route::DeleteTable(table) => {
-                let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+                let mut tables = self.tables.write();
                 if tables.remove(table.as_ref()).is_some() {
                     reply.status(StatusCode::NO_CONTENT).empty()
                 } else {
@@ -172,7 +172,7 @@ impl Floor {
 
     fn list_tables(&self, reply: Reply, parts: &Parts) -> Response<Full<Bytes>> {
         let names: Vec<String> = {
-            let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+            let tables = self.tables.read();
             tables.keys().take(PAGE_ROWS as usize).cloned().collect()
         };
         let mut out = Vec::with_capacity(64 + names.len() * 32);
@@ -214,7 +214,7 @@ impl Floor {
             );
         }
         {
-            let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+            let mut tables = self.tables.write();
             if tables.len() >= MAX_TABLES && !tables.contains_key(&table_name) {
                 return reply.error(
                     StatusCode::SERVICE_UNAVAILABLE,
