@@ -1,16 +1,17 @@
-//! Entity operations: Query Entities (plan, the caller's key range, `$top`, one page, and on
-//! request the count of pages), Get Entity, and every single-entity write (one commit).
+//! Entity operations: Query Entities (plan, the caller's key range, `$top`, one page in the
+//! scope's order, and on request the count of key-ordered pages), Get Entity, and every single-entity write (one commit).
 
 use std::sync::Arc;
 
-use super::{ExecError, Scope};
+use super::{ExecError, ResultOrder, Scope};
 use crate::model::{EdmDateTime, Entity, TableRef, WriteOp};
 use crate::protocol::filter::Expr;
 use crate::protocol::operation::EntityRef;
 use crate::protocol::ApiError;
 use crate::query::plan::{plan_entities, Plan};
+use crate::query::unordered::{OrderKey, UnorderedPage, UnorderedPageRead};
 use crate::query::{eval, execute_raw_page, PageLimits, PageRead, RawPage};
-use crate::store::{Store, StoreError, StoredRow, TableInfo};
+use crate::store::{read_with, Store, StoreError, StoredRow, TableInfo};
 
 /// Query Entities as the request asks it.
 #[derive(Debug)]
@@ -20,10 +21,23 @@ pub(crate) struct EntityQuery {
     pub filter: Option<Expr>,
     /// Most entities in the page (0..=1000).
     pub top: usize,
-    /// Where the page starts (PartitionKey, RowKey), from a continuation.
-    pub resume: Option<(String, String)>,
+    /// Where the page starts, from a continuation.
+    pub resume: Resume,
     /// Count the pages the whole result takes from here (opt-in debugging).
     pub count_pages: bool,
+}
+
+/// Where a page of Query Entities starts.
+#[derive(Debug)]
+pub(crate) enum Resume {
+    /// The first page.
+    Start,
+    /// Key order's continuation: (PartitionKey, RowKey) of the first row of the page.
+    Keys(String, String),
+    /// Hashed order's continuation: the position of the last row already answered.
+    After(OrderKey),
+    /// A continuation token the scope's order cannot read: refused once the table is found.
+    Unreadable(ApiError),
 }
 
 /// One page of Query Entities.
@@ -39,6 +53,8 @@ pub(crate) struct EntityPage {
     /// The pages the whole result takes from here (counted up to [`MAX_COUNTED_PAGES`]),
     /// when the query asked for them.
     pub pages: Option<u64>,
+    /// In hashed order (`page.next` is then `None`): where the next page starts.
+    pub hashed_next: Option<OrderKey>,
 }
 
 /// Pages counted before giving up (the count then reads `1000+`).
@@ -83,11 +99,40 @@ pub(crate) async fn query(
         top: query.top,
         ..PageLimits::default()
     };
+    if let ResultOrder::Hashed { seed } = scope.order() {
+        let after = match query.resume {
+            Resume::After(key) => Some(key),
+            Resume::Unreadable(e) => return Err(ExecError::Refused(e)),
+            Resume::Start | Resume::Keys(..) => None,
+        };
+        let page = if plan.ranges.is_empty() {
+            UnorderedPage::default()
+        } else {
+            let job = UnorderedPageRead::new(plan.ranges.clone(), matches, seed, after, query.top);
+            read_with(store, info.id, job).await?.into_page()
+        };
+        return Ok(EntityPage {
+            table: named(scope, &info),
+            page: RawPage {
+                rows: page.rows,
+                next: None,
+                examined: page.examined,
+            },
+            plan,
+            filter,
+            pages: None,
+            hashed_next: page.next,
+        });
+    }
     let read = |resume: Option<(String, String)>| {
         let job = PageRead::new(plan.ranges.clone(), matches.clone(), resume, limits);
         execute_raw_page(store, info.id, job)
     };
-    let page = read(query.resume).await?;
+    let resume = match query.resume {
+        Resume::Keys(partition_key, row_key) => Some((partition_key, row_key)),
+        Resume::Start | Resume::After(_) | Resume::Unreadable(_) => None,
+    };
+    let page = read(resume).await?;
     let pages = match query.count_pages {
         true => Some(count_pages(&page, read).await?),
         false => None,
@@ -98,6 +143,7 @@ pub(crate) async fn query(
         plan,
         filter,
         pages,
+        hashed_next: None,
     })
 }
 

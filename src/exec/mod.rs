@@ -20,9 +20,9 @@ mod service;
 mod tables;
 
 pub(crate) use batch::{AppliedChangeSet, BatchInput, BatchOutcome, SubRequestInput};
-pub(crate) use entities::{EntityPage, EntityQuery, Written, MAX_COUNTED_PAGES};
+pub(crate) use entities::{EntityPage, EntityQuery, Resume, Written, MAX_COUNTED_PAGES};
 pub(crate) use error::ExecError;
-pub(crate) use scope::{authz_operation, Scope};
+pub(crate) use scope::{authz_operation, ResultOrder, Scope};
 pub(crate) use service::properties as service_properties;
 pub(crate) use tables::{TableQuery, TablesPage};
 

@@ -1,8 +1,9 @@
 //! [`Scope`]: where an operation runs and what the caller may do there: the account whose
-//! data it addresses and the caller's grant (its SAS permissions and key range).
+//! data it addresses, the caller's grant (its SAS permissions and key range), and the order
+//! the server answers queries in (its flavour's).
 
 use crate::auth::{AuthError, AuthzOperation, Principal};
-use crate::model::TableRef;
+use crate::model::{Flavor, TableRef};
 use crate::protocol::operation::Operation;
 use crate::store::{KeyBound, KeyRange};
 
@@ -13,6 +14,29 @@ pub(crate) struct Scope {
     account: String,
     /// Who is calling (`None` with `--disable-auth`).
     principal: Option<Principal>,
+    /// The order query results come in.
+    order: ResultOrder,
+}
+
+/// The order the server answers queries in: Azure Storage's key order, or, under
+/// `--flavor cosmos`, Cosmos DB's (no key order: a seeded hash of the keys, see
+/// `query::unordered`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum ResultOrder {
+    #[default]
+    Keys,
+    /// Seeded key-hash order, with the server's `cosmos_shuffle_seed`.
+    Hashed { seed: u64 },
+}
+
+impl ResultOrder {
+    /// The order `flavor` answers in, with `seed` for Cosmos's.
+    pub(crate) fn of(flavor: Flavor, seed: u64) -> ResultOrder {
+        match flavor {
+            Flavor::Storage => ResultOrder::Keys,
+            Flavor::Cosmos => ResultOrder::Hashed { seed },
+        }
+    }
 }
 
 impl Scope {
@@ -20,7 +44,17 @@ impl Scope {
         Scope {
             account: account.into(),
             principal,
+            order: ResultOrder::Keys,
         }
+    }
+
+    /// The scope answering queries in `order`.
+    pub(crate) fn in_order(self, order: ResultOrder) -> Scope {
+        Scope { order, ..self }
+    }
+
+    pub(crate) fn order(&self) -> ResultOrder {
+        self.order
     }
 
     pub(crate) fn account(&self) -> &str {

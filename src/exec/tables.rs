@@ -1,10 +1,11 @@
 //! Table operations: Query Tables, Get Table, Create Table, Delete Table, and the table's
 //! stored access policies (Get/Set Table ACL).
 
-use super::{ExecError, Scope};
+use super::{ExecError, ResultOrder, Scope};
 use crate::auth::{decode_signed_identifiers, SignedIdentifier};
 use crate::model::TableName;
 use crate::protocol::filter::Expr;
+use crate::query::unordered::unordered_table_page;
 use crate::query::{execute_table_page, TablePage};
 use crate::store::{Store, StoreError, TableInfo};
 
@@ -14,8 +15,11 @@ pub(crate) struct TableQuery {
     pub filter: Option<Expr>,
     /// Most tables in the page (0..=1000).
     pub top: usize,
-    /// The lower-cased name the page starts at, from a continuation.
+    /// The lower-cased name the page starts at, from a continuation (key order).
     pub start: Option<String>,
+    /// The position of the last name already answered, from a continuation (hashed order):
+    /// its hash and lower-cased name.
+    pub after: Option<(u64, String)>,
 }
 
 /// One page of Query Tables in an account.
@@ -23,6 +27,8 @@ pub(crate) struct TableQuery {
 pub(crate) struct TablesPage {
     pub account: String,
     pub page: TablePage,
+    /// In hashed order (`page.next` is then `None`): where the next page starts.
+    pub hashed_next: Option<(u64, String)>,
 }
 
 pub(crate) async fn query(
@@ -30,6 +36,9 @@ pub(crate) async fn query(
     scope: &Scope,
     query: TableQuery,
 ) -> Result<TablesPage, ExecError> {
+    if let ResultOrder::Hashed { seed } = scope.order() {
+        return query_hashed(store, scope, query, seed).await;
+    }
     let page = if query.top == 0 {
         // `$top=0`: an empty page with no continuation, as for Query Entities.
         TablePage {
@@ -43,6 +52,47 @@ pub(crate) async fn query(
     Ok(TablesPage {
         account: scope.account().to_string(),
         page,
+        hashed_next: None,
+    })
+}
+
+/// Query Tables in hashed order: every matching name of the account is read, a key-ordered
+/// page at a time, for each page answered. Cosmos accounts hold at most 500 containers
+/// ("Azure Cosmos DB service quotas"), so this stays small.
+async fn query_hashed(
+    store: &dyn Store,
+    scope: &Scope,
+    query: TableQuery,
+    seed: u64,
+) -> Result<TablesPage, ExecError> {
+    let (mut all, mut examined) = (Vec::new(), 0);
+    let mut plan;
+    let mut start: Option<String> = None;
+    loop {
+        let (filter, from) = (query.filter.as_ref(), start.as_deref());
+        let page = execute_table_page(store, scope.account(), filter, from, 1000).await?;
+        all.extend(page.names);
+        examined += page.examined;
+        plan = page.plan;
+        match page.next {
+            Some(next) => start = Some(next),
+            None => break,
+        }
+    }
+    let (names, hashed_next) = if query.top == 0 {
+        (Vec::new(), None)
+    } else {
+        unordered_table_page(all, seed, query.after.as_ref(), query.top)
+    };
+    Ok(TablesPage {
+        account: scope.account().to_string(),
+        page: TablePage {
+            names,
+            next: None,
+            examined,
+            plan,
+        },
+        hashed_next,
     })
 }
 

@@ -2,14 +2,17 @@
 //! typed [`Op`] and the [`Reply`] the client asked for (metadata level, `Prefer`, `$select`).
 //! Every check here reads the request only; nothing touches the store.
 
-use crate::exec::{BatchInput, EntityQuery, Op, SubRequestInput, TableQuery};
+use crate::exec::{BatchInput, EntityQuery, Op, Resume, SubRequestInput, TableQuery};
 use crate::model::limits::MAX_PAGE_SIZE;
-use crate::model::WriteOp;
+use crate::model::{Flavor, WriteOp};
 use crate::model::{TableName, TableNameError};
 use crate::protocol::batch::{
     decode_batch, decode_change, parse_sub_operation, BatchBody, ChangeWrite, SubRequest,
 };
-use crate::protocol::continuation::decode_token;
+use crate::protocol::continuation::{
+    decode_cosmos_entity_token, decode_cosmos_table_token, decode_token,
+};
+use crate::protocol::filter::Expr;
 use crate::protocol::headers::{
     self, check_json_content_type, negotiate_metadata, ReturnPreference,
 };
@@ -17,7 +20,8 @@ use crate::protocol::operation::Operation;
 use crate::protocol::service_properties::PropertiesUpdate;
 use crate::protocol::uri::QueryParams;
 use crate::protocol::write::{decode_insert, decode_write};
-use crate::protocol::{filter, json, ApiError, ErrorCode};
+use crate::protocol::{filter, flavor, json, ApiError, ErrorCode};
+use crate::query::unordered::OrderKey;
 use crate::server::call::Call;
 use crate::server::encode::{Reply, SubReply};
 
@@ -32,12 +36,13 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         Operation::QueryEntities { table } => query_entities(call, table)?,
         Operation::GetEntity(entity) => {
             let reply = with_metadata(call)?;
-            let filter = filter::parse_param(call.query.get("$filter"));
+            let filter = parse_filter(call);
             (Op::GetEntity { entity, filter }, with_select(call, reply))
         }
         Operation::InsertEntity { table } => {
             let reply = with_metadata(call)?;
-            let op = decode_insert(&call.body, call.header("content-type"))?;
+            let mut op = decode_insert(&call.body, call.header("content-type"))?;
+            flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
             (Op::Write { table, op }, with_prefer(call, reply))
         }
         write @ (Operation::UpdateEntity(..)
@@ -45,7 +50,8 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         | Operation::DeleteEntity(..)
         | Operation::InsertOrReplaceEntity(_)
         | Operation::InsertOrMergeEntity(_)) => {
-            let (table, op) = decode_write(write, &call.body, call.header("content-type"))?;
+            let (table, mut op) = decode_write(write, &call.body, call.header("content-type"))?;
+            flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
             (Op::Write { table, op }, plain)
         }
         Operation::GetServiceProperties => (Op::GetServiceProperties, plain),
@@ -58,6 +64,17 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         Operation::SetTableAcl { table } => (set_table_acl(call, table)?, plain),
         Operation::Batch => batch(call)?,
     })
+}
+
+/// `$filter`, parsed; a bad one is worded as the flavour words it.
+fn parse_filter(call: &Call) -> Result<Option<Expr>, ApiError> {
+    filter::parse_param(call.query.get("$filter"))
+        .map_err(|e| flavor::filter_error(call.ctx.flavor, e))
+}
+
+/// Cosmos refuses a continuation token it did not issue as a bad request URL.
+fn cosmos_token_refused() -> ApiError {
+    ApiError::with_message(ErrorCode::InvalidInput, "Request url is invalid.")
 }
 
 /// A reply in the metadata level `Accept` and `$format` ask for.
@@ -128,13 +145,28 @@ fn reject_unsupported_options(query: &QueryParams) -> Result<(), ApiError> {
 fn query_tables(call: &Call) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
     reject_unsupported_options(&call.query)?;
-    let filter = filter::parse_param(call.query.get("$filter"))?;
+    let filter = parse_filter(call)?;
     let top = parse_top(&call.query)?;
-    let start = call
-        .query
-        .get("NextTableName")
-        .map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
-    let query = TableQuery { filter, top, start };
+    let token = call.query.get("NextTableName");
+    let (start, after) = match call.ctx.flavor {
+        Flavor::Storage => {
+            let start = token.map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
+            (start, None)
+        }
+        Flavor::Cosmos => match token {
+            None => (None, None),
+            Some(t) => (
+                None,
+                Some(decode_cosmos_table_token(t).ok_or_else(cosmos_token_refused)?),
+            ),
+        },
+    };
+    let query = TableQuery {
+        filter,
+        top,
+        start,
+        after,
+    };
     let reply = Reply {
         debug_plan: wants_plan(call),
         ..reply
@@ -159,14 +191,17 @@ fn create_table(call: &Call) -> Result<(Op, Reply), ApiError> {
 fn query_entities(call: &Call, table: String) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
     reject_unsupported_options(&call.query)?;
-    let filter = filter::parse_param(call.query.get("$filter"))?;
+    let filter = parse_filter(call)?;
     let top = parse_top(&call.query)?;
     let debug_plan = wants_plan(call);
     let query = EntityQuery {
         table,
         filter,
         top,
-        resume: resume_position(&call.query),
+        resume: match call.ctx.flavor {
+            Flavor::Storage => resume_position(&call.query),
+            Flavor::Cosmos => cosmos_resume(&call.query),
+        },
         count_pages: debug_plan,
     };
     let reply = Reply {
@@ -178,14 +213,32 @@ fn query_entities(call: &Call, table: String) -> Result<(Op, Reply), ApiError> {
 
 /// Resume position from `NextPartitionKey`/`NextRowKey` (tokens this server issued; a raw
 /// key is accepted too).
-fn resume_position(query: &QueryParams) -> Option<(String, String)> {
+fn resume_position(query: &QueryParams) -> Resume {
     let decode = |name: &str| {
         query
             .get(name)
             .map(|t| decode_token(t).unwrap_or_else(|| t.to_string()))
     };
-    let pk = decode("NextPartitionKey")?;
-    Some((pk, decode("NextRowKey").unwrap_or_default()))
+    match decode("NextPartitionKey") {
+        Some(pk) => Resume::Keys(pk, decode("NextRowKey").unwrap_or_default()),
+        None => Resume::Start,
+    }
+}
+
+/// Where a Cosmos query resumes: the position its `NextPartitionKey` token holds. A token
+/// that is not ours is refused (once the table is found) as Cosmos refuses a bad request URL.
+fn cosmos_resume(query: &QueryParams) -> Resume {
+    let Some(token) = query.get("NextPartitionKey") else {
+        return Resume::Start;
+    };
+    match decode_cosmos_entity_token(token) {
+        Some((hash, partition_key, row_key)) => Resume::After(OrderKey {
+            hash,
+            partition_key,
+            row_key,
+        }),
+        None => Resume::Unreadable(cosmos_token_refused()),
+    }
 }
 
 /// Replication stats are offered on the `-secondary` endpoint only: Azure answers the
@@ -207,13 +260,14 @@ fn set_table_acl(call: &Call, table: String) -> Result<Op, ApiError> {
 
 /// `$batch`: the multipart body, then each sub-request's operation and what it carries.
 fn batch(call: &Call) -> Result<(Op, Reply), ApiError> {
+    flavor::check_batch_size(call.ctx.flavor, call.body.len())?;
     let content_type = call.header("content-type").unwrap_or("");
     let decoded = decode_batch(content_type, &call.body)
         .map_err(|e| ApiError::with_message(ErrorCode::InvalidInput, e.to_string()))?;
-    let account = call.ctx.account.as_str();
+    let (account, flavour) = (call.ctx.account.as_str(), call.ctx.flavor);
     let (input, subs) = match decoded {
         BatchBody::Changeset(subs) => {
-            let (writes, replies) = subs.iter().map(|s| change(account, s)).unzip();
+            let (writes, replies) = subs.iter().map(|s| change(account, flavour, s)).unzip();
             let size = call.body.len();
             (BatchInput::ChangeSet { writes, size }, replies)
         }
@@ -230,7 +284,11 @@ fn batch(call: &Call) -> Result<(Op, Reply), ApiError> {
 }
 
 /// One change-set sub-request: its write, and how it wants its sub-response.
-fn change(account: &str, sub: &SubRequest) -> (SubRequestInput<(String, WriteOp)>, SubReply) {
+fn change(
+    account: &str,
+    flavour: Flavor,
+    sub: &SubRequest,
+) -> (SubRequestInput<(String, WriteOp)>, SubReply) {
     let prefer = ReturnPreference::parse(sub.header("prefer"));
     let operation = match parse_sub_operation(account, sub) {
         Ok(operation) => operation,
@@ -245,10 +303,13 @@ fn change(account: &str, sub: &SubRequest) -> (SubRequestInput<(String, WriteOp)
     let (decoded, metadata) = match decode_change(operation.clone(), sub) {
         Ok(ChangeWrite {
             table,
-            op,
+            mut op,
             metadata,
             ..
-        }) => (Ok((table, op)), Some(metadata)),
+        }) => {
+            let ruled = flavor::apply_write_rules(flavour, &mut op).map(|()| (table, op));
+            (ruled, Some(metadata))
+        }
         Err(e) => (Err(e), None),
     };
     let input = SubRequestInput::Named { operation, decoded };

@@ -12,18 +12,20 @@ use crate::auth::encode_signed_identifiers;
 use crate::exec::{AppliedChangeSet, BatchOutcome, EntityPage, ExecError, Outcome, TablesPage};
 use crate::exec::{Written, MAX_COUNTED_PAGES};
 use crate::insight::QueryClass;
-use crate::model::entity::etag_for;
-use crate::model::{Entity, TableRef, WriteKind};
+use crate::model::entity::etag_as;
+use crate::model::{EdmDateTime, Entity, TableRef, WriteKind};
 use crate::protocol::batch::{
     encode_changeset_response, encode_query_response, error_sub_response, retrieve_sub_response,
     write_sub_response, ChangeWrite, SubResponse,
 };
-use crate::protocol::continuation::encode_token;
+use crate::protocol::continuation::{
+    encode_cosmos_entity_token, encode_cosmos_table_token, encode_token, COSMOS_NEXT_ROW_KEY,
+};
 use crate::protocol::headers::{self, Metadata, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::service_properties::ServiceProperties;
 use crate::protocol::uri::entity_path;
-use crate::protocol::ApiError;
+use crate::protocol::{flavor, ApiError};
 use crate::server::call::Call;
 use crate::server::context::ResponseParts;
 use crate::store::TableInfo;
@@ -101,6 +103,7 @@ fn entity_context<'a>(
         table,
         select,
         select_raw: call.query.get("$select"),
+        flavor: call.ctx.flavor,
     }
 }
 
@@ -132,14 +135,19 @@ fn tables(call: &Call, reply: &Reply, tables: &TablesPage) -> Response {
     if let Some(next) = &page.next {
         r.header(headers::CONTINUATION_NEXT_TABLE_NAME, &encode_token(next));
     }
-    if reply.debug_plan {
+    if let Some((hash, folded)) = &tables.hashed_next {
+        let token = encode_cosmos_table_token(*hash, folded);
+        r.header(headers::CONTINUATION_NEXT_TABLE_NAME, &token);
+    }
+    // Cosmos's own order is not a plan this server reports.
+    if reply.debug_plan && !call.ctx.flavor.is_cosmos() {
         let class = QueryClass::of_table_plan(&page.plan);
         plan_headers(&mut r, &page.plan, page.examined, class, page.names.len());
     }
     let names = page.names.iter().map(String::as_str);
     let (base_url, account) = (&call.ctx.base_url, &call.ctx.account);
     let body = json::encode_table_page(names, reply.metadata, base_url, account);
-    r.body(reply.metadata.content_type(), body);
+    r.body(call.ctx.json_content_type(reply.metadata), body);
     r.into_response()
 }
 
@@ -147,7 +155,7 @@ fn tables(call: &Call, reply: &Reply, tables: &TablesPage) -> Response {
 fn table_body(r: &mut ResponseParts, call: &Call, reply: &Reply, info: &TableInfo) {
     let (base_url, account) = (&call.ctx.base_url, &call.ctx.account);
     let body = json::encode_table(&info.name, reply.metadata, base_url, account);
-    r.body(reply.metadata.content_type(), body);
+    r.body(call.ctx.json_content_type(reply.metadata), body);
 }
 
 fn table(call: &Call, reply: &Reply, info: &TableInfo) -> Response {
@@ -160,13 +168,18 @@ fn table_created(call: &Call, reply: &Reply, info: &TableInfo) -> Response {
     let location = format!("{}/Tables('{}')", call.ctx.base_url, info.name);
     if reply.prefer == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
-        r.header("location", &location)
-            .header(headers::DATA_SERVICE_ID, &location)
-            .header(headers::PREFERENCE_APPLIED, "return-no-content");
+        r.header("location", &location);
+        if flavor::sends_storage_headers(call.ctx.flavor) {
+            r.header(headers::DATA_SERVICE_ID, &location);
+        }
+        r.header(headers::PREFERENCE_APPLIED, "return-no-content");
         return r.into_response();
     }
     let mut r = call.ctx.odata_response(StatusCode::CREATED);
     r.header("location", &location);
+    if let Some(etag) = flavor::create_table_etag(call.ctx.flavor, EdmDateTime::now()) {
+        r.header("etag", &etag);
+    }
     if reply.prefer == Some(ReturnPreference::Content) {
         r.header(headers::PREFERENCE_APPLIED, "return-content");
     }
@@ -185,13 +198,18 @@ fn entities(call: &Call, reply: &Reply, query: &EntityPage) -> Result<Response, 
         class = %class,
         examined = page.examined,
         returned = page.rows.len(),
-        more = page.next.is_some(),
+        more = page.next.is_some() || query.hashed_next.is_some(),
         "query entities"
     );
     let mut r = call.ctx.odata_response(StatusCode::OK);
     if let Some((pk, rk)) = &page.next {
         r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &encode_token(pk))
             .header(headers::CONTINUATION_NEXT_ROW_KEY, &encode_token(rk));
+    }
+    if let Some(k) = &query.hashed_next {
+        let token = encode_cosmos_entity_token(k.hash, &k.partition_key, &k.row_key);
+        r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &token)
+            .header(headers::CONTINUATION_NEXT_ROW_KEY, COSMOS_NEXT_ROW_KEY);
     }
     if let Some(pages) = query.pages {
         plan_headers(&mut r, &description, page.examined, class, page.rows.len());
@@ -209,7 +227,7 @@ fn entities(call: &Call, reply: &Reply, query: &EntityPage) -> Result<Response, 
         reply.select.as_deref(),
     );
     r.body(
-        reply.metadata.content_type(),
+        call.ctx.json_content_type(reply.metadata),
         json::encode_entity_page(&rows, &ctx),
     );
     Ok(r.into_response())
@@ -218,17 +236,18 @@ fn entities(call: &Call, reply: &Reply, query: &EntityPage) -> Result<Response, 
 fn entity_found(call: &Call, reply: &Reply, table: &TableRef, entity: &Entity) -> Response {
     let ctx = entity_context(call, reply.metadata, &table.name, reply.select.as_deref());
     let mut r = call.ctx.odata_response(StatusCode::OK);
-    r.header("etag", &entity.etag());
+    r.header("etag", &etag_as(entity.timestamp, call.ctx.flavor));
     r.body(
-        reply.metadata.content_type(),
+        call.ctx.json_content_type(reply.metadata),
         json::encode_entity(entity, &ctx),
     );
     r.into_response()
 }
 
 fn write(call: &Call, reply: &Reply, written: Written) -> Response {
-    let etag = etag_for(written.timestamp);
-    match written.op.kind {
+    let etag = etag_as(written.timestamp, call.ctx.flavor);
+    let kind = written.op.kind;
+    match kind {
         WriteKind::Insert => inserted(call, reply, written, &etag),
         WriteKind::Delete => call
             .ctx
@@ -237,6 +256,11 @@ fn write(call: &Call, reply: &Reply, written: Written) -> Response {
         _ => {
             let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
             r.header("etag", &etag);
+            let upsert = matches!(kind, WriteKind::InsertOrReplace | WriteKind::InsertOrMerge);
+            let upsert_type = flavor::upsert_no_content_type(call.ctx.flavor);
+            if let Some(content_type) = upsert_type.filter(|_| upsert) {
+                r.header("content-type", content_type);
+            }
             r.into_response()
         }
     }
@@ -253,10 +277,11 @@ fn inserted(call: &Call, reply: &Reply, written: Written, etag: &str) -> Respons
     let location = format!("{}/{path}", call.ctx.base_url);
     if reply.prefer == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
-        r.header("etag", etag)
-            .header("location", &location)
-            .header(headers::DATA_SERVICE_ID, &location)
-            .header(headers::PREFERENCE_APPLIED, "return-no-content");
+        r.header("etag", etag).header("location", &location);
+        if flavor::sends_storage_headers(call.ctx.flavor) {
+            r.header(headers::DATA_SERVICE_ID, &location);
+        }
+        r.header(headers::PREFERENCE_APPLIED, "return-no-content");
         return r.into_response();
     }
     let entity = Entity {
@@ -272,7 +297,7 @@ fn inserted(call: &Call, reply: &Reply, written: Written, etag: &str) -> Respons
         r.header(headers::PREFERENCE_APPLIED, "return-content");
     }
     r.body(
-        reply.metadata.content_type(),
+        call.ctx.json_content_type(reply.metadata),
         json::encode_entity(&entity, &ctx),
     );
     r.into_response()
@@ -287,7 +312,7 @@ fn service_properties(call: &Call, properties: &ServiceProperties) -> Response {
 /// `$batch` is answered 202 with a multipart body: one sub-response per operation, or only
 /// the failing operation's, its index prefixed to the message.
 fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
-    let request_id = &call.ctx.request_id;
+    let (request_id, flavour) = (&call.ctx.request_id, call.ctx.flavor);
     match outcome {
         BatchOutcome::Applied(applied) => {
             let responses = applied_subs(call, reply, applied);
@@ -301,7 +326,7 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
         } => {
             let prefer = reply.subs.get(index).and_then(|s| s.prefer);
             let error = ApiError::from(error);
-            let failed = error_sub_response(request_id, index, operations, &error, prefer);
+            let failed = error_sub_response(request_id, index, operations, &error, prefer, flavour);
             accepted(call, encode_changeset_response(&[failed]))
         }
         BatchOutcome::Retrieved { table, entity } => {
@@ -313,6 +338,7 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
                 table: &table.name,
                 select: None,
                 select_raw: None,
+                flavor: flavour,
             };
             accepted(
                 call,
@@ -320,7 +346,8 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
             )
         }
         BatchOutcome::RetrieveFailed(error) => {
-            let failed = error_sub_response(request_id, 0, 1, &ApiError::from(error), None);
+            let error = ApiError::from(error);
+            let failed = error_sub_response(request_id, 0, 1, &error, None, flavour);
             accepted(call, encode_query_response(&failed))
         }
     }
@@ -336,7 +363,8 @@ fn applied_subs(call: &Call, reply: &Reply, applied: AppliedChangeSet) -> Vec<Su
         .iter()
         .copied()
         .chain(std::iter::repeat(SubReply::default()));
-    ops.into_iter()
+    let responses = ops
+        .into_iter()
         .zip(wanted)
         .zip(stamps)
         .map(|((op, wanted), stamp)| {
@@ -347,9 +375,11 @@ fn applied_subs(call: &Call, reply: &Reply, applied: AppliedChangeSet) -> Vec<Su
                 metadata: wanted.metadata.unwrap_or_default(),
             };
             let (base_url, account) = (&call.ctx.base_url, &call.ctx.account);
-            write_sub_response(base_url, account, &table.name, write, stamp)
+            let flavour = call.ctx.flavor;
+            write_sub_response(base_url, account, &table.name, write, stamp, flavour)
         })
-        .collect()
+        .collect();
+    flavor::number_sub_responses(call.ctx.flavor, responses)
 }
 
 fn accepted(call: &Call, (content_type, body): (String, Vec<u8>)) -> Response {

@@ -20,7 +20,7 @@ use super::health::HEALTH_PATH;
 use super::middleware::AuthOutcome;
 use super::{AppState, Scheme};
 use crate::auth::Principal;
-use crate::exec::Scope;
+use crate::exec::{ResultOrder, Scope};
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::model::Flavor;
 use crate::protocol::error::ErrorFormat;
@@ -87,7 +87,10 @@ pub(crate) async fn admit(
     };
     let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
     let call = Call {
-        scope: Scope::new(ctx.data_account(), principal),
+        scope: Scope::new(ctx.data_account(), principal).in_order(ResultOrder::of(
+            ctx.flavor,
+            state.config.cosmos_shuffle_seed,
+        )),
         ctx,
         is_head: parts.method == axum::http::Method::HEAD,
         headers: parts.headers,
@@ -248,12 +251,12 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         }
     };
     let cosmos_rules = flavor::check_operation(ctx.flavor, parts.method.as_str(), &operation)
-        .and_then(
-            |()| match crate::server::auth::sas_key_range(principal.as_ref()) {
-                Some(_) if ctx.flavor.is_cosmos() => Err(flavor::sas_key_range_not_supported()),
-                _ => Ok(()),
-            },
-        );
+        .and_then(|()| match principal.as_ref().and_then(Principal::sas) {
+            Some(grant) if ctx.flavor.is_cosmos() && !grant.key_range().is_unbounded() => {
+                Err(flavor::sas_key_range_not_supported())
+            }
+            _ => Ok(()),
+        });
     if let Err(e) = cosmos_rules {
         return Err(ctx.error(&e));
     }

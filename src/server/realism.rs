@@ -189,7 +189,8 @@ async fn drop_connection(ctx: &RequestContext, abort: Option<&ConnectionAbort>) 
 /// Cuts a query page where the page-break policy says; the continuation then points at the
 /// first row dropped, so the next page starts exactly there.
 pub(crate) fn cut_page(state: &AppState, outcome: &mut crate::exec::Outcome) {
-    if !state.realism.is_active() {
+    // Cosmos's pages are in hashed order, with their own continuation: left whole.
+    if !state.realism.is_active() || state.config.flavor().is_cosmos() {
         return;
     }
     let crate::exec::Outcome::Entities(query) = outcome else {
