@@ -50,6 +50,8 @@ from azure.data.tables import TableServiceClient
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+# The Cosmos DB emulator's published key (the `localhost` account of `--flavor cosmos`).
+COSMOS_KEY = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 IMAGE_UID = 10002
 # `docker stop`'s default grace period; the checks stop every container with it.
 GRACE_S = 10
@@ -157,6 +159,11 @@ class Run:
 
     def scheme(self) -> str:
         return "https" if "--cert" in self.command else "http"
+
+    def cosmos(self) -> bool:
+        """Whether it serves the Cosmos DB for Table flavour (`--flavor cosmos`)."""
+        flags = [f"{a}={b}" for a, b in zip(self.command, self.command[1:])] + self.command
+        return "--flavor=cosmos" in flags or "TABLESTORE_FLAVOR=cosmos" in self.env
 
     def ready_line(self) -> str:
         standalone = self.entrypoint == "azurite-table" or self.command[:1] == ["azurite-table"]
@@ -312,6 +319,7 @@ class Container:
     name: str
     port: int
     scheme: str
+    cosmos: bool = False
 
     def endpoint(self) -> str:
         return f"{self.scheme}://127.0.0.1:{self.port}"
@@ -343,7 +351,7 @@ def start(run: Run, name: str) -> Container:
     done = podman(*args, "localhost/tablestore:latest", *run.command, timeout=60)
     if done.returncode != 0:
         raise CheckFailed(f"podman run failed: {one_line(done.stderr)}")
-    return Container(name, port, run.scheme())
+    return Container(name, port, run.scheme(), run.cosmos())
 
 
 def state(name: str) -> dict:
@@ -417,8 +425,14 @@ def remove(name: str, run: Run) -> None:
 
 
 def service(c: Container, retries: int = 2) -> TableServiceClient:
-    connection_string = (f"DefaultEndpointsProtocol={c.scheme};AccountName=devstoreaccount1;AccountKey={KEY};"
-                         f"TableEndpoint={c.endpoint()}/devstoreaccount1;")
+    if c.cosmos:
+        # The Cosmos DB emulator's connection string, as the server prints it: the account
+        # `localhost`, the Table endpoint at the root of `localhost`.
+        connection_string = (f"DefaultEndpointsProtocol={c.scheme};AccountName=localhost;AccountKey={COSMOS_KEY};"
+                             f"TableEndpoint={c.scheme}://localhost:{c.port}/;")
+    else:
+        connection_string = (f"DefaultEndpointsProtocol={c.scheme};AccountName=devstoreaccount1;AccountKey={KEY};"
+                             f"TableEndpoint={c.endpoint()}/devstoreaccount1;")
     options = {"retry_total": retries, "connection_timeout": 5, "read_timeout": 20}
     if c.scheme == "https":
         options["connection_verify"] = False  # the test certificate; the server is on loopback
