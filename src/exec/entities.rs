@@ -55,6 +55,10 @@ pub(crate) struct EntityPage {
     pub pages: Option<u64>,
     /// In hashed order (`page.next` is then `None`): where the next page starts.
     pub hashed_next: Option<OrderKey>,
+    /// The query's first page (no continuation was given).
+    pub first_page: bool,
+    /// The most entities the page could hold (`$top`, or the 1,000-entity page limit).
+    pub top: usize,
 }
 
 /// Pages counted before giving up (the count then reads `1000+`).
@@ -91,6 +95,7 @@ pub(crate) async fn query(
     query: EntityQuery,
 ) -> Result<EntityPage, ExecError> {
     let plan = plan(scope, query.filter.as_ref(), query.top);
+    let (first_page, top) = (matches!(query.resume, Resume::Start), query.top);
     let info = table_info(store, &scope.table(query.table)).await?;
     let filter = query.filter.map(Arc::new);
     let matcher = filter.clone();
@@ -122,6 +127,8 @@ pub(crate) async fn query(
             filter,
             pages: None,
             hashed_next: page.next,
+            first_page,
+            top,
         });
     }
     let read = |resume: Option<(String, String)>| {
@@ -144,6 +151,8 @@ pub(crate) async fn query(
         filter,
         pages,
         hashed_next: None,
+        first_page,
+        top,
     })
 }
 

@@ -26,6 +26,9 @@ pub const APPEND_MIN_SECONDS: u64 = 60;
 pub const APPEND_MIN_EDGE_MOVES: u64 = 2;
 /// Partition scans filtering on the same property before an index is suggested.
 pub const PARTITION_SCAN_REPEATS: u64 = 5;
+/// First pages cut by `$top` in key order a table must see before the portability rule
+/// fires: an application's "latest N" read, not one paging test.
+pub const PORTABILITY_REPEATS: u64 = 5;
 /// Fraction of a limit that counts as "near" it (90 %).
 pub fn is_near(value: usize, limit: usize) -> bool {
     value * 10 >= limit * 9
@@ -60,6 +63,7 @@ pub enum Rule {
     WideEntity,
     LargeBatch,
     ExaminedFarMoreThanReturned,
+    Portability,
 }
 
 /// What a rule says and where the guide says it.
@@ -76,7 +80,7 @@ pub struct RuleInfo {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 10] = [
         Rule::TableScan,
         Rule::PartitionScanOnProperty,
         Rule::PrependAppend,
@@ -86,6 +90,7 @@ impl Rule {
         Rule::WideEntity,
         Rule::LargeBatch,
         Rule::ExaminedFarMoreThanReturned,
+        Rule::Portability,
     ];
 
     pub fn info(self) -> RuleInfo {
@@ -152,6 +157,13 @@ impl Rule {
                 "How your choice of PartitionKey and RowKey impacts query performance",
                 "Key-bounded queries still read at least 100 entities for each one they return: the filter does its work after the read.",
                 "Move the selective part of the filter into the RowKey (Compound key pattern) or keep an index (Intra-partition secondary index pattern) so the key range itself selects the results.",
+            ),
+            Rule::Portability => (
+                "portability",
+                "Table design patterns",
+                "Log tail pattern (\"suits Table storage but not Cosmos DB\"); Azure Cosmos DB for Table FAQ: query results aren't sorted in partition key/row key order",
+                "Queries use $top to take the first entities of a query that is not pinned to one entity, so which entities come back depends on PartitionKey/RowKey order; Cosmos DB for Table would answer them differently, because it does not return results in key order.",
+                "If the application may move to Cosmos DB for Table, read the whole result and sort it on the client, or key the entities so that the wanted ones are one point or range query.",
             ),
         };
         RuleInfo {

@@ -119,6 +119,27 @@ pub fn single_partition(plan: &Plan) -> Option<String> {
     found
 }
 
+/// Whether a query page's answer depends on key order: its first page (no continuation
+/// given), cut by `$top` (below the 1,000-entity page limit, and full) with a key-order
+/// continuation, of a query that is not pinned to one entity. Which N entities came back is
+/// then "the first N in PartitionKey/RowKey order". Later pages, and pages the 1,000 limit
+/// cut, are not counted: a client that follows continuations to the end gets the same
+/// entities from Cosmos DB for Table, in another order. Under `--flavor cosmos` pages carry
+/// no key-order continuation (`has_key_order_next` is false), so this is never true there.
+pub fn top_in_key_order(
+    class: QueryClass,
+    first_page: bool,
+    top: usize,
+    returned: usize,
+    has_key_order_next: bool,
+) -> bool {
+    !matches!(class, QueryClass::Point | QueryClass::Empty)
+        && first_page
+        && top < crate::model::limits::MAX_PAGE_SIZE
+        && returned == top
+        && has_key_order_next
+}
+
 /// Names of the properties a filter compares, keys included (sorted, without duplicates):
 /// what an index entity or an intra-partition secondary index would have to serve, and what
 /// the advice says a scan filtered on.
@@ -209,6 +230,24 @@ mod tests {
         );
         assert_eq!(one("PartitionKey eq 'a' or PartitionKey eq 'b'"), None);
         assert_eq!(one("Age gt 3"), None);
+    }
+
+    #[test]
+    fn top_in_key_order_needs_a_first_page_cut_by_top() {
+        use QueryClass::*;
+        // `$top=5` on a partition scan, cut with a continuation: the first 5 in key order.
+        assert!(top_in_key_order(PartitionScan, true, 5, 5, true));
+        assert!(top_in_key_order(TableScan, true, 1, 1, true));
+        // A full-key point query is one entity in either service.
+        assert!(!top_in_key_order(Point, true, 1, 1, true));
+        // No `$top`: the 1,000-entity page limit cut it, and the client follows.
+        assert!(!top_in_key_order(TableScan, true, 1000, 1000, true));
+        // All matches fit: the same set in any order.
+        assert!(!top_in_key_order(PartitionScan, true, 5, 3, false));
+        // A later page of a listing the client is following.
+        assert!(!top_in_key_order(PartitionScan, false, 5, 5, true));
+        // A page another cut (not `$top`) ended early.
+        assert!(!top_in_key_order(Range, true, 5, 2, true));
     }
 
     #[test]

@@ -58,6 +58,10 @@ pub enum Event {
         partition: Option<String>,
         /// Properties the filter compares, keys included.
         properties: Vec<String>,
+        /// A first page that `$top` cut short with a key-order continuation, of a query not
+        /// pinned to one entity: it returned the first N matches in PartitionKey/RowKey
+        /// order, which Cosmos DB for Table does not answer in (never set under `cosmos`).
+        top_in_key_order: bool,
     },
     /// Get Entity.
     Read { partition: String },
@@ -105,6 +109,7 @@ impl Observation {
                 returned,
                 partition,
                 properties,
+                top_in_key_order: false,
             },
         }
     }
@@ -124,15 +129,31 @@ impl Observation {
                 None,
                 Vec::new(),
             )),
-            Outcome::Entities(q) => Some(Observation::query(
-                &q.table.account,
-                &q.table.name,
-                QueryClass::of_plan(&q.plan),
-                q.page.examined,
-                q.page.rows.len() as u64,
-                class::single_partition(&q.plan),
-                class::filtered_properties(q.filter.as_deref()),
-            )),
+            Outcome::Entities(q) => {
+                let class = QueryClass::of_plan(&q.plan);
+                let mut o = Observation::query(
+                    &q.table.account,
+                    &q.table.name,
+                    class,
+                    q.page.examined,
+                    q.page.rows.len() as u64,
+                    class::single_partition(&q.plan),
+                    class::filtered_properties(q.filter.as_deref()),
+                );
+                if let Event::Query {
+                    top_in_key_order, ..
+                } = &mut o.event
+                {
+                    *top_in_key_order = class::top_in_key_order(
+                        class,
+                        q.first_page,
+                        q.top,
+                        q.page.rows.len(),
+                        q.page.next.is_some(),
+                    );
+                }
+                Some(o)
+            }
             Outcome::Entity { table, entity } => Some(Observation {
                 account: table.account.clone(),
                 table: table.name.clone(),

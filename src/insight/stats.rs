@@ -82,6 +82,8 @@ struct TableStats {
     lowest_partition: Option<String>,
     highest_partition: Option<String>,
     scanned_properties: TopK,
+    /// First pages cut by `$top` in key order (the portability rule).
+    top_in_key_order: u64,
     advice: BTreeMap<Rule, Advice>,
 }
 
@@ -111,6 +113,7 @@ impl TableStats {
             lowest_partition: None,
             highest_partition: None,
             scanned_properties: TopK::new(FILTERED_PROPERTIES),
+            top_in_key_order: 0,
             advice: BTreeMap::new(),
         }
     }
@@ -296,8 +299,20 @@ impl Stats {
                 returned,
                 partition,
                 properties,
+                top_in_key_order,
             } => {
                 let (examined, returned) = (*examined, *returned);
+                if *top_in_key_order {
+                    t.top_in_key_order += 1;
+                    if t.top_in_key_order >= advice::PORTABILITY_REPEATS {
+                        let seen = t.top_in_key_order;
+                        check(t, Rule::Portability, &|| {
+                            format!(
+                                "{seen} queries took the first {returned} entities of a {class} in key order with $top"
+                            )
+                        });
+                    }
+                }
                 t.queries[class.index()] += 1;
                 t.examined += examined;
                 t.returned += returned;

@@ -313,6 +313,42 @@ fn examined_far_more_than_returned_and_its_twin() {
     assert!(good.is_empty(), "{good:?}");
 }
 
+/// A query's first page that `$top` cut in key order (see `class::top_in_key_order`).
+fn top_page(class: QueryClass, top: u64) -> Observation {
+    let mut o = query(class, top + 1, top, &["Timestamp"]);
+    if let Event::Query {
+        top_in_key_order, ..
+    } = &mut o.event
+    {
+        *top_in_key_order = class::top_in_key_order(class, true, top as usize, top as usize, true);
+    }
+    o
+}
+
+#[test]
+fn portability_on_repeated_top_in_key_order_and_its_twin() {
+    // An application that reads "the latest 10" of a partition with `$top` again and again
+    // (the log tail pattern): Cosmos DB for Table would return other entities.
+    let bad = fired(|s| {
+        for i in 0..advice::PORTABILITY_REPEATS {
+            s.observe(&top_page(QueryClass::PartitionScan, 10), i);
+        }
+    });
+    assert_eq!(bad, vec![Rule::Portability]);
+    // Twins: one fewer such read; full-key point queries with `$top=1`; the same queries
+    // without `$top` (all matches, in any order).
+    let good = fired(|s| {
+        for i in 1..advice::PORTABILITY_REPEATS {
+            s.observe(&top_page(QueryClass::Range, 10), i);
+        }
+        for i in 0..100 {
+            s.observe(&top_page(QueryClass::Point, 1), i);
+            s.observe(&query(QueryClass::PartitionScan, 10, 10, &[]), i);
+        }
+    });
+    assert!(good.is_empty(), "{good:?}");
+}
+
 #[test]
 fn advice_is_reported_once_per_table_and_rule() {
     let mut s = Stats::default();
@@ -569,6 +605,12 @@ fn precision_an_sdk_test_suites_traffic_raises_nothing() {
                 s.observe(&q, second);
                 s.transaction("acct", second);
             }
+            // One listing paged with a small `$top`: its first page is cut in key order.
+            let paged = Observation {
+                table: table.clone(),
+                ..top_page(QueryClass::PartitionScan, 5)
+            };
+            s.observe(&paged, second);
             let tables = Observation::query(
                 "acct",
                 "Tables",

@@ -635,3 +635,76 @@ async fn ordinary_workloads_raise_no_advice() {
     assert!(table("orders")["queries"]["point query"].as_u64() >= Some(1));
     assert_eq!(all_advice(&insight), Vec::<String>::new(), "{insight:#}");
 }
+
+/// The portability rule over HTTP: "the latest 3" of a partition read with `$top=3` five
+/// times (each a first page cut in key order) raises `portability` with the Cosmos DB for
+/// Table evidence, once, in `/_tablestore/insight` and `/metrics`; the same partition read
+/// whole, and by key, does not count towards it.
+#[tokio::test]
+async fn top_in_key_order_raises_the_portability_advice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = ChildServer::start(&dir.path().join("data"), &[]);
+    let client = Client::new(&server.endpoint(), Signer::dev());
+    client.create_table("log").await;
+    client.create_table("plain").await;
+    for table in ["log", "plain"] {
+        batches_of_100(&client, table, &["app"], 1).await;
+    }
+    let latest = format!("/log()?$filter={}&$top=3", enc("PartitionKey eq 'app'"));
+    for _ in 0..5 {
+        let r = client.send("GET", &latest, &[], None).await.expect("query");
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+        assert_eq!(r.json()["value"].as_array().map(Vec::len), Some(3));
+        assert!(continuation(&r).is_some(), "$top cut the page");
+    }
+    for _ in 0..5 {
+        assert_eq!(
+            read_to_the_end(&client, "plain", "PartitionKey eq 'app'").await,
+            100
+        );
+        let path = format!(
+            "/plain()?$filter={}&$top=3",
+            enc("PartitionKey eq 'app' and RowKey eq '000007'")
+        );
+        let r = client.send("GET", &path, &[], None).await.expect("point");
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    }
+
+    let signer = Signer::dev();
+    let insight = get_at(
+        &client.http,
+        &server.endpoint(),
+        "/_tablestore/insight?settle",
+        Some(&signer),
+    )
+    .await
+    .json();
+    let advice = all_advice(&insight);
+    assert_eq!(advice.len(), 1, "{advice:?}");
+    assert!(
+        advice[0].starts_with("\"log\": \"portability\""),
+        "{advice:?}"
+    );
+    let tables = insight["accounts"][DEV_ACCOUNT]["tables"]
+        .as_array()
+        .expect("tables");
+    let log = tables.iter().find(|t| t["name"] == "log").expect("log");
+    let rule = &log["advice"][0];
+    assert_eq!(rule["count"], 1);
+    assert!(rule["guide_section"]
+        .as_str()
+        .is_some_and(|s| s.contains("aren't sorted in partition key/row key order")));
+    assert!(rule["problem"]
+        .as_str()
+        .is_some_and(|s| s.contains("Cosmos DB for Table would answer them differently")));
+
+    let metrics = get_at(&client.http, &server.endpoint(), "/metrics", Some(&signer)).await;
+    assert!(
+        metrics
+            .text()
+            .lines()
+            .any(|l| l == "tablestore_advice_active 1"),
+        "{}",
+        metrics.text()
+    );
+}
