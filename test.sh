@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command.
 #
-#   ./test.sh           everything CI runs (16 minutes from a fresh clone on two cores shared
-#                       with five other builds; CONTRIBUTING.md has the stage times)
+#   ./test.sh           everything CI runs (under 10 minutes from a fresh clone on two cores
+#                       with the dependencies cached; CONTRIBUTING.md has the stage times)
 #   ./test.sh --quick   the inner loop: cargo fmt --check, cargo clippy, the unit tests
 #                       (cargo test --lib); under two minutes once built
 #
