@@ -504,6 +504,13 @@ pub struct RealismArgs {
     #[arg(long, env = "TABLESTORE_TARGET_ERROR", value_enum, default_value_t = TargetErrorArg::ServerBusy)]
     pub target_error: TargetErrorArg,
 
+    /// With --flavor cosmos, --simulate-targets throttles by request units instead of the
+    /// targets above: each table's budget, RU per second [default: 400, Cosmos's default
+    /// for a new table]. Over it, 429 TooManyRequests (docs/cosmos.md prices each
+    /// operation).
+    #[arg(long, env = "TABLESTORE_COSMOS_TABLE_RUS", value_name = "N")]
+    pub cosmos_table_rus: Option<u32>,
+
     /// End query pages early with a continuation token: at partition boundaries or at
     /// seeded random points (never losing or repeating an entity).
     #[arg(long, env = "TABLESTORE_PAGE_BREAKS", value_enum, value_name = "MODE")]
@@ -547,6 +554,7 @@ impl Default for RealismArgs {
             target_table_rate: 20000,
             target_account_rate: 20000,
             target_error: TargetErrorArg::ServerBusy,
+            cosmos_table_rus: None,
             page_breaks: None,
             realism_seed: 0,
             simulate_lifecycle: false,

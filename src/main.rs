@@ -148,7 +148,8 @@ async fn run(config: Config) -> Result<(), StartError> {
     let tls_config = tls::server_config(&config).map_err(StartError::Https)?;
     // Realism options (a `--faults` file) and the metrics token are checked before anything
     // starts, too.
-    tablestore::server::realism::options(&config.realism).map_err(StartError::Option)?;
+    tablestore::server::realism::options(&config.realism, config.flavor())
+        .map_err(StartError::Option)?;
     config.checked_metrics_token().map_err(StartError::Option)?;
     // The port before the store: a busy port fails before any data folder is created.
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
@@ -283,7 +284,7 @@ fn start_up_lines(config: &Config, s: &StartUp) -> Vec<Line> {
         Some(Line::Warning(line)) => lines.push(Line::Warning(line.clone())),
         None => {}
     }
-    if let Some(realism) = tablestore::server::realism::summary(&config.realism) {
+    if let Some(realism) = tablestore::server::realism::summary(&config.realism, config.flavor()) {
         lines.push(Line::Warning(realism));
     }
     if config.disable_auth {

@@ -83,6 +83,7 @@ error_codes! {
     InternalError => (INTERNAL_SERVER_ERROR, "The server encountered an internal error. Please retry the request."),
     OperationTimedOut => (INTERNAL_SERVER_ERROR, "Operation could not be completed within the specified time."),
     ServerBusy => (SERVICE_UNAVAILABLE, "The server is currently unable to receive requests. Please retry your request."),
+    TooManyRequests => (TOO_MANY_REQUESTS, "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later."),
 }
 
 /// How an error body is written.
@@ -108,6 +109,10 @@ pub struct ApiError {
     pub status_override: Option<StatusCode>,
     /// A `WWW-Authenticate` value to send (Azure's bearer challenge on a 401).
     pub challenge: Option<String>,
+    /// Cosmos DB's diagnostics, written after the text as `\r\nActivityId: <request id>,
+    /// <diagnostics>` (Cosmos appends such a line to its 400, 429 and 501 messages); Storage
+    /// writes none.
+    pub diagnostics: Option<String>,
 }
 
 impl ApiError {
@@ -118,6 +123,7 @@ impl ApiError {
             detail: None,
             status_override: None,
             challenge: None,
+            diagnostics: None,
         }
     }
 
@@ -128,11 +134,17 @@ impl ApiError {
             detail: None,
             status_override: None,
             challenge: None,
+            diagnostics: None,
         }
     }
 
     pub fn with_detail(mut self, detail: Option<String>) -> ApiError {
         self.detail = detail;
+        self
+    }
+
+    pub fn with_diagnostics(mut self, diagnostics: String) -> ApiError {
+        self.diagnostics = Some(diagnostics);
         self
     }
 

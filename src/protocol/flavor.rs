@@ -77,11 +77,17 @@ pub fn flavoured_error(error: &ApiError, flavor: Flavor) -> ApiError {
 }
 
 /// The message value of an error: Storage's `text\nRequestId:<id>\nTime:<time>`, Cosmos's
-/// `text\nRequestID:<id>\n` (capital `ID`, no time; recordings: every Cosmos error).
+/// `text\nRequestID:<id>\n` (capital `ID`, no time; recordings: every Cosmos error), with
+/// `\r\nActivityId: <id>, <diagnostics>` before the `RequestID` line when the error carries
+/// diagnostics (recording `test_batch_inserts`, its 429: the activity id is the request id).
 pub fn error_message(error: &ApiError, flavor: Flavor, request_id: &str, time: &str) -> String {
-    match flavor {
-        Flavor::Storage => error.full_message(request_id, time),
-        Flavor::Cosmos => format!("{}\nRequestID:{request_id}\n", error.message),
+    match (flavor, &error.diagnostics) {
+        (Flavor::Storage, _) => error.full_message(request_id, time),
+        (Flavor::Cosmos, None) => format!("{}\nRequestID:{request_id}\n", error.message),
+        (Flavor::Cosmos, Some(diagnostics)) => format!(
+            "{}\r\nActivityId: {request_id}, {diagnostics}\nRequestID:{request_id}\n",
+            error.message
+        ),
     }
 }
 
@@ -236,6 +242,20 @@ pub fn number_sub_responses(
 mod tests {
     use super::*;
     use crate::model::{EntityKey, Property};
+
+    #[test]
+    fn cosmos_diagnostics_follow_the_activity_id_and_storage_writes_none() {
+        let e = ApiError::with_message(ErrorCode::TooManyRequests, "text")
+            .with_diagnostics("StatusCode: 429\r\n".into());
+        assert_eq!(
+            error_message(&e, Flavor::Cosmos, "rid", "unused"),
+            "text\r\nActivityId: rid, StatusCode: 429\r\n\nRequestID:rid\n"
+        );
+        assert_eq!(
+            error_message(&e, Flavor::Storage, "rid", "t"),
+            "text\nRequestId:rid\nTime:t"
+        );
+    }
 
     #[test]
     fn cosmos_error_envelope() {

@@ -367,7 +367,7 @@ impl FaultRules {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realism::OperationKind;
+    use crate::realism::{OperationKind, Priced};
 
     fn facts(operation: &'static str, kind: OperationKind, method: &str) -> RequestFacts {
         RequestFacts {
@@ -378,6 +378,7 @@ mod tests {
             method: method.into(),
             partition_key: None,
             entities: 1,
+            priced: Priced::Free,
         }
     }
 

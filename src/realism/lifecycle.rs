@@ -59,7 +59,7 @@ impl DeletedNames {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realism::OperationKind;
+    use crate::realism::{OperationKind, Priced};
 
     fn facts(account: &str, table: &str) -> RequestFacts {
         RequestFacts {
@@ -70,6 +70,7 @@ mod tests {
             method: "POST".into(),
             partition_key: None,
             entities: 1,
+            priced: Priced::Free,
         }
     }
 

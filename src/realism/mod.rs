@@ -1,5 +1,6 @@
-//! Production realism, every part off by default: scalability targets ([`targets`]), early
-//! page ends ([`paging`]), the name of a just-deleted table staying unusable ([`lifecycle`]),
+//! Production realism, every part off by default: scalability targets ([`targets`]), or
+//! under `--flavor cosmos` request units ([`request_units`]) in their place, early page ends
+//! ([`paging`]), the name of a just-deleted table staying unusable ([`lifecycle`]),
 //! and fault injection ([`faults`]). The server consults [`Realism`] at named points — before
 //! dispatch ([`Realism::before_dispatch`]), when a query page is cut ([`Realism::page_cut`])
 //! and after commit ([`Realism::after_commit`]) — and, with every option off, skips them all
@@ -8,9 +9,11 @@
 //! Depends on `protocol::error` (the Azure errors it answers with) and on plain values the
 //! server hands it ([`RequestFacts`]); never on `server`, `store` or `query`.
 
+mod bucket;
 pub mod faults;
 pub mod lifecycle;
 pub mod paging;
+pub mod request_units;
 pub mod targets;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +22,7 @@ use std::time::Duration;
 use crate::protocol::ApiError;
 pub use faults::{FaultAction, FaultSet};
 pub use paging::PageBreaks;
+pub use request_units::{Priced, PricedWrite, Served};
 pub use targets::{TargetError, TargetRates};
 
 /// What kind of work a request is; fault rules match it by this name or by the Azure
@@ -63,6 +67,8 @@ pub struct RequestFacts {
     /// Entities the request writes or reads by key (a change set counts each of its
     /// operations); 1 for everything else.
     pub entities: u32,
+    /// What the request is priced by in request units (only described when they are on).
+    pub priced: Priced,
 }
 
 /// What to do with a request before it is dispatched.
@@ -92,6 +98,9 @@ pub enum Disposition {
 #[derive(Debug, Clone, Default)]
 pub struct RealismOptions {
     pub targets: Option<TargetRates>,
+    /// Request units per second per table (`--simulate-targets` under `--flavor cosmos`, in
+    /// place of `targets`).
+    pub table_rus: Option<f64>,
     pub page_breaks: Option<PageBreaks>,
     /// How long a deleted table's name stays unusable (`--simulate-lifecycle`).
     pub lifecycle: Option<Duration>,
@@ -104,6 +113,7 @@ pub struct RealismOptions {
 /// The realism state shared by every request.
 pub struct Realism {
     targets: Option<targets::Targets>,
+    request_units: Option<request_units::RequestUnits>,
     page_breaks: Option<paging::PageBreaker>,
     lifecycle: Option<lifecycle::DeletedNames>,
     faults: faults::FaultRules,
@@ -114,10 +124,12 @@ pub struct Realism {
 impl Realism {
     pub fn new(options: RealismOptions) -> Realism {
         let fixed = options.targets.is_some()
+            || options.table_rus.is_some()
             || options.page_breaks.is_some()
             || options.lifecycle.is_some();
         let realism = Realism {
             targets: options.targets.map(targets::Targets::new),
+            request_units: options.table_rus.map(request_units::RequestUnits::new),
             page_breaks: options
                 .page_breaks
                 .map(|mode| paging::PageBreaker::new(mode, options.seed)),
@@ -144,11 +156,20 @@ impl Realism {
     /// Whether the targets or the lifecycle need the request's partition, entity count or
     /// created table name (worth decoding a body for).
     pub fn needs_request_details(&self) -> bool {
-        self.targets.is_some() || self.lifecycle.is_some() || self.faults.is_installed()
+        self.targets.is_some()
+            || self.request_units.is_some()
+            || self.lifecycle.is_some()
+            || self.faults.is_installed()
+    }
+
+    /// Whether requests are priced in request units (worth describing [`RequestFacts::priced`]).
+    pub fn prices_requests(&self) -> bool {
+        self.request_units.is_some()
     }
 
     /// Before dispatch: fault rules first (they are explicit), then the deleted-name
-    /// memory, then the scalability budgets (charged only for requests that will run).
+    /// memory, then the scalability budgets or request units (charged only for requests
+    /// that will run).
     pub fn before_dispatch(&self, facts: &RequestFacts) -> Verdict {
         let mut verdict = self.faults.decide(facts);
         if !matches!(
@@ -168,7 +189,26 @@ impl Realism {
                 verdict.disposition = Disposition::Reject(e);
             }
         }
+        if let Some(units) = &self.request_units {
+            let table = facts.table.as_deref();
+            if let Err(e) = units.admit(&facts.account, table, facts.operation, &facts.priced) {
+                verdict.disposition = Disposition::Reject(e);
+            }
+        }
         verdict
+    }
+
+    /// After the request ran: charges what it cost beyond its upfront price (a read's or a
+    /// query's answer).
+    pub fn after_run(&self, facts: &RequestFacts, served: &Served) {
+        if let Some(units) = &self.request_units {
+            units.settle(
+                &facts.account,
+                facts.table.as_deref(),
+                &facts.priced,
+                served,
+            );
+        }
     }
 
     /// After commit: remembers a deleted table's name (`succeeded`: the operation was
@@ -190,8 +230,10 @@ impl Realism {
     /// Installs (or with `None` removes) the fault rules; counters and the RNG restart.
     pub fn replace_faults(&self, set: Option<FaultSet>) {
         self.faults.replace(set);
-        let fixed =
-            self.targets.is_some() || self.page_breaks.is_some() || self.lifecycle.is_some();
+        let fixed = self.targets.is_some()
+            || self.request_units.is_some()
+            || self.page_breaks.is_some()
+            || self.lifecycle.is_some();
         self.active
             .store(fixed || self.faults.is_installed(), Ordering::Relaxed);
     }
@@ -215,6 +257,7 @@ mod tests {
             method: "POST".into(),
             partition_key: Some("p".into()),
             entities: 1,
+            priced: Priced::Free,
         }
     }
 

@@ -9,8 +9,9 @@
 
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use super::bucket::Bucket;
 use super::RequestFacts;
 use crate::protocol::{ApiError, ErrorCode};
 
@@ -56,47 +57,6 @@ const TIMED_OUT_MESSAGE: &str = "The operation could not be completed within the
 /// Most partition buckets kept; beyond it, buckets that have refilled (idle partitions)
 /// are forgotten, so memory stays bounded whatever the key space.
 const MAX_PARTITIONS: usize = 65_536;
-
-/// A token bucket holding up to one second of its rate.
-#[derive(Debug, Clone)]
-struct Bucket {
-    tokens: f64,
-    updated: Instant,
-    /// When this bucket's refusal was last logged (one line per second per bucket).
-    logged: Option<Instant>,
-}
-
-impl Bucket {
-    fn new(rate: f64, now: Instant) -> Bucket {
-        Bucket {
-            tokens: rate,
-            updated: now,
-            logged: None,
-        }
-    }
-
-    fn refill(&mut self, rate: f64, now: Instant) {
-        let elapsed = now.saturating_duration_since(self.updated).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * rate).min(rate);
-        self.updated = now;
-    }
-
-    /// Whether `cost` fits. A cost above the whole capacity fits a full bucket (and leaves
-    /// it in debt), so a large change set under a small configured rate still gets through.
-    fn fits(&self, cost: f64, rate: f64) -> bool {
-        self.tokens >= cost.min(rate)
-    }
-
-    fn should_log(&mut self, now: Instant) -> bool {
-        let due = self
-            .logged
-            .is_none_or(|t| now.saturating_duration_since(t) >= Duration::from_secs(1));
-        if due {
-            self.logged = Some(now);
-        }
-        due
-    }
-}
 
 #[derive(Default)]
 struct Buckets {
@@ -236,7 +196,8 @@ impl Targets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::realism::OperationKind;
+    use crate::realism::{OperationKind, Priced};
+    use std::time::Duration;
 
     fn facts(pk: &str, entities: u32) -> RequestFacts {
         RequestFacts {
@@ -247,6 +208,7 @@ mod tests {
             method: "POST".into(),
             partition_key: Some(pk.into()),
             entities,
+            priced: Priced::Free,
         }
     }
 

@@ -49,7 +49,8 @@ impl AppState {
     pub fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
         let accounts = config.accounts()?;
         // The binary states what realism is on in its start-up lines (`realism::summary`).
-        let realism = crate::realism::Realism::new(realism::options(&config.realism)?);
+        let realism =
+            crate::realism::Realism::new(realism::options(&config.realism, config.flavor())?);
         Ok(AppState {
             realism: Arc::new(realism),
             store,

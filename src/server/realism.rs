@@ -17,14 +17,17 @@ use super::context::RequestContext;
 use super::insight::operation_name;
 use super::AppState;
 use crate::config::{PageBreaksArg, RealismArgs, TargetErrorArg};
-use crate::protocol::batch::{decode_batch, BatchBody, SubRequest};
+use crate::insight::{Event, Observation};
+use crate::model::Flavor;
+use crate::protocol::batch::{decode_batch, parse_sub_operation, BatchBody, SubRequest};
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::operation::Operation;
 use crate::protocol::uri::{parse_resource, split_account, Resource};
 use crate::protocol::{json, ApiError, ErrorCode};
+use crate::realism::request_units::WriteKind;
 use crate::realism::{
-    Disposition, FaultSet, OperationKind, PageBreaks, RealismOptions, RequestFacts, TargetError,
-    TargetRates,
+    Disposition, FaultSet, OperationKind, PageBreaks, Priced, PricedWrite, RealismOptions,
+    RequestFacts, Served, TargetError, TargetRates,
 };
 
 /// The fault-rules endpoint (outside Azure's URL space: no account starts with `_`).
@@ -36,9 +39,15 @@ const MAX_RULES_BODY: usize = 1024 * 1024;
 /// What production realism the command line switches on, as one sentence for the start-up
 /// lines (before the ready line, so a reader of the log knows why answers are less polite);
 /// `None` when all of it is off.
-pub fn summary(args: &RealismArgs) -> Option<String> {
+pub fn summary(args: &RealismArgs, flavor: Flavor) -> Option<String> {
     let mut on = Vec::new();
-    if args.simulate_targets {
+    if args.simulate_targets && flavor.is_cosmos() {
+        on.push(format!(
+            "throttling past a budget of {} request units per second per table \
+             (--simulate-targets --flavor cosmos; answered 429 TooManyRequests)",
+            table_rus(args)
+        ));
+    } else if args.simulate_targets {
         let answer = match args.target_error {
             TargetErrorArg::ServerBusy => "503 ServerBusy",
             TargetErrorArg::OperationTimedOut => "500 OperationTimedOut",
@@ -78,7 +87,7 @@ pub fn summary(args: &RealismArgs) -> Option<String> {
 
 /// The realism options the command line asks for; a bad `--faults` file is an error
 /// sentence naming the file.
-pub fn options(args: &RealismArgs) -> Result<RealismOptions, String> {
+pub fn options(args: &RealismArgs, flavor: Flavor) -> Result<RealismOptions, String> {
     let rate = |name: &str, n: u32| {
         if n == 0 {
             Err(format!("{name} must be at least 1"))
@@ -86,7 +95,20 @@ pub fn options(args: &RealismArgs) -> Result<RealismOptions, String> {
             Ok(f64::from(n))
         }
     };
-    let targets = if args.simulate_targets {
+    if args.cosmos_table_rus.is_some() && !flavor.is_cosmos() {
+        return Err(
+            "--cosmos-table-rus applies to --flavor cosmos only (Table storage has no \
+                    request units; its budgets are --target-partition-rate, \
+                    --target-table-rate and --target-account-rate)"
+                .into(),
+        );
+    }
+    let table_rus = if args.simulate_targets && flavor.is_cosmos() {
+        Some(rate("--cosmos-table-rus", table_rus(args))?)
+    } else {
+        None
+    };
+    let targets = if args.simulate_targets && !flavor.is_cosmos() {
         Some(TargetRates {
             partition_entities: rate("--target-partition-rate", args.target_partition_rate)?,
             table_transactions: rate("--target-table-rate", args.target_table_rate)?,
@@ -109,6 +131,7 @@ pub fn options(args: &RealismArgs) -> Result<RealismOptions, String> {
     };
     Ok(RealismOptions {
         targets,
+        table_rus,
         page_breaks: args.page_breaks.map(|m| match m {
             PageBreaksArg::Partition => PageBreaks::Partition,
             PageBreaksArg::Random => PageBreaks::Random,
@@ -119,6 +142,12 @@ pub fn options(args: &RealismArgs) -> Result<RealismOptions, String> {
         faults,
         seed: args.realism_seed,
     })
+}
+
+/// The per-table request-unit budget `--cosmos-table-rus` asks for, or Cosmos's default.
+fn table_rus(args: &RealismArgs) -> u32 {
+    args.cosmos_table_rus
+        .unwrap_or(crate::realism::request_units::DEFAULT_TABLE_RUS)
 }
 
 /// A request as realism sees it: the call, its HTTP method, its connection (to drop) and the
@@ -147,7 +176,12 @@ where
     if !state.realism.is_active() {
         return Ok(answer(operation).await);
     }
-    let facts = facts(request.call, &operation, request.method);
+    let facts = facts(
+        request.call,
+        &operation,
+        request.method,
+        state.realism.prices_requests(),
+    );
     let verdict = state.realism.before_dispatch(&facts);
     if let Some(delay) = verdict.delay {
         tokio::time::sleep(delay).await;
@@ -161,9 +195,13 @@ where
     };
     let response = answer(operation).await;
     // The handler ran (and its writes are durable): tell realism the outcome.
-    state
-        .realism
-        .after_commit(&facts, response.status().is_success());
+    let succeeded = response.status().is_success();
+    state.realism.after_commit(&facts, succeeded);
+    if state.realism.prices_requests() {
+        state
+            .realism
+            .after_run(&facts, &served(&response, succeeded));
+    }
     if drop_after_commit {
         return Ok(drop_connection(ctx, request.abort).await);
     }
@@ -257,12 +295,18 @@ fn sub_request_target(account: &str, sub: &SubRequest) -> (Option<String>, Optio
     }
 }
 
-/// Describes a request for realism: only called when realism is on.
-fn facts(call: &Call, operation: &Operation, method: &Method) -> RequestFacts {
+/// Describes a request for realism: only called when realism is on. `priced`: describe
+/// what request units price it by.
+fn facts(call: &Call, operation: &Operation, method: &Method, priced: bool) -> RequestFacts {
     let (kind, name) = (kind(operation), operation_name(operation));
     let mut table = operation.table().map(str::to_string);
     let mut partition_key = None;
     let mut entities = 1;
+    let mut price = if priced {
+        price(operation, &call.body)
+    } else {
+        Priced::Free
+    };
     match operation {
         Operation::CreateTable => table = json::decode_table_name(&call.body).ok(),
         Operation::InsertEntity { .. } => partition_key = body_partition_key(&call.body),
@@ -283,6 +327,9 @@ fn facts(call: &Call, operation: &Operation, method: &Method) -> RequestFacts {
             if let Some(first) = subs.first() {
                 (table, partition_key) = sub_request_target(call.ctx.data_account(), first);
             }
+            if priced {
+                price = price_batch(call.ctx.data_account(), &subs);
+            }
         }
         _ => {}
     }
@@ -294,6 +341,88 @@ fn facts(call: &Call, operation: &Operation, method: &Method) -> RequestFacts {
         method: method.as_str().to_string(),
         partition_key,
         entities,
+        priced: price,
+    }
+}
+
+/// What request units price an operation by; `body`: its JSON entity, if it writes one.
+fn price(operation: &Operation, body: &[u8]) -> Priced {
+    let write = |kind| {
+        Priced::Writes(vec![PricedWrite {
+            kind,
+            item_bytes: body.len(),
+            indexed_properties: indexed_properties(body),
+        }])
+    };
+    match operation {
+        Operation::GetEntity(_) => Priced::PointRead,
+        Operation::QueryEntities { .. } => Priced::Query,
+        Operation::InsertEntity { .. } => write(WriteKind::Insert),
+        // An upsert is priced as the replace it may be (the larger price).
+        Operation::UpdateEntity(..)
+        | Operation::MergeEntity(..)
+        | Operation::InsertOrReplaceEntity(_)
+        | Operation::InsertOrMergeEntity(_) => write(WriteKind::Replace),
+        Operation::DeleteEntity(..) => Priced::Writes(vec![PricedWrite {
+            kind: WriteKind::Delete,
+            item_bytes: 0,
+            indexed_properties: 0,
+        }]),
+        _ => Priced::Free,
+    }
+}
+
+/// A `$batch`'s price: each change-set operation's (a query batch is a point read).
+fn price_batch(account: &str, subs: &[SubRequest]) -> Priced {
+    let mut writes = Vec::with_capacity(subs.len());
+    for sub in subs {
+        let Ok(operation) = parse_sub_operation(account, sub) else {
+            continue;
+        };
+        match price(&operation, &sub.body) {
+            Priced::Writes(w) => writes.extend(w),
+            Priced::PointRead if subs.len() == 1 => return Priced::PointRead,
+            _ => {}
+        }
+    }
+    Priced::Writes(writes)
+}
+
+/// The properties of a JSON entity, keys included (Cosmos indexes every one by default);
+/// `odata.*` members and `…@odata.type` annotations are not properties. 0 for a body that
+/// is not a JSON object (the request will be refused anyway).
+fn indexed_properties(body: &[u8]) -> usize {
+    serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(body)
+        .map(|members| {
+            members
+                .keys()
+                .filter(|k| !k.starts_with("odata.") && !k.contains("@odata."))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// What an answered request did, for its final price in request units: the answer's body
+/// size, and a query's examined and returned entities (from its observation).
+fn served(response: &Response, succeeded: bool) -> Served {
+    let body_bytes = axum::body::HttpBody::size_hint(response.body())
+        .exact()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    let (examined, returned) = match response.extensions().get::<Observation>() {
+        Some(Observation {
+            event: Event::Query {
+                examined, returned, ..
+            },
+            ..
+        }) => (*examined, *returned),
+        _ => (0, 0),
+    };
+    Served {
+        succeeded,
+        body_bytes,
+        examined,
+        returned,
     }
 }
 

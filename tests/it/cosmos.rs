@@ -696,3 +696,152 @@ async fn sas_with_key_ranges_is_not_implemented() {
         .unwrap()
         .starts_with("Shared access signature with PartitionKey or RowKey are not supported\n"));
 }
+
+/// A Cosmos-flavoured server throttling by request units, `rus` per second per table.
+fn request_units_config(rus: u32) -> Config {
+    let mut config = cosmos_config();
+    config.realism.simulate_targets = true;
+    config.realism.cosmos_table_rus = Some(rus);
+    config
+}
+
+/// The `value` of an error body's message.
+fn error_text(r: &Reply) -> String {
+    r.json()["odata.error"]["message"]["value"]
+        .as_str()
+        .expect("an error message")
+        .to_string()
+}
+
+/// Over its budget a table answers Cosmos's 429 (recording `test_batch_inserts`): code
+/// `TooManyRequests`, "Request rate is large" with `SubStatusCode: 3200`, the activity id
+/// (the request id), no retry-after header; the refused insert wrote nothing, and the budget
+/// refills at its rate.
+#[tokio::test]
+async fn over_its_request_units_a_table_answers_429_and_writes_nothing() {
+    // 6 RU/s: one insert of three properties (5.6 RU) empties the bucket.
+    let c = Cosmos::start_with(request_units_config(6)).await;
+    assert_eq!(
+        c.create_table("metered").await.status,
+        201,
+        "tables are free"
+    );
+    let c = &c;
+    let insert = |rk: &'static str| {
+        let body = format!(r#"{{"PartitionKey":"p","RowKey":"{rk}","n":1}}"#);
+        async move { c.send("POST", "/metered", &[], Some(&body)).await }
+    };
+    let r = insert("a").await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = insert("b").await;
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert_eq!(r.error_code(), "TooManyRequests");
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json; odata=fullmetadata"),
+        "a write's error, as Cosmos types them"
+    );
+    for header in ["retry-after", "retry-after-ms", "x-ms-retry-after-ms"] {
+        assert_eq!(
+            r.header(header),
+            None,
+            "{header}: the recorded 429s carry none"
+        );
+    }
+    let request_id = r
+        .header("x-ms-request-id")
+        .expect("a request id")
+        .to_string();
+    let text = error_text(&r);
+    assert!(
+        text.starts_with(
+            "Message: {\"Errors\":[\"Request rate is large. More Request Units may be needed, \
+             so no changes were made."
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("\r\nActivityId: {request_id}, ")),
+        "{text}"
+    );
+    assert!(
+        text.contains("StatusCode: 429, SubStatusCode: 3200"),
+        "{text}"
+    );
+    assert!(text.contains("OperationType: Create"), "{text}");
+    assert!(
+        text.ends_with(&format!("\nRequestID:{request_id}\n")),
+        "{text}"
+    );
+    assert!(r.body.ends_with(b"}}}\r\n"));
+
+    // A second later the bucket has refilled: the refused insert had written nothing.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let r = c
+        .send("GET", "/metered(PartitionKey='p',RowKey='b')", &[], None)
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let r = insert("b").await;
+    assert_eq!(r.status, 201, "the budget refills: {}", r.text());
+}
+
+/// A query pays for what it returned once it ran (1 RU per KB): a costly page leaves the
+/// table in debt, and the next read is answered 429 with a read's Content-Type until the
+/// budget has refilled. A change set over the whole budget still runs on a full bucket.
+#[tokio::test]
+async fn a_query_pays_for_its_page_and_the_next_read_waits() {
+    let c = Cosmos::start_with(request_units_config(20)).await;
+    assert_eq!(c.create_table("pages").await.status, 201);
+    let base = c.t.server.endpoint();
+    let mut b = common::batch::BatchBody::new(&base);
+    let filler = "x".repeat(4000);
+    for i in 0..10 {
+        let body = format!(r#"{{"PartitionKey":"p","RowKey":"r{i}","s":"{filler}"}}"#);
+        b.op("POST", "/pages", &[], Some(&body));
+    }
+    // Ten inserts of about 4 KB: about 70 RU, more than a full bucket of 20 holds.
+    let r = c.send_batch(&b).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    assert!(!r.text().contains("TooManyRequests"), "{}", r.text());
+    // The change set left about 50 RU of debt: wait it out, and the bucket fills again.
+    tokio::time::sleep(std::time::Duration::from_millis(3600)).await;
+    let r = c.send("GET", "/pages()", &[], None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["value"].as_array().unwrap().len(), 10);
+    // That page returned about 40 KB: 40 RU from a bucket of 20.
+    let r = c
+        .send("GET", "/pages(PartitionKey='p',RowKey='r1')", &[], None)
+        .await;
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert_eq!(r.error_code(), "TooManyRequests");
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json; odata=minimalmetadata"),
+        "a read's error, as recorded"
+    );
+    assert!(error_text(&r).contains("OperationType: Read"));
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let r = c
+        .send("GET", "/pages(PartitionKey='p',RowKey='r1')", &[], None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// `--cosmos-table-rus` belongs to the Cosmos flavour: with Table storage it is refused with
+/// a sentence, and with Cosmos a zero budget is refused too.
+#[test]
+fn the_request_unit_budget_is_checked_at_start() {
+    use tablestore::model::Flavor;
+    use tablestore::server::realism::options;
+    let mut config = request_units_config(400);
+    let e = options(&config.realism, Flavor::Storage).unwrap_err();
+    assert!(
+        e.starts_with("--cosmos-table-rus applies to --flavor cosmos only"),
+        "{e}"
+    );
+    assert!(options(&config.realism, Flavor::Cosmos).is_ok());
+    config.realism.cosmos_table_rus = Some(0);
+    let e = options(&config.realism, Flavor::Cosmos).unwrap_err();
+    assert_eq!(e, "--cosmos-table-rus must be at least 1");
+}

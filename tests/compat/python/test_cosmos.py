@@ -11,6 +11,7 @@ connection string, unchanged but for the port: account ``localhost``, the emulat
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from azure.core.exceptions import (
@@ -22,6 +23,7 @@ from azure.data.tables import TableServiceClient, UpdateMode
 
 from conftest import unique_table_name
 from realism import realism_server  # noqa: F401  (fixture)
+from support import wire_error
 
 COSMOS_EMULATOR_KEY = (
     "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
@@ -115,3 +117,35 @@ def test_errors(cosmos):
     with pytest.raises(HttpResponseError) as unsupported:
         cosmos.get_service_properties()
     assert unsupported.value.status_code == 501
+
+
+def test_request_units_throttle_with_cosmos_429(realism_server):
+    """Under ``--simulate-targets`` a Cosmos-flavoured table has a budget of request units
+    (here 6 RU/s: one small insert costs 5.6 RU). The SDK, with retries off, sees the second
+    insert refused with Cosmos's 429 ``TooManyRequests``; that insert wrote nothing, and once
+    the budget has refilled it goes through."""
+    server = realism_server(
+        "--flavor", "cosmos", "--simulate-targets", "--cosmos-table-rus", "6"
+    )
+    service = TableServiceClient.from_connection_string(
+        server.connection_string, retry_total=0
+    )
+    assert service._cosmos_endpoint
+    table = service.create_table(unique_table_name("rus"))
+    table.create_entity({"PartitionKey": "p", "RowKey": "a", "n": 1})
+    with pytest.raises(HttpResponseError) as throttled:
+        table.create_entity({"PartitionKey": "p", "RowKey": "b", "n": 2})
+    status, code, message = wire_error(throttled.value)
+    assert (status, code) == (429, "TooManyRequests"), throttled.value
+    assert "Request rate is large" in message
+    assert "SubStatusCode: 3200" in message
+    # The SDK names the code in what it raises (it is not one of its TableErrorCode values).
+    assert "TooManyRequests" in str(throttled.value), str(throttled.value)
+    time.sleep(1.2)
+    with pytest.raises(ResourceNotFoundError):
+        table.get_entity("p", "b")
+    time.sleep(1.2)
+    table.create_entity({"PartitionKey": "p", "RowKey": "b", "n": 2})
+    time.sleep(0.5)  # the insert left 0.4 RU; a read needs 1
+    assert table.get_entity("p", "b")["n"] == 2
+    service.close()
