@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::model::limits::{MAX_CUSTOM_PROPERTIES, MAX_ENTITY_SIZE, MAX_REQUEST_BODY};
+use crate::model::Flavor;
 
 /// A query that reads at least this many entities is "large" for the scan rules.
 pub const LARGE_SCAN: u64 = 1000;
@@ -29,6 +30,19 @@ pub const PARTITION_SCAN_REPEATS: u64 = 5;
 /// First pages cut by `$top` in key order a table must see before the portability rule
 /// fires: an application's "latest N" read, not one paging test.
 pub const PORTABILITY_REPEATS: u64 = 5;
+/// Cosmos DB's default throughput of a new table, RU/s ("API for Table FAQ"): what the
+/// request-unit advice measures a query's cost against.
+pub const COSMOS_DEFAULT_TABLE_RUS: f64 = 400.0;
+
+/// A query's price in request units, with the entities it returned taken as 1 KB each
+/// (insight does not keep their size), and how many seconds of a table's default
+/// throughput it takes.
+pub fn query_request_units(examined: u64, returned: u64) -> (f64, f64) {
+    let returned_bytes = usize::try_from(returned.saturating_mul(1024)).unwrap_or(usize::MAX);
+    let ru = crate::model::request_units::query(examined, returned, returned_bytes);
+    (ru, ru / COSMOS_DEFAULT_TABLE_RUS)
+}
+
 /// Fraction of a limit that counts as "near" it (90 %).
 pub fn is_near(value: usize, limit: usize) -> bool {
     value * 10 >= limit * 9
@@ -64,6 +78,8 @@ pub enum Rule {
     LargeBatch,
     ExaminedFarMoreThanReturned,
     Portability,
+    NoKeyOrder,
+    RequestUnitCost,
 }
 
 /// What a rule says and where the guide says it.
@@ -80,7 +96,7 @@ pub struct RuleInfo {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 10] = [
+    pub const ALL: [Rule; 12] = [
         Rule::TableScan,
         Rule::PartitionScanOnProperty,
         Rule::PrependAppend,
@@ -91,7 +107,20 @@ impl Rule {
         Rule::LargeBatch,
         Rule::ExaminedFarMoreThanReturned,
         Rule::Portability,
+        Rule::NoKeyOrder,
+        Rule::RequestUnitCost,
     ];
+
+    /// Whether the rule judges traffic to the service the server answers as: Table storage's
+    /// scalability targets and the portability warning under `storage`, Cosmos's missing key
+    /// order and request units under `cosmos`; the design patterns under both.
+    pub fn applies_to(self, flavor: Flavor) -> bool {
+        match self {
+            Rule::HotPartition | Rule::AccountTarget | Rule::Portability => !flavor.is_cosmos(),
+            Rule::NoKeyOrder | Rule::RequestUnitCost => flavor.is_cosmos(),
+            _ => true,
+        }
+    }
 
     pub fn info(self) -> RuleInfo {
         let (id, guide_page, guide_section, problem, suggestion) = match self {
@@ -164,6 +193,20 @@ impl Rule {
                 "Log tail pattern (\"suits Table storage but not Cosmos DB\"); Azure Cosmos DB for Table FAQ: query results aren't sorted in partition key/row key order",
                 "Queries use $top to take the first entities of a query that is not pinned to one entity, so which entities come back depends on PartitionKey/RowKey order; Cosmos DB for Table would answer them differently, because it does not return results in key order.",
                 "If the application may move to Cosmos DB for Table, read the whole result and sort it on the client, or key the entities so that the wanted ones are one point or range query.",
+            ),
+            Rule::NoKeyOrder => (
+                "no-key-order",
+                "Table design patterns",
+                "Log tail pattern (\"suits Table storage but not Cosmos DB\"); Azure Cosmos DB for Table FAQ: query results aren't sorted in partition key/row key order",
+                "Queries use $top to take the first entities of a query that is not pinned to one entity, but Cosmos DB for Table returns results in no key order: $top takes some N matches, not the first or the latest N, so the log tail pattern and any page assumed sorted give wrong answers.",
+                "Read the whole result (follow every continuation) and sort it on the client, or key the entities so that the wanted ones are one point or range query (e.g. keep the latest N in one entity).",
+            ),
+            Rule::RequestUnitCost => (
+                "request-unit-cost",
+                "Optimize request cost in Azure Cosmos DB",
+                "Reading data: point reads and queries (a query's charge grows with the items it loads and returns; point reads cost least)",
+                "Table scans or cross-partition queries read at least 1,000 entities each; Cosmos DB for Table charges a query request units for what it reads and returns, so one such query takes a large share of the table's throughput (400 RU/s by default), and the requests after it are answered 429 TooManyRequests.",
+                "Query one partition by its PartitionKey (and a RowKey range) instead: keep index entities keyed by the property you search on (Index entities pattern), or read entities by their keys (a point read costs 1 RU per KB).",
             ),
         };
         RuleInfo {

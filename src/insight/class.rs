@@ -119,25 +119,24 @@ pub fn single_partition(plan: &Plan) -> Option<String> {
     found
 }
 
-/// Whether a query page's answer depends on key order: its first page (no continuation
-/// given), cut by `$top` (below the 1,000-entity page limit, and full) with a key-order
-/// continuation, of a query that is not pinned to one entity. Which N entities came back is
-/// then "the first N in PartitionKey/RowKey order". Later pages, and pages the 1,000 limit
-/// cut, are not counted: a client that follows continuations to the end gets the same
-/// entities from Cosmos DB for Table, in another order. Under `--flavor cosmos` pages carry
-/// no key-order continuation (`has_key_order_next` is false), so this is never true there.
-pub fn top_in_key_order(
+/// Whether a query page took "the first N" of its matches with `$top`: its first page (no
+/// continuation given), cut by `$top` (below the 1,000-entity page limit, and full) with a
+/// continuation, of a query that is not pinned to one entity. Which N entities came back then
+/// depends on the order the service answers in: PartitionKey/RowKey order in Table storage,
+/// none in Cosmos DB for Table. Later pages, and pages the 1,000 limit cut, are not counted: a
+/// client that follows continuations to the end gets the same entities in either service.
+pub fn top_first_n(
     class: QueryClass,
     first_page: bool,
     top: usize,
     returned: usize,
-    has_key_order_next: bool,
+    has_next: bool,
 ) -> bool {
     !matches!(class, QueryClass::Point | QueryClass::Empty)
         && first_page
         && top < crate::model::limits::MAX_PAGE_SIZE
         && returned == top
-        && has_key_order_next
+        && has_next
 }
 
 /// Names of the properties a filter compares, keys included (sorted, without duplicates):
@@ -233,21 +232,21 @@ mod tests {
     }
 
     #[test]
-    fn top_in_key_order_needs_a_first_page_cut_by_top() {
+    fn top_first_n_needs_a_first_page_cut_by_top() {
         use QueryClass::*;
         // `$top=5` on a partition scan, cut with a continuation: the first 5 in key order.
-        assert!(top_in_key_order(PartitionScan, true, 5, 5, true));
-        assert!(top_in_key_order(TableScan, true, 1, 1, true));
+        assert!(top_first_n(PartitionScan, true, 5, 5, true));
+        assert!(top_first_n(TableScan, true, 1, 1, true));
         // A full-key point query is one entity in either service.
-        assert!(!top_in_key_order(Point, true, 1, 1, true));
+        assert!(!top_first_n(Point, true, 1, 1, true));
         // No `$top`: the 1,000-entity page limit cut it, and the client follows.
-        assert!(!top_in_key_order(TableScan, true, 1000, 1000, true));
+        assert!(!top_first_n(TableScan, true, 1000, 1000, true));
         // All matches fit: the same set in any order.
-        assert!(!top_in_key_order(PartitionScan, true, 5, 3, false));
+        assert!(!top_first_n(PartitionScan, true, 5, 3, false));
         // A later page of a listing the client is following.
-        assert!(!top_in_key_order(PartitionScan, false, 5, 5, true));
+        assert!(!top_first_n(PartitionScan, false, 5, 5, true));
         // A page another cut (not `$top`) ended early.
-        assert!(!top_in_key_order(Range, true, 5, 2, true));
+        assert!(!top_first_n(Range, true, 5, 2, true));
     }
 
     #[test]

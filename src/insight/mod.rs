@@ -31,7 +31,7 @@ pub use class::QueryClass;
 
 use crate::exec::{BatchOutcome, Outcome};
 use crate::model::limits::entity_size;
-use crate::model::{WriteKind, WriteOp};
+use crate::model::{Flavor, WriteKind, WriteOp};
 
 /// Reports waiting for the statistics thread; beyond this they are dropped (and counted).
 const QUEUE: usize = 16 * 1024;
@@ -58,10 +58,10 @@ pub enum Event {
         partition: Option<String>,
         /// Properties the filter compares, keys included.
         properties: Vec<String>,
-        /// A first page that `$top` cut short with a key-order continuation, of a query not
-        /// pinned to one entity: it returned the first N matches in PartitionKey/RowKey
-        /// order, which Cosmos DB for Table does not answer in (never set under `cosmos`).
-        top_in_key_order: bool,
+        /// A first page that `$top` cut short, of a query not pinned to one entity: it
+        /// returned "the first N" matches in the service's order (key order in Table storage,
+        /// none in Cosmos DB for Table; `class::top_first_n`).
+        top_first_n: bool,
     },
     /// Get Entity.
     Read { partition: String },
@@ -109,7 +109,7 @@ impl Observation {
                 returned,
                 partition,
                 properties,
-                top_in_key_order: false,
+                top_first_n: false,
             },
         }
     }
@@ -140,16 +140,13 @@ impl Observation {
                     class::single_partition(&q.plan),
                     class::filtered_properties(q.filter.as_deref()),
                 );
-                if let Event::Query {
-                    top_in_key_order, ..
-                } = &mut o.event
-                {
-                    *top_in_key_order = class::top_in_key_order(
+                if let Event::Query { top_first_n, .. } = &mut o.event {
+                    *top_first_n = class::top_first_n(
                         class,
                         q.first_page,
                         q.top,
                         q.page.rows.len(),
-                        q.page.next.is_some(),
+                        q.page.next.is_some() || q.hashed_next.is_some(),
                     );
                 }
                 Some(o)
@@ -239,12 +236,18 @@ pub struct Insight {
 }
 
 impl Insight {
-    /// Starts the statistics thread; it ends when the last handle is dropped.
+    /// Starts the statistics thread for a Table storage server; it ends when the last
+    /// handle is dropped.
     pub fn start() -> Insight {
+        Insight::start_as(Flavor::Storage)
+    }
+
+    /// Starts the statistics thread, its advice for the service the server answers as.
+    pub fn start_as(flavor: Flavor) -> Insight {
         let (queue, rx) = sync_channel(QUEUE);
         let shared = Arc::new(Shared {
             started: Instant::now(),
-            stats: Mutex::new(stats::Stats::default()),
+            stats: Mutex::new(stats::Stats::for_flavor(flavor)),
             metrics: metrics::Metrics::default(),
         });
         let worker = Arc::clone(&shared);

@@ -12,6 +12,7 @@ use super::class::QueryClass;
 use super::topk::{Counted, TopK};
 use super::window::Window;
 use super::{EntityFacts, Event, Observation};
+use crate::model::Flavor;
 
 /// Tables tracked at once.
 pub const MAX_TABLES: usize = 1024;
@@ -82,8 +83,8 @@ struct TableStats {
     lowest_partition: Option<String>,
     highest_partition: Option<String>,
     scanned_properties: TopK,
-    /// First pages cut by `$top` in key order (the portability rule).
-    top_in_key_order: u64,
+    /// First pages that took the first N with `$top` (the portability and no-key-order rules).
+    top_first_n: u64,
     advice: BTreeMap<Rule, Advice>,
 }
 
@@ -113,7 +114,7 @@ impl TableStats {
             lowest_partition: None,
             highest_partition: None,
             scanned_properties: TopK::new(FILTERED_PROPERTIES),
-            top_in_key_order: 0,
+            top_first_n: 0,
             advice: BTreeMap::new(),
         }
     }
@@ -186,6 +187,8 @@ struct AccountStats {
 /// Everything the insight endpoint shows, updated by one thread.
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// The service the advice is for (its rules: [`Rule::applies_to`]).
+    flavor: Flavor,
     tables: HashMap<(String, String), TableStats>,
     accounts: HashMap<String, AccountStats>,
     /// Observations that did not fit the queue and were not counted.
@@ -233,6 +236,14 @@ fn fire(
 }
 
 impl Stats {
+    /// Statistics whose advice is for the service the server answers as.
+    pub fn for_flavor(flavor: Flavor) -> Stats {
+        Stats {
+            flavor,
+            ..Stats::default()
+        }
+    }
+
     /// Counts one transaction for `account` at `now` (every authenticated request counts,
     /// as in Azure's billing of transactions); returns advice that fired for the first time.
     pub fn transaction(&mut self, account: &str, now: u64) -> Vec<NewAdvice> {
@@ -243,6 +254,9 @@ impl Stats {
         a.transactions.add(now, 1);
         let in_second = a.transactions.at(now);
         let over = |second: u64| a.transactions.at(second) > advice::ACCOUNT_TARGET_PER_SECOND;
+        if !Rule::AccountTarget.applies_to(self.flavor) {
+            return Vec::new();
+        }
         let sustained = now + 1 >= advice::SUSTAINED_SECONDS
             && (0..advice::SUSTAINED_SECONDS).all(|back| over(now - back));
         if sustained {
@@ -283,11 +297,15 @@ impl Stats {
     /// Records one successful operation's observation at second `now` and evaluates the
     /// rules it can trigger. Returns advice that fired for the first time for its table.
     pub fn observe(&mut self, o: &Observation, now: u64) -> Vec<NewAdvice> {
+        let flavor = self.flavor;
         let t = self.table(&o.account, &o.table);
         t.operations += 1;
         t.operations_window.add(now, 1);
         let mut fired: Vec<(Rule, String)> = Vec::new();
         let mut check = |t: &mut TableStats, rule: Rule, example: &dyn Fn() -> String| {
+            if !rule.applies_to(flavor) {
+                return;
+            }
             if let Some(e) = fire(&mut t.advice, rule, now, example) {
                 fired.push((rule, e));
             }
@@ -299,19 +317,35 @@ impl Stats {
                 returned,
                 partition,
                 properties,
-                top_in_key_order,
+                top_first_n,
             } => {
                 let (examined, returned) = (*examined, *returned);
-                if *top_in_key_order {
-                    t.top_in_key_order += 1;
-                    if t.top_in_key_order >= advice::PORTABILITY_REPEATS {
-                        let seen = t.top_in_key_order;
+                if *top_first_n {
+                    t.top_first_n += 1;
+                    if t.top_first_n >= advice::PORTABILITY_REPEATS {
+                        let seen = t.top_first_n;
                         check(t, Rule::Portability, &|| {
                             format!(
                                 "{seen} queries took the first {returned} entities of a {class} in key order with $top"
                             )
                         });
+                        check(t, Rule::NoKeyOrder, &|| {
+                            format!(
+                                "{seen} queries took {returned} entities of a {class} with $top, in no key order"
+                            )
+                        });
                     }
+                }
+                let cross_partition =
+                    partition.is_none() && !matches!(class, QueryClass::Point | QueryClass::Empty);
+                if cross_partition && examined >= advice::LARGE_SCAN {
+                    check(t, Rule::RequestUnitCost, &|| {
+                        let (ru, seconds) = advice::query_request_units(examined, returned);
+                        format!(
+                            "a {class} filtering on {} read {examined} entities and returned {returned}: about {ru} RU (1 KB entities), {seconds:.1} s of a 400 RU/s table",
+                            describe(properties)
+                        )
+                    });
                 }
                 t.queries[class.index()] += 1;
                 t.examined += examined;

@@ -4,7 +4,7 @@
 
 use super::stats::{Stats, HOT_PARTITIONS, MAX_TABLES};
 use super::*;
-use crate::model::{EdmValue, EntityKey, IfMatch, Property};
+use crate::model::{EdmValue, EntityKey, Flavor, IfMatch, Property};
 
 fn op(kind: WriteKind, pk: &str, rk: &str, properties: Vec<Property>) -> WriteOp {
     WriteOp {
@@ -313,40 +313,117 @@ fn examined_far_more_than_returned_and_its_twin() {
     assert!(good.is_empty(), "{good:?}");
 }
 
-/// A query's first page that `$top` cut in key order (see `class::top_in_key_order`).
+/// A query's first page that `$top` cut (see `class::top_first_n`).
 fn top_page(class: QueryClass, top: u64) -> Observation {
     let mut o = query(class, top + 1, top, &["Timestamp"]);
-    if let Event::Query {
-        top_in_key_order, ..
-    } = &mut o.event
-    {
-        *top_in_key_order = class::top_in_key_order(class, true, top as usize, top as usize, true);
+    if let Event::Query { top_first_n, .. } = &mut o.event {
+        *top_first_n = class::top_first_n(class, true, top as usize, top as usize, true);
     }
     o
 }
 
+/// An application that reads "the latest 10" of a partition with `$top` again and again
+/// (the log tail pattern).
+fn log_tail_reads(s: &mut Stats) {
+    for i in 0..advice::PORTABILITY_REPEATS {
+        s.observe(&top_page(QueryClass::PartitionScan, 10), i);
+    }
+}
+
+/// The log tail's twins: one fewer such read; full-key point queries with `$top=1`; the
+/// same queries without `$top` (all matches, in any order).
+fn log_tail_twins(s: &mut Stats) {
+    for i in 1..advice::PORTABILITY_REPEATS {
+        s.observe(&top_page(QueryClass::Range, 10), i);
+    }
+    for i in 0..100 {
+        s.observe(&top_page(QueryClass::Point, 1), i);
+        s.observe(&query(QueryClass::PartitionScan, 10, 10, &[]), i);
+    }
+}
+
 #[test]
 fn portability_on_repeated_top_in_key_order_and_its_twin() {
-    // An application that reads "the latest 10" of a partition with `$top` again and again
-    // (the log tail pattern): Cosmos DB for Table would return other entities.
-    let bad = fired(|s| {
-        for i in 0..advice::PORTABILITY_REPEATS {
-            s.observe(&top_page(QueryClass::PartitionScan, 10), i);
-        }
+    // Cosmos DB for Table would return other entities.
+    assert_eq!(fired(log_tail_reads), vec![Rule::Portability]);
+    let good = fired(log_tail_twins);
+    assert!(good.is_empty(), "{good:?}");
+}
+
+/// Runs `scenario` on fresh statistics of a `--flavor cosmos` server.
+fn fired_cosmos(scenario: impl FnOnce(&mut Stats)) -> Vec<Rule> {
+    let mut s = Stats::for_flavor(Flavor::Cosmos);
+    scenario(&mut s);
+    rules(&s)
+}
+
+#[test]
+fn under_cosmos_top_for_the_first_n_has_no_key_order() {
+    // The read that is a portability warning under storage is wrong under Cosmos.
+    assert_eq!(fired_cosmos(log_tail_reads), vec![Rule::NoKeyOrder]);
+    let good = fired_cosmos(log_tail_twins);
+    assert!(good.is_empty(), "{good:?}");
+}
+
+#[test]
+fn under_cosmos_a_large_cross_partition_query_states_its_request_units() {
+    let mut s = Stats::for_flavor(Flavor::Cosmos);
+    let new = s.observe(&query(QueryClass::TableScan, 5000, 3, &["Email"]), 0);
+    let mut rules: Vec<Rule> = new.iter().map(|a| a.rule).collect();
+    rules.sort();
+    assert_eq!(rules, vec![Rule::TableScan, Rule::RequestUnitCost]);
+    let cost = &new
+        .iter()
+        .find(|a| a.rule == Rule::RequestUnitCost)
+        .expect("the request-unit advice")
+        .example;
+    // 4,997 entities examined only (0.1 RU each) and 3 of 1 KB returned: 502.7 RU.
+    assert!(cost.contains("about 502.7 RU"), "{cost}");
+    assert!(cost.contains("1.3 s of a 400 RU/s table"), "{cost}");
+    // A union of key ranges spans partitions too; one partition's scan does not.
+    let union = fired_cosmos(|s| {
+        s.observe(&query(QueryClass::UnionOfKeyRanges, 2000, 1500, &[]), 0);
     });
-    assert_eq!(bad, vec![Rule::Portability]);
-    // Twins: one fewer such read; full-key point queries with `$top=1`; the same queries
-    // without `$top` (all matches, in any order).
-    let good = fired(|s| {
-        for i in 1..advice::PORTABILITY_REPEATS {
-            s.observe(&top_page(QueryClass::Range, 10), i);
-        }
-        for i in 0..100 {
-            s.observe(&top_page(QueryClass::Point, 1), i);
-            s.observe(&query(QueryClass::PartitionScan, 10, 10, &[]), i);
-        }
+    assert_eq!(union, vec![Rule::RequestUnitCost]);
+    let good = fired_cosmos(|s| {
+        s.observe(&query(QueryClass::PartitionScan, 5000, 4000, &[]), 0);
+        s.observe(&query(QueryClass::TableScan, 999, 999, &[]), 0);
     });
     assert!(good.is_empty(), "{good:?}");
+}
+
+#[test]
+fn under_cosmos_storage_targets_give_no_advice_and_storage_has_no_cosmos_rules() {
+    // A partition far over Storage's 2,000 entities/s for 5 seconds: Cosmos has no such
+    // target (its throttling is by request units).
+    let hot = |s: &mut Stats| {
+        for second in 0..advice::SUSTAINED_SECONDS {
+            for i in 0..2100 {
+                s.observe(
+                    &Observation {
+                        event: Event::Read {
+                            partition: "p".into(),
+                        },
+                        ..insert("p", &i.to_string())
+                    },
+                    second,
+                );
+            }
+        }
+    };
+    assert_eq!(fired(hot), vec![Rule::HotPartition]);
+    assert!(fired_cosmos(hot).is_empty());
+    let mut cosmos = Stats::for_flavor(Flavor::Cosmos);
+    for second in 0..advice::SUSTAINED_SECONDS {
+        for _ in 0..=advice::ACCOUNT_TARGET_PER_SECOND {
+            assert!(cosmos.transaction("acct", second).is_empty());
+        }
+    }
+    // Under storage the large table scan raises no request-unit advice.
+    let storage = fired(|s| {
+        s.observe(&query(QueryClass::TableScan, 5000, 3, &["Email"]), 0);
+    });
+    assert_eq!(storage, vec![Rule::TableScan]);
 }
 
 #[test]

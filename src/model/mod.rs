@@ -6,6 +6,7 @@ pub mod entity;
 pub mod flavor;
 pub mod limits;
 pub mod names;
+pub mod request_units;
 pub mod write;
 
 pub use edm::{EdmDateTime, EdmType, EdmValue, EdmValueRef};

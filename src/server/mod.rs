@@ -51,12 +51,14 @@ impl AppState {
         // The binary states what realism is on in its start-up lines (`realism::summary`).
         let realism =
             crate::realism::Realism::new(realism::options(&config.realism, config.flavor())?);
+        // Advice for the service the server answers as (docs/insight.md).
+        let insight = crate::insight::Insight::start_as(config.flavor());
         Ok(AppState {
             realism: Arc::new(realism),
             store,
             config: Arc::new(config),
             accounts: Arc::new(accounts),
-            insight: crate::insight::Insight::start(),
+            insight,
         })
     }
 }

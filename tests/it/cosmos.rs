@@ -845,3 +845,69 @@ fn the_request_unit_budget_is_checked_at_start() {
     let e = options(&config.realism, Flavor::Cosmos).unwrap_err();
     assert_eq!(e, "--cosmos-table-rus must be at least 1");
 }
+
+/// Insight under `--flavor cosmos`: "the latest 3" of a partition read with `$top=3` five
+/// times raises `no-key-order` (not Storage's `portability`), and a table scan of 1,200
+/// entities states its request units, in `/_tablestore/insight` and `/metrics`.
+#[tokio::test]
+async fn insight_advises_for_cosmos() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("log").await.status, 201);
+    let base = c.t.server.endpoint();
+    for chunk in 0..12 {
+        let mut b = common::batch::BatchBody::new(&base);
+        for i in 0..100 {
+            let body = format!(r#"{{"PartitionKey":"p{chunk}","RowKey":"{i:03}","Level":"info"}}"#);
+            b.op("POST", "/log", &[], Some(&body));
+        }
+        assert_eq!(c.send_batch(&b).await.status, 202);
+    }
+    let latest = format!(
+        "/log()?$filter={}&$top=3",
+        common::url::encode("PartitionKey eq 'p0'")
+    );
+    for _ in 0..5 {
+        let r = c.send("GET", &latest, &[], None).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        assert_eq!(r.json()["value"].as_array().map(Vec::len), Some(3));
+    }
+    let scan = format!("/log()?$filter={}", common::url::encode("Level eq 'error'"));
+    let r = c.send("GET", &scan, &[], None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    let insight = c
+        .send("GET", "/_tablestore/insight?settle", &[], None)
+        .await;
+    assert_eq!(insight.status, 200, "{}", insight.text());
+    let tables = insight.json()["accounts"]["localhost"]["tables"].clone();
+    let log = tables
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "log"))
+        .expect("the log table")
+        .clone();
+    let ids: Vec<&str> = log["advice"]
+        .as_array()
+        .expect("advice")
+        .iter()
+        .filter_map(|a| a["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        ["table-scan", "no-key-order", "request-unit-cost"],
+        "{log:#}"
+    );
+    let cost = log["advice"][2]["example"].as_str().unwrap_or_default();
+    assert!(
+        cost.contains("read 1200 entities and returned 0: about 120 RU"),
+        "{cost}"
+    );
+    let metrics = c.send("GET", "/metrics", &[], None).await;
+    assert!(
+        metrics
+            .text()
+            .lines()
+            .any(|l| l == "tablestore_advice_active 3"),
+        "{}",
+        metrics.text()
+    );
+}
