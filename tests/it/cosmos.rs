@@ -719,8 +719,9 @@ fn error_text(r: &Reply) -> String {
 /// refills at its rate.
 #[tokio::test]
 async fn over_its_request_units_a_table_answers_429_and_writes_nothing() {
-    // 6 RU/s: one insert of three properties (5.6 RU) empties the bucket.
-    let c = Cosmos::start_with(request_units_config(6)).await;
+    // 2 RU/s: one insert of three properties (5.6 RU) on a full bucket leaves it 3.6 RU in
+    // debt, so the next insert waits 2.8 s for a full bucket: a wide window on a busy machine.
+    let c = Cosmos::start_with(request_units_config(2)).await;
     assert_eq!(
         c.create_table("metered").await.status,
         201,
@@ -775,12 +776,13 @@ async fn over_its_request_units_a_table_answers_429_and_writes_nothing() {
     );
     assert!(r.body.ends_with(b"}}}\r\n"));
 
-    // A second later the bucket has refilled: the refused insert had written nothing.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // Once the debt is paid, the refused insert had written nothing (the read takes 1 RU)...
+    tokio::time::sleep(std::time::Duration::from_millis(3000)).await;
     let r = c
         .send("GET", "/metered(PartitionKey='p',RowKey='b')", &[], None)
         .await;
     assert_eq!(r.status, 404, "{}", r.text());
+    // ...and with the bucket full again it goes through.
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let r = insert("b").await;
     assert_eq!(r.status, 201, "the budget refills: {}", r.text());
@@ -791,7 +793,8 @@ async fn over_its_request_units_a_table_answers_429_and_writes_nothing() {
 /// budget has refilled. A change set over the whole budget still runs on a full bucket.
 #[tokio::test]
 async fn a_query_pays_for_its_page_and_the_next_read_waits() {
-    let c = Cosmos::start_with(request_units_config(20)).await;
+    // 10 RU/s, so each debt below lasts seconds: wide windows on a busy machine.
+    let c = Cosmos::start_with(request_units_config(10)).await;
     assert_eq!(c.create_table("pages").await.status, 201);
     let base = c.t.server.endpoint();
     let mut b = common::batch::BatchBody::new(&base);
@@ -800,16 +803,16 @@ async fn a_query_pays_for_its_page_and_the_next_read_waits() {
         let body = format!(r#"{{"PartitionKey":"p","RowKey":"r{i}","s":"{filler}"}}"#);
         b.op("POST", "/pages", &[], Some(&body));
     }
-    // Ten inserts of about 4 KB: about 70 RU, more than a full bucket of 20 holds.
+    // Ten inserts of about 4 KB: about 70 RU, more than a full bucket of 10 holds.
     let r = c.send_batch(&b).await;
     assert_eq!(r.status, 202, "{}", r.text());
     assert!(!r.text().contains("TooManyRequests"), "{}", r.text());
-    // The change set left about 50 RU of debt: wait it out, and the bucket fills again.
-    tokio::time::sleep(std::time::Duration::from_millis(3600)).await;
+    // The change set left about 60 RU of debt: wait it out, and the bucket fills again.
+    tokio::time::sleep(std::time::Duration::from_millis(7500)).await;
     let r = c.send("GET", "/pages()", &[], None).await;
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["value"].as_array().unwrap().len(), 10);
-    // That page returned about 40 KB: 40 RU from a bucket of 20.
+    // That page returned about 40 KB: 40 RU from a bucket of 10, 30 in debt for 3 s.
     let r = c
         .send("GET", "/pages(PartitionKey='p',RowKey='r1')", &[], None)
         .await;
@@ -821,7 +824,7 @@ async fn a_query_pays_for_its_page_and_the_next_read_waits() {
         "a read's error, as recorded"
     );
     assert!(error_text(&r).contains("OperationType: Read"));
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(4500)).await;
     let r = c
         .send("GET", "/pages(PartitionKey='p',RowKey='r1')", &[], None)
         .await;

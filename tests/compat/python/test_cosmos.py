@@ -121,11 +121,12 @@ def test_errors(cosmos):
 
 def test_request_units_throttle_with_cosmos_429(realism_server):
     """Under ``--simulate-targets`` a Cosmos-flavoured table has a budget of request units
-    (here 6 RU/s: one small insert costs 5.6 RU). The SDK, with retries off, sees the second
-    insert refused with Cosmos's 429 ``TooManyRequests``; that insert wrote nothing, and once
-    the budget has refilled it goes through."""
+    (here 2 RU/s: one small insert costs 5.6 RU and leaves the bucket 3.6 RU in debt, so the
+    next one waits 2.8 s, a wide window on a busy machine). The SDK, with retries off, sees the
+    second insert refused with Cosmos's 429 ``TooManyRequests``; that insert wrote nothing, and
+    once the budget has refilled it goes through."""
     server = realism_server(
-        "--flavor", "cosmos", "--simulate-targets", "--cosmos-table-rus", "6"
+        "--flavor", "cosmos", "--simulate-targets", "--cosmos-table-rus", "2"
     )
     service = TableServiceClient.from_connection_string(
         server.connection_string, retry_total=0
@@ -141,11 +142,11 @@ def test_request_units_throttle_with_cosmos_429(realism_server):
     assert "SubStatusCode: 3200" in message
     # The SDK names the code in what it raises (it is not one of its TableErrorCode values).
     assert "TooManyRequests" in str(throttled.value), str(throttled.value)
-    time.sleep(1.2)
+    time.sleep(3)  # the debt paid, a read (1 RU) fits
     with pytest.raises(ResourceNotFoundError):
         table.get_entity("p", "b")
-    time.sleep(1.2)
+    time.sleep(1.2)  # a full bucket again, as an insert needs
     table.create_entity({"PartitionKey": "p", "RowKey": "b", "n": 2})
-    time.sleep(0.5)  # the insert left 0.4 RU; a read needs 1
+    time.sleep(2.5)  # 3.6 RU of debt again; a read needs 1
     assert table.get_entity("p", "b")["n"] == 2
     service.close()
