@@ -105,6 +105,7 @@ fn main() {
             .map(|j| p * per_partition + j)
             .filter(|&i| i < entities)
             .map(|i| WriteOp {
+                limits: Default::default(),
                 kind: WriteKind::Insert,
                 key: EntityKey {
                     partition_key: format!("p{p:03}"),

@@ -90,6 +90,7 @@ fn key(i: usize) -> EntityKey {
 
 fn op(kind: WriteKind, i: usize, properties: Vec<Property>) -> WriteOp {
     WriteOp {
+        limits: Default::default(),
         kind,
         key: key(i),
         properties,

@@ -169,6 +169,7 @@ mod tests {
 
     fn op(kind: WriteKind, pk: &str, rk: &str) -> WriteOp {
         WriteOp {
+            limits: Default::default(),
             kind,
             key: EntityKey {
                 partition_key: pk.into(),

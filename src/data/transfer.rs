@@ -721,6 +721,7 @@ pub fn load(
         }
         row_keys.insert(entity.row_key.clone());
         batch.push(WriteOp {
+            limits: Default::default(),
             kind,
             key: EntityKey {
                 partition_key: entity.partition_key,

@@ -8,6 +8,7 @@ use crate::model::{EdmValue, EntityKey, Flavor, IfMatch, Property};
 
 fn op(kind: WriteKind, pk: &str, rk: &str, properties: Vec<Property>) -> WriteOp {
     WriteOp {
+        limits: Default::default(),
         kind,
         key: EntityKey {
             partition_key: pk.to_string(),

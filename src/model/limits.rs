@@ -1,7 +1,10 @@
-//! The service's documented limits on entities, keys and values (Azure docs: "Understanding the Table service data model").
+//! The service's documented limits on entities, keys and values (Azure docs: "Understanding
+//! the Table service data model"), and Cosmos DB for Table's where they differ ("Azure Cosmos
+//! DB service quotas", per-item limits), chosen per write by [`EntityLimits`].
 
-use super::edm::utf16_len;
+use super::edm::{utf16_len, EdmValue};
 use super::entity::Property;
+use super::Flavor;
 
 /// Custom properties per entity (255 including PartitionKey, RowKey and Timestamp).
 pub const MAX_CUSTOM_PROPERTIES: usize = 252;
@@ -20,10 +23,44 @@ pub const MAX_PAGE_SIZE: usize = 1000;
 /// Request body of a single-entity operation and of a `$batch`.
 pub const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
 
+/// The largest item Cosmos DB takes: 2 MB, the "UTF-8 length of JSON representation"
+/// ("Azure Cosmos DB service quotas", per-item limits), measured by [`cosmos_item_size`].
+pub const COSMOS_MAX_ITEM_BYTES: usize = 2 * 1024 * 1024;
+
+/// Which service's limits an entity is held to: Table storage's (1 MiB by its accounting
+/// formula, 252 properties, 255-character names, 64 KiB values) or Cosmos DB's (a 2 MB item
+/// and "no practical limit" on the number of properties or the length of their names; values
+/// unlimited but by the item, as Azure/azure-sdk-for-net#20533 found: a property over 64 KiB
+/// is "No error" on Cosmos).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum EntityLimits {
+    #[default]
+    Storage,
+    Cosmos,
+}
+
+impl EntityLimits {
+    /// The limits the flavour's service applies.
+    pub fn of(flavor: Flavor) -> EntityLimits {
+        match flavor {
+            Flavor::Storage => EntityLimits::Storage,
+            Flavor::Cosmos => EntityLimits::Cosmos,
+        }
+    }
+
+    /// Whether a property name's length and a value's size are limited on their own (Storage's
+    /// 255 characters and 64 KiB); under Cosmos only the whole item is.
+    pub fn limits_each_property(self) -> bool {
+        self == EntityLimits::Storage
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntityLimitError {
     TooManyProperties,
     EntityTooLarge,
+    /// Over Cosmos DB's 2 MB item size.
+    ItemTooLarge,
     /// The keys are within Azure's limits but longer together than the store can index
     /// (PostgreSQL's B-tree takes about 2.7 KB per key: only non-ASCII keys near the 1024
     /// UTF-16 unit limit reach it).
@@ -35,6 +72,7 @@ impl std::fmt::Display for EntityLimitError {
         f.write_str(match self {
             EntityLimitError::TooManyProperties => "it would have more than 252 properties",
             EntityLimitError::EntityTooLarge => "it would be larger than 1 MiB",
+            EntityLimitError::ItemTooLarge => "it would be larger than Cosmos DB's 2 MB item limit",
             EntityLimitError::KeysTooLongForStore => {
                 "its keys together are longer than the store can index"
             }
@@ -52,12 +90,91 @@ pub fn entity_size(partition_key: &str, row_key: &str, properties: &[Property]) 
             .sum::<usize>()
 }
 
-/// Checks the whole-entity limits (property count and total size).
+/// Size of an entity as Cosmos DB counts an item, the UTF-8 length of its JSON: the text of
+/// `{"PartitionKey":…,"RowKey":…,"<name>":<value>,…}` with the `@odata.type` annotation the
+/// wire carries for the types JSON has no form of (Int64, DateTime, Guid, Binary), written
+/// compactly. Cosmos's own encoding is not published; this is the representation its docs
+/// name, as a client sends it.
+pub fn cosmos_item_size(partition_key: &str, row_key: &str, properties: &[Property]) -> usize {
+    let member = |name: &str, value: usize| json_string_len(name) + 1 + value;
+    let mut size = 2 + member("PartitionKey", json_string_len(partition_key));
+    size += 1 + member("RowKey", json_string_len(row_key));
+    for p in properties {
+        size += 1 + member(&p.name, json_value_len(&p.value));
+        if let Some(ty) = annotated_type(&p.value) {
+            // `,"<name>@odata.type":"Edm.X"`
+            size += 1 + json_string_len(&p.name) + "@odata.type".len() + 1 + ty.len() + 2;
+        }
+    }
+    size
+}
+
+/// The `@odata.type` a value's JSON carries, for the types JSON cannot tell apart.
+fn annotated_type(value: &EdmValue) -> Option<&'static str> {
+    match value {
+        EdmValue::Int64(_) => Some("Edm.Int64"),
+        EdmValue::DateTime(_) => Some("Edm.DateTime"),
+        EdmValue::Guid(_) => Some("Edm.Guid"),
+        EdmValue::Binary(_) => Some("Edm.Binary"),
+        EdmValue::String(_) | EdmValue::Int32(_) | EdmValue::Double(_) | EdmValue::Boolean(_) => {
+            None
+        }
+    }
+}
+
+/// Length of a value's JSON text.
+fn json_value_len(value: &EdmValue) -> usize {
+    match value {
+        EdmValue::String(s) => json_string_len(s),
+        EdmValue::Int32(n) => n.to_string().len(),
+        EdmValue::Int64(n) => n.to_string().len() + 2,
+        EdmValue::Double(f) if f.is_finite() => format!("{f:?}").len(),
+        // "NaN", "Infinity", "-Infinity", quoted.
+        EdmValue::Double(f) if f.is_nan() => 5,
+        EdmValue::Double(f) => 10 + usize::from(f.is_sign_negative()),
+        EdmValue::Boolean(b) => 4 + usize::from(!b),
+        EdmValue::DateTime(t) => t.text().as_str().len() + 2,
+        EdmValue::Guid(_) => 38,
+        EdmValue::Binary(b) => b.len().div_ceil(3) * 4 + 2,
+    }
+}
+
+/// Length of `s` as a JSON string: quotes, two-character escapes for `"`, `\\` and the
+/// common control characters, `\u00XX` for the other control characters.
+fn json_string_len(s: &str) -> usize {
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0C => 2,
+            0x00..=0x1F => 6,
+            _ => 1,
+        })
+        .sum::<usize>()
+}
+
+/// Checks Table storage's whole-entity limits (property count and total size).
 pub fn check_entity(
     partition_key: &str,
     row_key: &str,
     properties: &[Property],
 ) -> Result<(), EntityLimitError> {
+    check_entity_as(EntityLimits::Storage, partition_key, row_key, properties)
+}
+
+/// Checks the whole-entity limits of `limits`: Storage's property count and size, or
+/// Cosmos DB's item size.
+pub fn check_entity_as(
+    limits: EntityLimits,
+    partition_key: &str,
+    row_key: &str,
+    properties: &[Property],
+) -> Result<(), EntityLimitError> {
+    if limits == EntityLimits::Cosmos {
+        if cosmos_item_size(partition_key, row_key, properties) > COSMOS_MAX_ITEM_BYTES {
+            return Err(EntityLimitError::ItemTooLarge);
+        }
+        return Ok(());
+    }
     if properties.len() > MAX_CUSTOM_PROPERTIES {
         return Err(EntityLimitError::TooManyProperties);
     }
@@ -65,4 +182,81 @@ pub fn check_entity(
         return Err(EntityLimitError::EntityTooLarge);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::EdmDateTime;
+
+    fn prop(name: &str, value: EdmValue) -> Property {
+        Property {
+            name: name.into(),
+            value,
+        }
+    }
+
+    /// The Cosmos item size is the length of the entity's compact JSON, annotations included.
+    #[test]
+    fn cosmos_item_size_is_the_json_length() {
+        let props = vec![
+            prop("S", EdmValue::String("a\"b\\c\nd\u{1}é漢".into())),
+            prop("I", EdmValue::Int32(-42)),
+            prop("L", EdmValue::Int64(1234567890123)),
+            prop("D", EdmValue::Double(2.5)),
+            prop("N", EdmValue::Double(f64::NAN)),
+            prop("Inf", EdmValue::Double(f64::NEG_INFINITY)),
+            prop("B", EdmValue::Boolean(false)),
+            prop(
+                "T",
+                EdmValue::DateTime(EdmDateTime::parse("2021-09-29T20:31:09.3447688Z").unwrap()),
+            ),
+            prop("G", EdmValue::Guid([7; 16])),
+            prop("X", EdmValue::Binary(vec![1, 2, 3, 4])),
+        ];
+        let json = serde_json::json!({
+            "PartitionKey": "p\"k",
+            "RowKey": "r",
+            "S": "a\"b\\c\nd\u{1}é漢",
+            "I": -42,
+            "L": "1234567890123", "L@odata.type": "Edm.Int64",
+            "D": 2.5,
+            "N": "NaN",
+            "Inf": "-Infinity",
+            "B": false,
+            "T": "2021-09-29T20:31:09.3447688Z", "T@odata.type": "Edm.DateTime",
+            "G": "07070707-0707-0707-0707-070707070707", "G@odata.type": "Edm.Guid",
+            "X": "AQIDBA==", "X@odata.type": "Edm.Binary",
+        });
+        assert_eq!(
+            cosmos_item_size("p\"k", "r", &props),
+            json.to_string().len()
+        );
+    }
+
+    #[test]
+    fn cosmos_limits_only_the_item() {
+        let many: Vec<Property> = (0..300)
+            .map(|i| prop(&format!("p{i}"), EdmValue::Int32(i)))
+            .collect();
+        assert_eq!(
+            check_entity("p", "r", &many),
+            Err(EntityLimitError::TooManyProperties)
+        );
+        assert_eq!(
+            check_entity_as(EntityLimits::Cosmos, "p", "r", &many),
+            Ok(())
+        );
+        // `{"PartitionKey":"p","RowKey":"r","s":"…"}` is 40 bytes and the text.
+        let item = |n: usize| vec![prop("s", EdmValue::String("x".repeat(n)))];
+        let fits = COSMOS_MAX_ITEM_BYTES - 40;
+        assert_eq!(
+            check_entity_as(EntityLimits::Cosmos, "p", "r", &item(fits)),
+            Ok(())
+        );
+        assert_eq!(
+            check_entity_as(EntityLimits::Cosmos, "p", "r", &item(fits + 1)),
+            Err(EntityLimitError::ItemTooLarge)
+        );
+    }
 }

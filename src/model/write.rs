@@ -2,6 +2,7 @@
 
 use super::edm::EdmDateTime;
 use super::entity::{EntityKey, Property};
+use super::limits::EntityLimits;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WriteKind {
@@ -39,4 +40,7 @@ pub struct WriteOp {
     pub properties: Vec<Property>,
     /// Required for Update, Merge and Delete; ignored for the others.
     pub if_match: IfMatch,
+    /// The limits the entity a merge leaves is checked against (the store's check; the
+    /// decode step checks the written properties themselves).
+    pub limits: EntityLimits,
 }

@@ -17,8 +17,8 @@ use super::uri::entity_path;
 use crate::model::edm::{parse_guid, utf16_len, write_guid, DateTimeError};
 use crate::model::entity::etag_datetime_pieces;
 use crate::model::limits::{
-    check_entity, EntityLimitError, MAX_BINARY_BYTES, MAX_KEY_UTF16, MAX_PROPERTY_NAME,
-    MAX_STRING_UTF16,
+    check_entity_as, EntityLimitError, EntityLimits, MAX_BINARY_BYTES, MAX_KEY_UTF16,
+    MAX_PROPERTY_NAME, MAX_STRING_UTF16,
 };
 use crate::model::{
     EdmDateTime, EdmType, EdmValue, EdmValueRef, Entity, EntityView, Flavor, Property,
@@ -205,6 +205,12 @@ pub struct EntityBody {
 
 /// Decodes and validates an entity request body (Azure docs: "Payload format for Table service operations", "Understanding the Table service data model").
 pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
+    decode_entity_as(body, EntityLimits::Storage)
+}
+
+/// [`decode_entity`] held to `limits`: Cosmos DB limits neither a property name's length
+/// nor a value's size on its own.
+pub fn decode_entity_as(body: &[u8], limits: EntityLimits) -> Result<EntityBody, ApiError> {
     let members = parse_members(body)?;
     let annotations: Vec<(&str, &Json)> = members
         .iter()
@@ -252,11 +258,11 @@ pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
             // Server-owned; clients echo it back and it is ignored.
             continue;
         }
-        validate_property_name(name)?;
+        validate_property_name_as(name, limits)?;
         if matches!(value, Json::Null) {
             continue;
         }
-        let value = decode_value(name, value, declared)?;
+        let value = decode_value(name, value, declared, limits)?;
         out.properties.push(Property {
             name: name.to_string(),
             value,
@@ -271,15 +277,32 @@ pub fn check_entity_limits(
     row_key: &str,
     properties: &[Property],
 ) -> Result<(), ApiError> {
-    check_entity(partition_key, row_key, properties).map_err(entity_limit_error)
+    check_entity_limits_as(EntityLimits::Storage, partition_key, row_key, properties)
 }
 
+/// [`check_entity_limits`] held to `limits`.
+pub fn check_entity_limits_as(
+    limits: EntityLimits,
+    partition_key: &str,
+    row_key: &str,
+    properties: &[Property],
+) -> Result<(), ApiError> {
+    check_entity_as(limits, partition_key, row_key, properties).map_err(entity_limit_error)
+}
+
+/// The text of Cosmos DB's answer to an item over 2 MB (413; the code is Storage's for a
+/// body over its limit, as Cosmos's own code and text are not recorded).
+pub const COSMOS_ITEM_TOO_LARGE: &str = "The entity is larger than the maximum item size of 2 MB.";
+
 pub fn entity_limit_error(e: EntityLimitError) -> ApiError {
-    ApiError::new(match e {
-        EntityLimitError::TooManyProperties => ErrorCode::TooManyProperties,
-        EntityLimitError::EntityTooLarge => ErrorCode::EntityTooLarge,
-        EntityLimitError::KeysTooLongForStore => ErrorCode::KeyValueTooLarge,
-    })
+    match e {
+        EntityLimitError::TooManyProperties => ApiError::new(ErrorCode::TooManyProperties),
+        EntityLimitError::EntityTooLarge => ApiError::new(ErrorCode::EntityTooLarge),
+        EntityLimitError::KeysTooLongForStore => ApiError::new(ErrorCode::KeyValueTooLarge),
+        EntityLimitError::ItemTooLarge => {
+            ApiError::with_message(ErrorCode::RequestBodyTooLarge, COSMOS_ITEM_TOO_LARGE)
+        }
+    }
 }
 
 /// Key values: ≤ 1024 UTF-16 units and none of `/ \ # ?` or control characters (Azure docs: "Understanding the Table service data model").
@@ -304,7 +327,12 @@ pub fn validate_key(key: &str) -> Result<(), ApiError> {
 /// Property names: ≤ 255 characters, a letter or `_` first, then letters, digits or `_`
 /// (C# identifier rules, Unicode classes) [emu; Azure docs: "Understanding the Table service data model"].
 pub fn validate_property_name(name: &str) -> Result<(), ApiError> {
-    if name.chars().count() > MAX_PROPERTY_NAME {
+    validate_property_name_as(name, EntityLimits::Storage)
+}
+
+/// [`validate_property_name`] held to `limits` (Cosmos DB: no length limit but the item's).
+fn validate_property_name_as(name: &str, limits: EntityLimits) -> Result<(), ApiError> {
+    if limits.limits_each_property() && name.chars().count() > MAX_PROPERTY_NAME {
         return Err(ApiError::new(ErrorCode::PropertyNameTooLong));
     }
     let mut chars = name.chars();
@@ -344,11 +372,22 @@ pub fn decode_text_value(name: &str, text: &str, ty: EdmType) -> Result<EdmValue
         EdmType::Boolean if text.eq_ignore_ascii_case("true") => Ok(EdmValue::Boolean(true)),
         EdmType::Boolean if text.eq_ignore_ascii_case("false") => Ok(EdmValue::Boolean(false)),
         EdmType::Boolean => Err(type_mismatch(name, ty)),
-        _ => decode_value(name, &Json::Str(Cow::Borrowed(text)), Some(ty)),
+        _ => decode_value(
+            name,
+            &Json::Str(Cow::Borrowed(text)),
+            Some(ty),
+            EntityLimits::Storage,
+        ),
     }
 }
 
-fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<EdmValue, ApiError> {
+fn decode_value(
+    name: &str,
+    value: &Json,
+    declared: Option<EdmType>,
+    limits: EntityLimits,
+) -> Result<EdmValue, ApiError> {
+    let too_large = |over: bool| over && limits.limits_each_property();
     let ty = match declared {
         Some(t) => t,
         None => match value {
@@ -372,7 +411,7 @@ fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<E
     let v = match ty {
         EdmType::String => {
             let s = value.as_str().ok_or_else(bad)?;
-            if utf16_len(s) > MAX_STRING_UTF16 {
+            if too_large(utf16_len(s) > MAX_STRING_UTF16) {
                 return Err(ApiError::new(ErrorCode::PropertyValueTooLarge));
             }
             EdmValue::String(s.to_string())
@@ -419,7 +458,7 @@ fn decode_value(name: &str, value: &Json, declared: Option<EdmType>) -> Result<E
         EdmType::Binary => {
             let s = value.as_str().ok_or_else(bad)?;
             let bytes = BASE64.decode(s).map_err(|_| bad())?;
-            if bytes.len() > MAX_BINARY_BYTES {
+            if too_large(bytes.len() > MAX_BINARY_BYTES) {
                 return Err(ApiError::new(ErrorCode::PropertyValueTooLarge));
             }
             EdmValue::Binary(bytes)

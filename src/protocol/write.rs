@@ -6,16 +6,22 @@ use super::error::{ApiError, ErrorCode};
 use super::headers::check_json_content_type;
 use super::json;
 use super::operation::Operation;
+use crate::model::limits::EntityLimits;
 use crate::model::{EntityKey, IfMatch, WriteKind, WriteOp};
 
-/// Insert Entity: the keys come from the body, which must have both.
-pub fn decode_insert(body: &[u8], content_type: Option<&str>) -> Result<WriteOp, ApiError> {
+/// Insert Entity: the keys come from the body, which must have both. The entity is held to
+/// `limits`, and so is what a later merge into it makes.
+pub fn decode_insert(
+    body: &[u8],
+    content_type: Option<&str>,
+    limits: EntityLimits,
+) -> Result<WriteOp, ApiError> {
     check_json_content_type(content_type)?;
-    let body = json::decode_entity(body)?;
+    let body = json::decode_entity_as(body, limits)?;
     let (Some(partition_key), Some(row_key)) = (body.partition_key, body.row_key) else {
         return Err(ApiError::new(ErrorCode::PropertiesNeedValue));
     };
-    json::check_entity_limits(&partition_key, &row_key, &body.properties)?;
+    json::check_entity_limits_as(limits, &partition_key, &row_key, &body.properties)?;
     Ok(WriteOp {
         kind: WriteKind::Insert,
         key: EntityKey {
@@ -24,16 +30,18 @@ pub fn decode_insert(body: &[u8], content_type: Option<&str>) -> Result<WriteOp,
         },
         properties: body.properties,
         if_match: IfMatch::Any,
+        limits,
     })
 }
 
 /// Update, Merge, Delete, Insert Or Replace and Insert Or Merge: the keys come from the URL
-/// (keys in the body must match them). Returns the table the operation addresses and the
-/// write.
+/// (keys in the body must match them), held to `limits`. Returns the table the operation
+/// addresses and the write.
 pub fn decode_write(
     operation: Operation,
     body: &[u8],
     content_type: Option<&str>,
+    limits: EntityLimits,
 ) -> Result<(String, WriteOp), ApiError> {
     let (entity, kind, if_match) = match operation {
         Operation::UpdateEntity(e, m) => (e, WriteKind::Update, m),
@@ -57,7 +65,7 @@ pub fn decode_write(
                 properties: Vec::new(),
             }
         } else {
-            json::decode_entity(body)?
+            json::decode_entity_as(body, limits)?
         };
         let mismatched = |k: &Option<String>, url: &str| k.as_deref().is_some_and(|k| k != url);
         if mismatched(&decoded.partition_key, &entity.partition_key)
@@ -68,7 +76,8 @@ pub fn decode_write(
                 "The keys in the request body do not match the keys in the request URI.",
             ));
         }
-        json::check_entity_limits(&entity.partition_key, &entity.row_key, &decoded.properties)?;
+        let (pk, rk) = (&entity.partition_key, &entity.row_key);
+        json::check_entity_limits_as(limits, pk, rk, &decoded.properties)?;
         decoded.properties
     };
     Ok((
@@ -81,6 +90,7 @@ pub fn decode_write(
             },
             properties,
             if_match,
+            limits,
         },
     ))
 }
@@ -91,15 +101,18 @@ pub fn decode_any_write(
     operation: Operation,
     body: &[u8],
     content_type: Option<&str>,
+    limits: EntityLimits,
     not_a_write: impl FnOnce() -> ApiError,
 ) -> Result<(String, WriteOp), ApiError> {
     match operation {
-        Operation::InsertEntity { table } => Ok((table, decode_insert(body, content_type)?)),
+        Operation::InsertEntity { table } => {
+            Ok((table, decode_insert(body, content_type, limits)?))
+        }
         op @ (Operation::UpdateEntity(..)
         | Operation::MergeEntity(..)
         | Operation::DeleteEntity(..)
         | Operation::InsertOrReplaceEntity(_)
-        | Operation::InsertOrMergeEntity(_)) => decode_write(op, body, content_type),
+        | Operation::InsertOrMergeEntity(_)) => decode_write(op, body, content_type, limits),
         _ => Err(not_a_write()),
     }
 }
@@ -108,6 +121,8 @@ pub fn decode_any_write(
 mod tests {
     use super::*;
     use crate::protocol::operation::EntityRef;
+
+    const STORAGE: EntityLimits = EntityLimits::Storage;
 
     fn entity(pk: &str, rk: &str) -> EntityRef {
         EntityRef {
@@ -119,12 +134,13 @@ mod tests {
 
     #[test]
     fn insert_takes_keys_from_the_body() {
-        let op = decode_insert(br#"{"PartitionKey":"p","RowKey":"r","n":1}"#, None).unwrap();
+        let op =
+            decode_insert(br#"{"PartitionKey":"p","RowKey":"r","n":1}"#, None, STORAGE).unwrap();
         assert_eq!((op.kind, op.key.row_key.as_str()), (WriteKind::Insert, "r"));
         assert_eq!(op.properties.len(), 1);
-        let err = decode_insert(br#"{"PartitionKey":"p"}"#, None).unwrap_err();
+        let err = decode_insert(br#"{"PartitionKey":"p"}"#, None, STORAGE).unwrap_err();
         assert_eq!(err.code, ErrorCode::PropertiesNeedValue);
-        let err = decode_insert(b"{}", Some("application/atom+xml")).unwrap_err();
+        let err = decode_insert(b"{}", Some("application/atom+xml"), STORAGE).unwrap_err();
         assert_eq!(err.code, ErrorCode::AtomFormatNotSupported);
     }
 
@@ -134,6 +150,7 @@ mod tests {
             Operation::MergeEntity(entity("p", "r"), IfMatch::Any),
             b"  ",
             Some("application/json"),
+            STORAGE,
         )
         .unwrap();
         assert_eq!((table.as_str(), op.kind), ("t", WriteKind::Merge));
@@ -145,6 +162,7 @@ mod tests {
             Operation::UpdateEntity(entity("p", "r"), IfMatch::Any),
             br#"{"PartitionKey":"other"}"#,
             None,
+            STORAGE,
         )
         .unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidInput);
@@ -152,6 +170,7 @@ mod tests {
             Operation::InsertOrReplaceEntity(entity("p/", "r")),
             b"{}",
             None,
+            STORAGE,
         )
         .unwrap_err();
         assert_eq!(
@@ -163,6 +182,7 @@ mod tests {
             Operation::DeleteEntity(entity("p", "r"), IfMatch::Any),
             b"not json",
             Some("text/plain"),
+            STORAGE,
         )
         .unwrap();
         assert_eq!(delete.kind, WriteKind::Delete, "a delete's body is ignored");
@@ -171,12 +191,14 @@ mod tests {
     #[test]
     fn only_writes_decode() {
         let refused = || ApiError::new(ErrorCode::InvalidInput);
-        let err = decode_any_write(Operation::QueryTables, b"", None, refused).unwrap_err();
+        let err =
+            decode_any_write(Operation::QueryTables, b"", None, STORAGE, refused).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidInput);
         let (table, op) = decode_any_write(
             Operation::InsertEntity { table: "t".into() },
             br#"{"PartitionKey":"p","RowKey":"r"}"#,
             None,
+            STORAGE,
             refused,
         )
         .unwrap();

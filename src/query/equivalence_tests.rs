@@ -128,6 +128,7 @@ pub(super) async fn load_into(store: &dyn Store, name: &str, entities: &[RawEnti
         .id;
     for (pk, rk, props) in entities {
         let op = WriteOp {
+            limits: Default::default(),
             kind: WriteKind::InsertOrReplace,
             key: EntityKey {
                 partition_key: pk.clone(),

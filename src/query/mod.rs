@@ -319,6 +319,7 @@ mod tests {
             .unwrap();
         for i in 0..n {
             let op = WriteOp {
+                limits: Default::default(),
                 kind: WriteKind::Insert,
                 key: EntityKey {
                     partition_key: format!("p{}", i % 3),

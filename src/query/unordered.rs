@@ -230,6 +230,7 @@ mod tests {
         let ops: Vec<WriteOp> = keys
             .iter()
             .map(|(pk, rk)| WriteOp {
+                limits: Default::default(),
                 kind: WriteKind::InsertOrReplace,
                 key: EntityKey {
                     partition_key: pk.clone(),

@@ -3,7 +3,7 @@
 //! Every check here reads the request only; nothing touches the store.
 
 use crate::exec::{BatchInput, EntityQuery, Op, Resume, SubRequestInput, TableQuery};
-use crate::model::limits::MAX_PAGE_SIZE;
+use crate::model::limits::{EntityLimits, MAX_PAGE_SIZE};
 use crate::model::{Flavor, WriteOp};
 use crate::model::{TableName, TableNameError};
 use crate::protocol::batch::{
@@ -41,7 +41,9 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         }
         Operation::InsertEntity { table } => {
             let reply = with_metadata(call)?;
-            let mut op = decode_insert(&call.body, call.header("content-type"))?;
+            flavor::check_request_size(call.ctx.flavor, call.body.len())?;
+            let limits = EntityLimits::of(call.ctx.flavor);
+            let mut op = decode_insert(&call.body, call.header("content-type"), limits)?;
             flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
             (Op::Write { table, op }, with_prefer(call, reply))
         }
@@ -50,7 +52,10 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         | Operation::DeleteEntity(..)
         | Operation::InsertOrReplaceEntity(_)
         | Operation::InsertOrMergeEntity(_)) => {
-            let (table, mut op) = decode_write(write, &call.body, call.header("content-type"))?;
+            flavor::check_request_size(call.ctx.flavor, call.body.len())?;
+            let limits = EntityLimits::of(call.ctx.flavor);
+            let content_type = call.header("content-type");
+            let (table, mut op) = decode_write(write, &call.body, content_type, limits)?;
             flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
             (Op::Write { table, op }, plain)
         }
@@ -260,7 +265,7 @@ fn set_table_acl(call: &Call, table: String) -> Result<Op, ApiError> {
 
 /// `$batch`: the multipart body, then each sub-request's operation and what it carries.
 fn batch(call: &Call) -> Result<(Op, Reply), ApiError> {
-    flavor::check_batch_size(call.ctx.flavor, call.body.len())?;
+    flavor::check_request_size(call.ctx.flavor, call.body.len())?;
     let content_type = call.header("content-type").unwrap_or("");
     let decoded = decode_batch(content_type, &call.body)
         .map_err(|e| ApiError::with_message(ErrorCode::InvalidInput, e.to_string()))?;
@@ -300,7 +305,8 @@ fn change(
             return (SubRequestInput::Unreadable(e), reply);
         }
     };
-    let (decoded, metadata) = match decode_change(operation.clone(), sub) {
+    let limits = EntityLimits::of(flavour);
+    let (decoded, metadata) = match decode_change(operation.clone(), sub, limits) {
         Ok(ChangeWrite {
             table,
             mut op,

@@ -141,6 +141,7 @@ fn key(pk: &str, rk: &str) -> EntityKey {
 
 fn op(kind: WriteKind, pk: &str, rk: &str, n: i32) -> WriteOp {
     WriteOp {
+        limits: Default::default(),
         kind,
         key: key(pk, rk),
         properties: vec![Property {
@@ -611,6 +612,7 @@ pub async fn merge_and_replace(h: Harness) {
     let store = h.open().await;
     let t = table(&*store, "merges").await;
     let with = |kind, props: &[(&str, EdmValue)]| WriteOp {
+        limits: Default::default(),
         kind,
         key: key("p", "r"),
         properties: props

@@ -36,7 +36,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::model::limits::{check_entity, EntityLimitError};
+use crate::model::limits::{check_entity_as, EntityLimitError};
 use crate::model::{EdmDateTime, Entity, IfMatch, Property, WriteKind, WriteOp};
 pub use crate::model::{TableId, TableRef};
 use codec::TableRecord;
@@ -923,7 +923,7 @@ pub fn apply_write(
                 None => props.push(p.clone()),
             }
         }
-        check_entity(&op.key.partition_key, &op.key.row_key, &props)
+        check_entity_as(op.limits, &op.key.partition_key, &op.key.row_key, &props)
             .map_err(StoreError::EntityLimit)?;
         Ok(Some(codec::encode_entity(ts, &props)))
     };

@@ -869,6 +869,7 @@ mod tests {
         };
         let ops: Vec<WriteOp> = rows
             .map(|r| WriteOp {
+                limits: Default::default(),
                 kind,
                 key: EntityKey {
                     partition_key: "p".into(),
@@ -926,6 +927,7 @@ mod tests {
         let ops = |partition: &str, n: i32| -> Vec<WriteOp> {
             (0..3)
                 .map(|r| WriteOp {
+                    limits: Default::default(),
                     kind: WriteKind::InsertOrReplace,
                     key: EntityKey {
                         partition_key: partition.into(),

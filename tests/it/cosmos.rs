@@ -914,3 +914,154 @@ async fn insight_advises_for_cosmos() {
         metrics.text()
     );
 }
+
+/// Cosmos's 2 MB limits ("Azure Cosmos DB service quotas": an item's "UTF-8 length of JSON
+/// representation" and the "Maximum request size"; FAQ: "Batches can only have up to 2 MBs").
+const TWO_MB: usize = 2 * 1024 * 1024;
+
+/// An entity body of exactly `len` bytes: keys and one string property padded to fit.
+fn entity_body_of(rk: &str, len: usize) -> String {
+    let empty = format!(r#"{{"PartitionKey":"p","RowKey":"{rk}","Big":""}}"#);
+    let body = format!(
+        r#"{{"PartitionKey":"p","RowKey":"{rk}","Big":"{}"}}"#,
+        "x".repeat(len - empty.len())
+    );
+    assert_eq!(body.len(), len);
+    body
+}
+
+/// Items up to 2 MB go in (Storage's 1 MiB entity and 64 KiB property limits do not apply);
+/// a body one byte over is 413, and so is a merge that would make the item larger than 2 MB.
+#[tokio::test]
+async fn items_up_to_two_megabytes() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("items").await.status, 201);
+    let r = c
+        .send("POST", "/items", &[], Some(&entity_body_of("fits", TWO_MB)))
+        .await;
+    assert_eq!(r.status, 201, "{}", &r.text()[..r.text().len().min(300)]);
+    let r = c
+        .send("GET", "/items(PartitionKey='p',RowKey='fits')", &[], None)
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["Big"].as_str().unwrap().len(), TWO_MB - 45);
+
+    let over = entity_body_of("over", TWO_MB + 1);
+    for (method, path) in [
+        ("POST", "/items"),
+        ("PUT", "/items(PartitionKey='p',RowKey='over')"),
+    ] {
+        let r = c.send(method, path, &[], Some(&over)).await;
+        assert_eq!(r.status, 413, "{method}: {}", r.text());
+        assert_eq!(r.error_code(), "RequestBodyTooLarge");
+        assert!(r.text().contains("maximum permissible limit of 2 MB"));
+    }
+    let r = c
+        .send("GET", "/items(PartitionKey='p',RowKey='over')", &[], None)
+        .await;
+    assert_eq!(r.status, 404, "nothing of the refused write is kept");
+
+    // A merge is held to the item it leaves: half now, the rest merged in.
+    let half = entity_body_of("merged", TWO_MB / 2);
+    assert_eq!(c.send("POST", "/items", &[], Some(&half)).await.status, 201);
+    // The item's JSON is the half body plus `,"More":"…"` (9 bytes and the padding).
+    let merge = |pad: usize| format!(r#"{{"More":"{}"}}"#, "y".repeat(pad));
+    let path = "/items(PartitionKey='p',RowKey='merged')";
+    let tunnel = [("X-HTTP-Method", "MERGE"), ("If-Match", "*")];
+    let fits = TWO_MB - TWO_MB / 2 - 10;
+    let r = c.send("POST", path, &tunnel, Some(&merge(fits + 1))).await;
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.error_code(), "RequestBodyTooLarge");
+    assert!(
+        r.text()
+            .contains("larger than the maximum item size of 2 MB"),
+        "{}",
+        r.text()
+    );
+    let r = c.send("POST", path, &tunnel, Some(&merge(fits))).await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    let r = c.send("GET", path, &[], None).await;
+    assert_eq!(r.json()["More"].as_str().unwrap().len(), fits);
+}
+
+/// Cosmos has "no practical limit" on the number of properties or the length of their names
+/// ("Azure Cosmos DB service quotas", per-item limits): 300 properties and a 300-character
+/// name, both refused by Table storage, are kept.
+#[tokio::test]
+async fn no_property_count_or_name_length_limit() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("wide").await.status, 201);
+    let mut entity = serde_json::json!({"PartitionKey": "p", "RowKey": "r"});
+    for i in 0..300 {
+        entity[format!("P{i}")] = serde_json::json!(i);
+    }
+    let long_name = format!("N{}", "a".repeat(299));
+    entity[&long_name] = serde_json::json!("long");
+    let r = c
+        .send("POST", "/wide", &[], Some(&entity.to_string()))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = c
+        .send("GET", "/wide(PartitionKey='p',RowKey='r')", &[], None)
+        .await;
+    let v = r.json();
+    assert_eq!(v["P299"], 299);
+    assert_eq!(v[&long_name], "long");
+    // Names must still be names.
+    let r = c
+        .send(
+            "POST",
+            "/wide",
+            &[],
+            Some(r#"{"PartitionKey":"p","RowKey":"s","1bad":1}"#),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.error_code(), "PropertyNameInvalid");
+}
+
+/// A `$batch` body of exactly 2 MB is taken; one byte more is 413 before anything runs.
+#[tokio::test]
+async fn batches_up_to_two_megabytes() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("bulk").await.status, 201);
+    let base = c.t.server.endpoint();
+    // Four inserts whose bodies are padded so that the whole batch is `len` bytes.
+    let batch_of = |len: usize| {
+        let build = |pad: usize| {
+            let mut b = common::batch::BatchBody::new(&base);
+            for (i, rk) in ["a", "b", "c", "d"].iter().enumerate() {
+                let filler = if i == 0 { pad } else { 400_000 };
+                let body = format!(
+                    r#"{{"PartitionKey":"p","RowKey":"{rk}","Big":"{}"}}"#,
+                    "x".repeat(filler)
+                );
+                b.op("POST", "/bulk", &[], Some(&body));
+            }
+            b
+        };
+        let mut pad = 1000;
+        loop {
+            let b = build(pad);
+            let n = b.body().len();
+            if n == len {
+                return b;
+            }
+            pad = (pad as isize + len as isize - n as isize) as usize;
+        }
+    };
+    let r = c.send_batch(&batch_of(TWO_MB + 1)).await;
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.error_code(), "RequestBodyTooLarge");
+    let r = c
+        .send("GET", "/bulk(PartitionKey='p',RowKey='a')", &[], None)
+        .await;
+    assert_eq!(r.status, 404);
+    let r = c.send_batch(&batch_of(TWO_MB)).await;
+    assert_eq!(r.status, 202, "{}", &r.text()[..r.text().len().min(500)]);
+    assert!(!r.text().contains("odata.error"), "{}", r.text());
+    let r = c
+        .send("GET", "/bulk(PartitionKey='p',RowKey='d')", &[], None)
+        .await;
+    assert_eq!(r.status, 200);
+}

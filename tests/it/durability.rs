@@ -126,6 +126,7 @@ fn open(
 
 fn upsert(pk: &str, rk: &str, n: i32) -> WriteOp {
     WriteOp {
+        limits: Default::default(),
         kind: WriteKind::InsertOrReplace,
         key: EntityKey {
             partition_key: pk.into(),

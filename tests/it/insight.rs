@@ -31,6 +31,7 @@ async fn hundred_thousand() -> Arc<dyn Store> {
             let ops: Vec<WriteOp> = chunk
                 .iter()
                 .map(|&r| WriteOp {
+                    limits: Default::default(),
                     kind: WriteKind::InsertOrReplace,
                     key: EntityKey {
                         partition_key: pk.clone(),

@@ -78,6 +78,7 @@ fn sorted_unique(keys: &[(String, String)]) -> bool {
 
 fn op(pk: &str, rk: &str, props: Vec<(&str, EdmValue)>) -> WriteOp {
     WriteOp {
+        limits: Default::default(),
         kind: WriteKind::InsertOrReplace,
         key: EntityKey {
             partition_key: pk.into(),

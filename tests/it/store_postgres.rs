@@ -38,6 +38,7 @@ tablestore::store_conformance!(
 
 fn write(kind: WriteKind, pk: &str, rk: &str, n: i64, if_match: IfMatch) -> WriteOp {
     WriteOp {
+        limits: Default::default(),
         kind,
         key: EntityKey {
             partition_key: pk.into(),

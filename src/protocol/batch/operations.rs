@@ -5,6 +5,7 @@
 
 use super::{SubRequest, SubResponse};
 use crate::model::entity::etag_as;
+use crate::model::limits::EntityLimits;
 use crate::model::{EdmDateTime, Entity, Flavor, WriteKind, WriteOp};
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::flavor::{
@@ -54,11 +55,17 @@ pub struct ChangeWrite {
     pub metadata: Metadata,
 }
 
-/// Decodes the write of a change-set sub-request whose operation is `operation`.
-pub fn decode_change(operation: Operation, sub: &SubRequest) -> Result<ChangeWrite, ApiError> {
+/// Decodes the write of a change-set sub-request whose operation is `operation`, held to
+/// `limits`.
+pub fn decode_change(
+    operation: Operation,
+    sub: &SubRequest,
+    limits: EntityLimits,
+) -> Result<ChangeWrite, ApiError> {
     let prefer = ReturnPreference::parse(sub.header("prefer"));
     let metadata = negotiate_metadata(sub.header("accept"), None)?;
-    let (table, op) = decode_any_write(operation, &sub.body, sub.header("content-type"), || {
+    let content_type = sub.header("content-type");
+    let (table, op) = decode_any_write(operation, &sub.body, content_type, limits, || {
         ApiError::with_message(
             ErrorCode::InvalidInput,
             "A change set may contain only insert, update, merge and delete operations.",
@@ -279,7 +286,7 @@ mod tests {
                 table: "people".into()
             }
         );
-        let change = decode_change(op, &s).unwrap();
+        let change = decode_change(op, &s, EntityLimits::Storage).unwrap();
         assert_eq!(change.table, "people");
         assert_eq!(change.prefer, Some(ReturnPreference::NoContent));
         let get = sub(
@@ -288,7 +295,7 @@ mod tests {
             "",
         );
         let op = parse_sub_operation("devstoreaccount1", &get).unwrap();
-        let err = decode_change(op, &get).unwrap_err();
+        let err = decode_change(op, &get, EntityLimits::Storage).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidInput);
     }
 

@@ -63,6 +63,7 @@ fn write_op(kind: u8, rk: u8, n: i32) -> WriteOp {
         None => (WriteKind::Update, IfMatch::Unmatchable),
     };
     WriteOp {
+        limits: Default::default(),
         kind,
         key: EntityKey {
             partition_key: "p".into(),
