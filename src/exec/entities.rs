@@ -9,7 +9,7 @@ use crate::protocol::filter::Expr;
 use crate::protocol::operation::EntityRef;
 use crate::protocol::ApiError;
 use crate::query::plan::{plan_entities, Plan};
-use crate::query::unordered::{OrderKey, UnorderedPage, UnorderedPageRead};
+use crate::query::unordered::{OrderKey, UnorderedPage, UnorderedPageRead, COSMOS_MAX_PAGE_BYTES};
 use crate::query::{eval, execute_raw_page, PageLimits, PageRead, RawPage};
 use crate::store::{read_with, Store, StoreError, StoredRow, TableInfo};
 
@@ -113,7 +113,8 @@ pub(crate) async fn query(
         let page = if plan.ranges.is_empty() {
             UnorderedPage::default()
         } else {
-            let job = UnorderedPageRead::new(plan.ranges.clone(), matches, seed, after, query.top);
+            let job = UnorderedPageRead::new(plan.ranges.clone(), matches, seed, after, query.top)
+                .with_max_bytes(COSMOS_MAX_PAGE_BYTES);
             read_with(store, info.id, job).await?.into_page()
         };
         return Ok(EntityPage {

@@ -4,7 +4,9 @@
 //! permutation of the table, so paging is complete with no duplicates even while other writes
 //! land (a key's place never moves), and memory stays bounded: each page scans the planned
 //! ranges once and keeps only the `top + 1` smallest order keys past the resume point in a
-//! heap. The price is a full scan of the planned ranges per page (docs/decisions.md).
+//! heap, and no more rows than fill the page's byte budget (Cosmos answers at most 4 MB a
+//! page, so `$top` may exceed 1,000). The price is a full scan of the planned ranges per page
+//! (docs/decisions.md).
 
 use std::collections::BinaryHeap;
 
@@ -55,14 +57,21 @@ pub struct UnorderedPage {
     pub examined: u64,
 }
 
+/// The stored bytes a Cosmos-flavoured page holds at most (its last row may pass it): Cosmos
+/// answers at most 4 MB per page ("Azure Cosmos DB service quotas": "Maximum response size
+/// (for example, paginated query)" 4 MB).
+pub const COSMOS_MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
+
 /// One page of a query in seeded-hash order, as a read job: reads every row of `ranges`,
-/// keeps those `matches` accepts whose order key is past `after`, the `top` smallest.
+/// keeps those `matches` accepts whose order key is past `after`, the `top` smallest, cut
+/// where their stored bytes pass `max_bytes` (a page holds at least one row).
 pub struct UnorderedPageRead<M> {
     ranges: Vec<KeyRange>,
     matches: M,
     seed: u64,
     after: Option<OrderKey>,
     top: usize,
+    max_bytes: usize,
     page: UnorderedPage,
 }
 
@@ -83,8 +92,14 @@ where
             seed,
             after,
             top,
+            max_bytes: usize::MAX,
             page: UnorderedPage::default(),
         }
+    }
+
+    /// The page ends before the row that takes its stored bytes past `max_bytes`.
+    pub fn with_max_bytes(self, max_bytes: usize) -> UnorderedPageRead<M> {
+        UnorderedPageRead { max_bytes, ..self }
     }
 
     pub fn into_page(self) -> UnorderedPage {
@@ -98,9 +113,13 @@ where
 {
     fn run(&mut self, rows: &dyn RowSource) -> Result<(), StoreError> {
         // A max-heap of the smallest `top + 1` candidates: one past the page tells whether
-        // more follow. Each candidate keeps its own copy of the row.
-        let keep = self.top.saturating_add(1);
-        let mut heap: BinaryHeap<(OrderKey, Candidate)> = BinaryHeap::with_capacity(keep + 1);
+        // more follow. Each candidate keeps its own copy of the row; the heap drops its
+        // largest while the others alone pass the byte budget (that one cannot be on the
+        // page), so it holds about `max_bytes` and two rows at most.
+        let (keep, max_bytes) = (self.top.saturating_add(1), self.max_bytes);
+        let mut heap: BinaryHeap<(OrderKey, Candidate)> =
+            BinaryHeap::with_capacity(keep.min(1024) + 1);
+        let (mut bytes, mut dropped) = (0usize, false);
         let mut examined = 0u64;
         let mut failure = None;
         for range in &self.ranges {
@@ -125,14 +144,23 @@ where
                 if self.after.as_ref().is_some_and(|a| key <= *a) {
                     return true;
                 }
-                if heap.len() >= keep && heap.peek().is_some_and(|(max, _)| key >= *max) {
+                let full = heap.len() >= keep || bytes > max_bytes;
+                if full && heap.peek().is_some_and(|(max, _)| key >= *max) {
+                    dropped = true;
                     return true;
                 }
                 let mut copy = StoredRows::default();
                 copy.push(&row);
-                heap.push((key, Candidate(copy)));
-                if heap.len() > keep {
+                bytes += row.stored_len();
+                heap.push((key, Candidate(copy, row.stored_len())));
+                while let Some(largest) = heap.peek().map(|(_, c)| c.1) {
+                    let over_budget = heap.len() > 1 && bytes - largest > max_bytes;
+                    if heap.len() <= keep && !over_budget {
+                        break;
+                    }
+                    bytes -= largest;
                     heap.pop();
+                    dropped = true;
                 }
                 true
             })?;
@@ -141,8 +169,17 @@ where
             }
         }
         let mut sorted = heap.into_sorted_vec();
-        let more = sorted.len() > self.top;
-        sorted.truncate(self.top);
+        // The page: the smallest keys, at most `top`, until their bytes pass the budget.
+        let (mut taken, mut page_bytes) = (0, 0usize);
+        for (_, Candidate(_, size)) in &sorted {
+            if taken == self.top || (taken > 0 && page_bytes + size > max_bytes) {
+                break;
+            }
+            page_bytes += size;
+            taken += 1;
+        }
+        let more = dropped || sorted.len() > taken;
+        sorted.truncate(taken);
         let mut page = UnorderedPage {
             examined,
             ..UnorderedPage::default()
@@ -150,7 +187,7 @@ where
         if more {
             page.next = sorted.last().map(|(k, _)| k.clone());
         }
-        for (_, Candidate(copy)) in &sorted {
+        for (_, Candidate(copy, _)) in &sorted {
             for row in copy.iter() {
                 page.rows.push(&row);
             }
@@ -160,8 +197,9 @@ where
     }
 }
 
-/// A row kept for the page; ordered by its [`OrderKey`] alone (keys are unique).
-struct Candidate(StoredRows);
+/// A row kept for the page and its stored size; ordered by its [`OrderKey`] alone (keys are
+/// unique).
+struct Candidate(StoredRows, usize);
 
 impl PartialEq for Candidate {
     fn eq(&self, _: &Self) -> bool {
@@ -252,6 +290,7 @@ mod tests {
         table: crate::store::TableId,
         seed: u64,
         top: usize,
+        max_bytes: usize,
     ) -> Vec<(String, String)> {
         let mut after = None;
         let mut seen = Vec::new();
@@ -262,9 +301,13 @@ mod tests {
                 seed,
                 after,
                 top,
-            );
+            )
+            .with_max_bytes(max_bytes);
             let page = read_with(&**store, table, job).await.unwrap().into_page();
             assert!(page.rows.len() <= top);
+            let sizes: Vec<usize> = page.rows.iter().map(|r| r.stored_len()).collect();
+            let within: usize = sizes.iter().take(sizes.len().saturating_sub(1)).sum();
+            assert!(within <= max_bytes, "only the last row may pass the budget");
             for row in page.rows.iter() {
                 seen.push(row.keys().unwrap());
             }
@@ -277,18 +320,20 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
-        /// The unordered pages hold every row exactly once, whatever the page size and seed.
+        /// The unordered pages hold every row exactly once, whatever the page size, byte
+        /// budget and seed.
         #[test]
         fn pages_are_complete_without_duplicates(
             keys in proptest::collection::btree_set(("[a-c]{0,2}", "[a-z0-9]{1,3}"), 0..60),
             seed in any::<u64>(),
             top in 1usize..12,
+            max_bytes in prop_oneof![Just(usize::MAX), 0usize..400],
         ) {
             let keys: Vec<(String, String)> = keys.into_iter().collect();
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             let seen = rt.block_on(async {
                 let (store, table) = store_with(&keys).await;
-                all_pages(&store, table, seed, top).await
+                all_pages(&store, table, seed, top, max_bytes).await
             });
             let mut sorted = seen.clone();
             sorted.sort();

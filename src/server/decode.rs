@@ -112,11 +112,17 @@ fn wants_plan(call: &Call) -> bool {
 
 /// `$top`: 0..=1000 entities (or tables) per page; absent means 1000. Azure answers `$top=0`
 /// with zero entities (Storage Explorer sends it; Azurite issue #1428 compares the two).
-fn parse_top(query: &QueryParams) -> Result<usize, ApiError> {
+/// Cosmos takes more ("TakeCount isn't limited to 1000", API for Table FAQ): any `$top` an
+/// `Int32` holds, its pages cut at 4 MB instead (`query::unordered`).
+fn parse_top(query: &QueryParams, flavor: Flavor) -> Result<usize, ApiError> {
+    let most = match flavor {
+        Flavor::Storage => MAX_PAGE_SIZE,
+        Flavor::Cosmos => i32::MAX as usize,
+    };
     match query.get("$top") {
         None => Ok(MAX_PAGE_SIZE),
         Some(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n <= MAX_PAGE_SIZE => Ok(n),
+            Ok(n) if n <= most => Ok(n),
             _ => Err(ApiError::with_message(
                 ErrorCode::InvalidQueryParameterValue,
                 format!("Value for one of the query parameters specified in the request URI is invalid. ($top={v})"),
@@ -151,7 +157,7 @@ fn query_tables(call: &Call) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
     reject_unsupported_options(&call.query)?;
     let filter = parse_filter(call)?;
-    let top = parse_top(&call.query)?;
+    let top = parse_top(&call.query, call.ctx.flavor)?;
     let token = call.query.get("NextTableName");
     let (start, after) = match call.ctx.flavor {
         Flavor::Storage => {
@@ -197,7 +203,7 @@ fn query_entities(call: &Call, table: String) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
     reject_unsupported_options(&call.query)?;
     let filter = parse_filter(call)?;
-    let top = parse_top(&call.query)?;
+    let top = parse_top(&call.query, call.ctx.flavor)?;
     let debug_plan = wants_plan(call);
     let query = EntityQuery {
         table,

@@ -27,6 +27,11 @@ impl<'a> StoredRow<'a> {
         }
     }
 
+    /// The bytes the row takes as stored (its key and value): what a page that keeps it holds.
+    pub fn stored_len(&self) -> usize {
+        self.key.len() + self.value_bytes.len()
+    }
+
     /// (PartitionKey, RowKey); an error if the stored key is malformed.
     pub fn keys(&self) -> Result<(String, String), StoreError> {
         decode_entity_key(self.key).ok_or_else(|| StoreError::Corrupt("entity key".into()))

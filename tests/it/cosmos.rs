@@ -1065,3 +1065,54 @@ async fn batches_up_to_two_megabytes() {
         .await;
     assert_eq!(r.status, 200);
 }
+
+/// `$top` over 1,000 is taken ("TakeCount isn't limited to 1000", API for Table FAQ): the page
+/// holds that many entities; a page stops at about 4 MB of entities, continuation given
+/// ("Azure Cosmos DB service quotas": "Maximum response size" 4 MB). Storage refuses it.
+#[tokio::test]
+async fn top_over_a_thousand_and_four_megabyte_pages() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("many").await.status, 201);
+    let base = c.t.server.endpoint();
+    for chunk in 0..12 {
+        let mut b = common::batch::BatchBody::new(&base);
+        for i in 0..100 {
+            let body = format!(
+                r#"{{"PartitionKey":"p","RowKey":"{:04}"}}"#,
+                chunk * 100 + i
+            );
+            b.op("POST", "/many", &[], Some(&body));
+        }
+        let r = c.send_batch(&b).await;
+        assert!(!r.text().contains("odata.error"), "{}", r.text());
+    }
+    let r = c.send("GET", "/many()?$top=5000", &[], None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["value"].as_array().unwrap().len(), 1200);
+    assert!(r.header("x-ms-continuation-nextpartitionkey").is_none());
+    let (seen, pages) = all_entity_pages(&c, "/many()?$top=1100").await;
+    assert_eq!((seen.len(), pages), (1200, 2));
+    let r = c.send("GET", "/many()?$top=2147483648", &[], None).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.error_code(), "InvalidQueryParameterValue");
+    // Tables too.
+    let r = c.send("GET", "/Tables?$top=5000", &[], None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+
+    // Three entities of 1.5 MB: two fit a 4 MB page, the third comes next.
+    assert_eq!(c.create_table("big").await.status, 201);
+    for rk in ["a", "b", "c"] {
+        let body = entity_body_of(rk, 1_500_000);
+        assert_eq!(c.send("POST", "/big", &[], Some(&body)).await.status, 201);
+    }
+    let (seen, pages) = all_entity_pages(&c, "/big()?$top=5000").await;
+    assert_eq!((seen.len(), pages), (3, 2), "{seen:?}");
+    let mut keys: Vec<String> = seen.into_iter().map(|(_, rk)| rk).collect();
+    keys.sort();
+    assert_eq!(keys, ["a", "b", "c"]);
+
+    // The storage flavour keeps Table storage's limit.
+    let s = TestServer::start().await;
+    let r = s.send("GET", "/Tables?$top=1001", &[], None).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+}
