@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 
+use crate::model::names::NameCase;
 use crate::model::{EdmDateTime, TableRef, WriteOp};
 use crate::store::{Store, StoreError, TableInfo};
 
@@ -135,6 +136,7 @@ pub fn check(changes: &ChangeSet) -> Result<(), Failed> {
 pub async fn execute(
     store: &dyn Store,
     account: &str,
+    case: NameCase,
     changes: &ChangeSet,
 ) -> Result<Option<Applied>, Failed> {
     check(changes)?;
@@ -146,7 +148,7 @@ pub async fn execute(
         failure: Failure::Store(error),
     };
     let info = store
-        .get_table(&TableRef::new(account, table.as_str()))
+        .get_table(&TableRef::in_case(account, table.as_str(), case))
         .await
         .map_err(|e| store_failure(0, e))?
         .ok_or_else(|| store_failure(0, StoreError::TableNotFound))?;
@@ -248,7 +250,9 @@ mod tests {
             tables: vec!["TBL".into(); ops.len()],
             ops,
         };
-        let err = execute(&*store, "a", &changes).await.unwrap_err();
+        let err = execute(&*store, "a", NameCase::Insensitive, &changes)
+            .await
+            .unwrap_err();
         assert_eq!(
             (err.index, err.failure),
             (57, Failure::Store(StoreError::EntityAlreadyExists))
@@ -267,23 +271,30 @@ mod tests {
         let mut changes = ChangeSet::with_capacity(2);
         changes.push("tbl".into(), op(WriteKind::Insert, "p", "1"));
         changes.push("tbl".into(), op(WriteKind::Insert, "q", "2"));
-        let err = execute(&*store, "a", &changes).await.unwrap_err();
+        let err = execute(&*store, "a", NameCase::Insensitive, &changes)
+            .await
+            .unwrap_err();
         assert_eq!(
             (err.index, err.failure),
             (1, Failure::Rule(RuleViolation::DifferentPartitions))
         );
         let mut missing = ChangeSet::default();
         missing.push("nosuch".into(), op(WriteKind::Insert, "p", "1"));
-        let err = execute(&*store, "a", &missing).await.unwrap_err();
+        let err = execute(&*store, "a", NameCase::Insensitive, &missing)
+            .await
+            .unwrap_err();
         assert_eq!(
             (err.index, err.failure),
             (0, Failure::Store(StoreError::TableNotFound))
         );
-        assert_eq!(execute(&*store, "a", &ChangeSet::default()).await, Ok(None));
+        assert_eq!(
+            execute(&*store, "a", NameCase::Insensitive, &ChangeSet::default()).await,
+            Ok(None)
+        );
         let mut good = ChangeSet::default();
         good.push("tbl".into(), op(WriteKind::Insert, "p", "1"));
         good.push("TBL".into(), op(WriteKind::InsertOrMerge, "p", "2"));
-        let applied = execute(&*store, "a", &good)
+        let applied = execute(&*store, "a", NameCase::Insensitive, &good)
             .await
             .unwrap()
             .expect("applied");

@@ -176,7 +176,7 @@ impl Endpoint for LocalEndpoint {
                 )
                 .map_err(|e| self.failed(&e))?;
             let complete = tables.len() < SCAN_PAGE;
-            let last = tables.last().map(|t| t.name.to_ascii_lowercase());
+            let last = tables.last().map(|t| t.identity.clone());
             // A page after the first starts at the last table of the one before.
             let skip = usize::from(from.is_some());
             names.extend(tables.into_iter().skip(skip).map(|t| t.name));
@@ -247,6 +247,10 @@ impl Endpoint for LocalEndpoint {
                 TableNameError::Characters => {
                     "letters and digits starting with a letter, and not `tables`"
                 }
+                TableNameError::CosmosLength => "1 to 254 characters",
+                TableNameError::CosmosCharacter => "none of / \\ # ?",
+                TableNameError::CosmosTrailingSpace => "no space at the end",
+                TableNameError::CosmosUnservable => "no control character or parenthesis",
             };
             DataError::new(format!("{table:?} is not a valid table name ({rule})"))
         })?;

@@ -115,9 +115,9 @@ async fn change_set(
             Err(e) => return Ok(failed(index, e)),
         }
     }
-    match batch::execute(store, scope.account(), &changes).await {
+    match batch::execute(store, scope.account(), scope.case(), &changes).await {
         Ok(Some(applied)) => Ok(BatchOutcome::Applied(AppliedChangeSet {
-            table: scope.table(applied.table.name),
+            table: scope.table(scope.shown(applied.table).name),
             ops: changes.ops,
             stamps: applied.stamps,
             size,

@@ -84,6 +84,15 @@ pub(crate) async fn table_info(
         .ok_or(ExecError::Store(StoreError::TableNotFound))
 }
 
+/// The table `name` names in `scope`, which must exist, named as `scope` shows it.
+pub(crate) async fn scoped_table(
+    store: &dyn Store,
+    scope: &Scope,
+    name: impl Into<String>,
+) -> Result<TableInfo, ExecError> {
+    Ok(scope.shown(table_info(store, &scope.table(name)).await?))
+}
+
 /// The table as created, in `scope`'s account.
 fn named(scope: &Scope, info: &TableInfo) -> TableRef {
     scope.table(info.name.as_str())
@@ -96,7 +105,7 @@ pub(crate) async fn query(
 ) -> Result<EntityPage, ExecError> {
     let plan = plan(scope, query.filter.as_ref(), query.top);
     let (first_page, top) = (matches!(query.resume, Resume::Start), query.top);
-    let info = table_info(store, &scope.table(query.table)).await?;
+    let info = scoped_table(store, scope, query.table).await?;
     let filter = query.filter.map(Arc::new);
     let matcher = filter.clone();
     let matches = move |row: &StoredRow<'_>| eval::matches_opt(matcher.as_deref(), row);
@@ -215,7 +224,7 @@ pub(crate) async fn read(
     scope: &Scope,
     entity: &EntityRef,
 ) -> Result<(TableInfo, Option<Entity>), ExecError> {
-    let info = table_info(store, &scope.table(entity.table.as_str())).await?;
+    let info = scoped_table(store, scope, entity.table.as_str()).await?;
     let found = store
         .get_entity(info.id, &entity.partition_key, &entity.row_key)
         .await?;
@@ -230,7 +239,7 @@ pub(crate) async fn write(
     op: WriteOp,
 ) -> Result<Written, ExecError> {
     scope.check_key(&op.key.partition_key, &op.key.row_key)?;
-    let info = table_info(store, &scope.table(table)).await?;
+    let info = scoped_table(store, scope, table).await?;
     let stamps = store
         .commit(info.id, std::slice::from_ref(&op))
         .await

@@ -3,9 +3,10 @@
 //! the server answers queries in (its flavour's).
 
 use crate::auth::{AuthError, AuthzOperation, Principal};
+use crate::model::names::NameCase;
 use crate::model::{Flavor, TableRef};
 use crate::protocol::operation::Operation;
-use crate::store::{KeyBound, KeyRange};
+use crate::store::{KeyBound, KeyRange, TableInfo};
 
 /// The account an operation addresses and who is calling.
 #[derive(Debug, Clone)]
@@ -16,6 +17,8 @@ pub(crate) struct Scope {
     principal: Option<Principal>,
     /// The order query results come in.
     order: ResultOrder,
+    /// How table names tell tables apart (case-sensitively under `--flavor cosmos`).
+    case: NameCase,
 }
 
 /// The order the server answers queries in: Azure Storage's key order, or, under
@@ -45,12 +48,22 @@ impl Scope {
             account: account.into(),
             principal,
             order: ResultOrder::Keys,
+            case: NameCase::Insensitive,
         }
     }
 
-    /// The scope answering queries in `order`.
-    pub(crate) fn in_order(self, order: ResultOrder) -> Scope {
-        Scope { order, ..self }
+    /// The scope of a server answering as `flavor`: its result order (with `seed` for
+    /// Cosmos's) and its table names' case rule.
+    pub(crate) fn for_flavor(self, flavor: Flavor, seed: u64) -> Scope {
+        Scope {
+            order: ResultOrder::of(flavor, seed),
+            case: NameCase::of(flavor),
+            ..self
+        }
+    }
+
+    pub(crate) fn case(&self) -> NameCase {
+        self.case
     }
 
     pub(crate) fn order(&self) -> ResultOrder {
@@ -61,9 +74,19 @@ impl Scope {
         &self.account
     }
 
-    /// Table `name` of the scope's account.
+    /// Table `name` of the scope's account, told apart by the scope's case rule.
     pub(crate) fn table(&self, name: impl Into<String>) -> TableRef {
-        TableRef::new(&self.account, name)
+        TableRef::in_case(&self.account, name, self.case)
+    }
+
+    /// `info` with the name a reader of this scope knows it by: as created (case-insensitive
+    /// readers), or the name its identity spells (case-sensitive readers, to whom a table the
+    /// storage flavour created is its lower-cased name).
+    pub(crate) fn shown(&self, mut info: TableInfo) -> TableInfo {
+        if self.case == NameCase::Sensitive {
+            info.name = crate::model::names::name_of_identity(&info.identity);
+        }
+        info
     }
 
     /// Refuses an entity key outside the caller's SAS key range (403 AuthorizationFailure).

@@ -15,10 +15,10 @@ pub(crate) struct TableQuery {
     pub filter: Option<Expr>,
     /// Most tables in the page (0..=1000).
     pub top: usize,
-    /// The lower-cased name the page starts at, from a continuation (key order).
+    /// The identity the page starts at (the lower-cased name), from a continuation (key order).
     pub start: Option<String>,
     /// The position of the last name already answered, from a continuation (hashed order):
-    /// its hash and lower-cased name.
+    /// its hash and name.
     pub after: Option<(u64, String)>,
 }
 
@@ -47,7 +47,15 @@ pub(crate) async fn query(
         }
     } else {
         let (filter, start) = (query.filter.as_ref(), query.start.as_deref());
-        execute_table_page(store, scope.account(), filter, start, query.top).await?
+        execute_table_page(
+            store,
+            scope.account(),
+            scope.case(),
+            filter,
+            start,
+            query.top,
+        )
+        .await?
     };
     Ok(TablesPage {
         account: scope.account().to_string(),
@@ -70,7 +78,8 @@ async fn query_hashed(
     let mut start: Option<String> = None;
     loop {
         let (filter, from) = (query.filter.as_ref(), start.as_deref());
-        let page = execute_table_page(store, scope.account(), filter, from, 1000).await?;
+        let page =
+            execute_table_page(store, scope.account(), scope.case(), filter, from, 1000).await?;
         all.extend(page.names);
         examined += page.examined;
         plan = page.plan;
@@ -101,7 +110,7 @@ pub(crate) async fn get(
     scope: &Scope,
     table: String,
 ) -> Result<TableInfo, ExecError> {
-    super::entities::table_info(store, &scope.table(table)).await
+    super::entities::scoped_table(store, scope, table).await
 }
 
 pub(crate) async fn create(
@@ -109,7 +118,7 @@ pub(crate) async fn create(
     scope: &Scope,
     table: TableName,
 ) -> Result<TableInfo, ExecError> {
-    Ok(store.create_table(&scope.table(table.as_str())).await?)
+    Ok(scope.shown(store.create_table(&scope.table(table.as_str())).await?))
 }
 
 /// Delete Table; Azure answers a missing table here with ResourceNotFound [rec: Py].

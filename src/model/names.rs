@@ -1,7 +1,11 @@
-//! Table names: validation per the service's rules and the case-insensitive identity; the
-//! [`TableRef`] a request addresses and the [`TableId`] the store resolves it to.
+//! Table names: validation per the service's rules (Table storage's, or Cosmos DB for Table's
+//! under `--flavor cosmos`) and the identity under which a table is stored (case-insensitive,
+//! or case-sensitive for Cosmos); the [`TableRef`] a request addresses and the [`TableId`] the
+//! store resolves it to.
 
 use std::fmt;
+
+use super::Flavor;
 
 /// A validated table name, keeping the casing it was created with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,9 +17,48 @@ pub enum TableNameError {
     Length,
     /// Not `^[A-Za-z][A-Za-z0-9]*$`, or the reserved name `tables` (Azure: 400 InvalidResourceName).
     Characters,
+    /// Cosmos: empty, or longer than 254 characters.
+    CosmosLength,
+    /// Cosmos: one of `/ \ # ?`.
+    CosmosCharacter,
+    /// Cosmos: a space at the end.
+    CosmosTrailingSpace,
+    /// Cosmos takes it, tablestore cannot serve it: a control character (no header or
+    /// PostgreSQL text holds one) or a parenthesis (a URL could not tell the name from a key
+    /// predicate).
+    CosmosUnservable,
 }
 
+/// The longest table name Cosmos DB creates, in characters: the Python SDK's
+/// `_validate_cosmos_tablename` pattern `^[^/\\#?]{0,253}[^ /\\#?]{1}$` takes 254, and its live
+/// test `test_table_name_errors_bad_length` sees Create Table refuse 255.
+pub const COSMOS_MAX_TABLE_NAME: usize = 254;
+
 impl TableName {
+    /// A name by the flavour's rules: Table storage's, or Cosmos DB's (1–254 characters, none
+    /// of `/ \ # ?`, no trailing space; any other character, letter case kept).
+    pub fn parse_as(name: &str, flavor: Flavor) -> Result<TableName, TableNameError> {
+        match flavor {
+            Flavor::Storage => TableName::parse(name),
+            Flavor::Cosmos => {
+                if name.is_empty() || name.chars().count() > COSMOS_MAX_TABLE_NAME {
+                    return Err(TableNameError::CosmosLength);
+                }
+                if name.contains(COSMOS_FORBIDDEN) {
+                    return Err(TableNameError::CosmosCharacter);
+                }
+                if name.ends_with(' ') {
+                    return Err(TableNameError::CosmosTrailingSpace);
+                }
+                if name.chars().any(|c| c.is_control() || c == '(' || c == ')') {
+                    return Err(TableNameError::CosmosUnservable);
+                }
+                Ok(TableName(name.to_string()))
+            }
+        }
+    }
+
+    /// A name by Table storage's rules.
     pub fn parse(name: &str) -> Result<TableName, TableNameError> {
         if !(3..=63).contains(&name.chars().count()) {
             return Err(TableNameError::Length);
@@ -38,25 +81,103 @@ impl TableName {
     }
 }
 
-/// A table as a request addresses it: the account and the table name in any casing (table
-/// names are case-insensitive). Resolving it in the store yields the table's [`TableId`].
+/// The characters no Cosmos table name holds (the Python SDK's `_validate_cosmos_tablename`).
+const COSMOS_FORBIDDEN: [char; 4] = ['/', '\\', '#', '?'];
+
+/// How table names tell tables apart: Table storage's are case-insensitive, Cosmos DB's are
+/// case-sensitive (API for Table FAQ: "Table names in Azure Table storage aren't
+/// case-sensitive, but they are in Azure Cosmos DB for Table").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum NameCase {
+    #[default]
+    Insensitive,
+    Sensitive,
+}
+
+impl NameCase {
+    pub fn of(flavor: Flavor) -> NameCase {
+        match flavor {
+            Flavor::Storage => NameCase::Insensitive,
+            Flavor::Cosmos => NameCase::Sensitive,
+        }
+    }
+}
+
+/// The identity a table is stored under (docs/decisions.md, "Case-sensitive table names"):
+/// case-insensitively the lower-cased name, as always; case-sensitively the name with each
+/// ASCII capital `X` written `#x`. `#` is in no valid name, Storage's or Cosmos's, so the
+/// case-sensitive identity is unambiguous, a name without capitals is the same table in
+/// both, and a name with capitals is apart from every case-insensitive identity.
+pub fn table_identity(name: &str, case: NameCase) -> String {
+    match case {
+        NameCase::Insensitive => name.to_ascii_lowercase(),
+        NameCase::Sensitive => {
+            let mut out = String::with_capacity(name.len() + 4);
+            for c in name.chars() {
+                if c.is_ascii_uppercase() {
+                    out.push('#');
+                    out.push(c.to_ascii_lowercase());
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        }
+    }
+}
+
+/// The name a case-sensitive reader knows a table by, from its identity: the inverse of
+/// [`table_identity`] with [`NameCase::Sensitive`]. A case-insensitive identity (a table the
+/// storage flavour created) reads as its lower-cased name.
+pub fn name_of_identity(identity: &str) -> String {
+    let mut out = String::with_capacity(identity.len());
+    let mut chars = identity.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '#' => out.extend(chars.next().map(|l| l.to_ascii_uppercase())),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether only a case-sensitive reader can address the table stored under `identity` (a
+/// Cosmos name with capitals).
+pub fn is_case_sensitive_identity(identity: &str) -> bool {
+    identity.contains('#')
+}
+
+/// A table as a request addresses it: the account and the table name, told apart from
+/// others case-insensitively (Storage) or case-sensitively (Cosmos). Resolving it in the store
+/// yields the table's [`TableId`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableRef {
     pub account: String,
     pub name: String,
+    pub case: NameCase,
 }
 
 impl TableRef {
+    /// A table named case-insensitively, as Table storage names them.
     pub fn new(account: impl Into<String>, name: impl Into<String>) -> TableRef {
+        TableRef::in_case(account, name, NameCase::Insensitive)
+    }
+
+    pub fn in_case(
+        account: impl Into<String>,
+        name: impl Into<String>,
+        case: NameCase,
+    ) -> TableRef {
         TableRef {
             account: account.into(),
             name: name.into(),
+            case,
         }
     }
 
-    /// The case-insensitive identity under which the table is stored.
-    pub fn folded(&self) -> String {
-        self.name.to_ascii_lowercase()
+    /// The identity under which the table is stored ([`table_identity`]).
+    pub fn identity(&self) -> String {
+        table_identity(&self.name, self.case)
     }
 }
 
@@ -108,5 +229,55 @@ mod tests {
             Err(TableNameError::Characters)
         );
         assert_eq!(TableName::parse("MyTable").unwrap().folded(), "mytable");
+    }
+
+    #[test]
+    fn cosmos_table_name_rules() {
+        let cosmos = |n: &str| TableName::parse_as(n, Flavor::Cosmos);
+        for ok in [
+            "a",
+            "my table",
+            "Ünïcode-名前",
+            "a.b_c-d",
+            "tables",
+            &"x".repeat(254),
+        ] {
+            assert!(cosmos(ok).is_ok(), "{ok}");
+        }
+        assert_eq!(cosmos(""), Err(TableNameError::CosmosLength));
+        assert_eq!(cosmos(&"x".repeat(255)), Err(TableNameError::CosmosLength));
+        for bad in ["a/b", "a\\b", "a#b", "a?b"] {
+            assert_eq!(cosmos(bad), Err(TableNameError::CosmosCharacter), "{bad}");
+        }
+        assert_eq!(cosmos("a "), Err(TableNameError::CosmosTrailingSpace));
+        for unservable in ["a\u{0}b", "a\nb", "a(b", "a)"] {
+            assert_eq!(cosmos(unservable), Err(TableNameError::CosmosUnservable));
+        }
+        assert!(TableName::parse_as("a-b", Flavor::Storage).is_err());
+    }
+
+    #[test]
+    fn identities() {
+        let sensitive = |n: &str| table_identity(n, NameCase::Sensitive);
+        assert_eq!(sensitive("orders"), "orders");
+        assert_eq!(sensitive("Orders"), "#orders");
+        assert_ne!(sensitive("Orders"), sensitive("orders"));
+        assert_eq!(table_identity("Orders", NameCase::Insensitive), "orders");
+        assert_eq!(name_of_identity("#orders"), "Orders");
+        assert_eq!(name_of_identity("orders"), "orders");
+    }
+
+    proptest::proptest! {
+        /// Case-sensitive identities are unambiguous: every valid Cosmos name comes back from
+        /// its identity, and names without capitals keep theirs as Storage's.
+        #[test]
+        fn sensitive_identities_round_trip(name in "[^/\\\\#?]{0,20}[^ /\\\\#?]") {
+            let identity = table_identity(&name, NameCase::Sensitive);
+            proptest::prop_assert_eq!(name_of_identity(&identity), name.clone());
+            proptest::prop_assert_eq!(is_case_sensitive_identity(&identity), name.chars().any(|c| c.is_ascii_uppercase()));
+            if !name.chars().any(|c| c.is_ascii_uppercase()) {
+                proptest::prop_assert_eq!(identity, table_identity(&name, NameCase::Insensitive));
+            }
+        }
     }
 }

@@ -66,11 +66,11 @@ pub fn decode_cosmos_entity_token(text: &str) -> Option<(u64, String, String)> {
 
 /// Cosmos DB's table continuation (`x-ms-continuation-NextTableName`): URL-safe base64, as in
 /// the recording `test_query_tables_with_marker` (`iJo2AMwO-10=`); ours holds the 8-byte order
-/// hash and the lower-cased table name.
-pub fn encode_cosmos_table_token(hash: u64, folded_name: &str) -> String {
+/// hash and the table name (case-sensitive, as Cosmos names are).
+pub fn encode_cosmos_table_token(hash: u64, name: &str) -> String {
     use base64::engine::general_purpose::URL_SAFE;
     let mut data = hash.to_be_bytes().to_vec();
-    data.extend_from_slice(folded_name.as_bytes());
+    data.extend_from_slice(name.as_bytes());
     URL_SAFE.encode(data)
 }
 

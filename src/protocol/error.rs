@@ -81,6 +81,10 @@ error_codes! {
     InsufficientAccountPermissions => (FORBIDDEN, "The account being accessed does not have sufficient permissions to execute this operation."),
     CorsPreflightFailure => (FORBIDDEN, "CORS not enabled or no matching rule found for this request."),
     InternalError => (INTERNAL_SERVER_ERROR, "The server encountered an internal error. Please retry the request."),
+    // Cosmos DB's gateway names these by their HTTP status (the Python SDK's
+    // `_validate_tablename_error` keys on them; docs/cosmos.md).
+    BadRequest => (BAD_REQUEST, "The input name is invalid."),
+    InternalServerError => (INTERNAL_SERVER_ERROR, "The resource name presented contains invalid character."),
     OperationTimedOut => (INTERNAL_SERVER_ERROR, "Operation could not be completed within the specified time."),
     ServerBusy => (SERVICE_UNAVAILABLE, "The server is currently unable to receive requests. Please retry your request."),
     TooManyRequests => (TOO_MANY_REQUESTS, "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later."),

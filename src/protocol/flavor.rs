@@ -10,7 +10,7 @@ use super::error::{ApiError, ErrorCode, ErrorFormat};
 use super::headers::Metadata;
 use super::operation::Operation;
 use crate::model::entity::etag_as;
-use crate::model::{EdmDateTime, Flavor, WriteKind, WriteOp};
+use crate::model::{EdmDateTime, Flavor, TableNameError, WriteKind, WriteOp};
 
 /// Whether responses carry Storage's service headers (`Server`, `x-ms-version`, the echoed
 /// `x-ms-client-request-id`, `Cache-Control`, `X-Content-Type-Options`, `x-ms-error-code`).
@@ -138,6 +138,9 @@ pub fn check_operation(
     if method.eq_ignore_ascii_case("PATCH") {
         return Err(ApiError::new(ErrorCode::MethodNotAllowed));
     }
+    if let Some(table) = operation.table() {
+        check_table_in_url(table)?;
+    }
     match operation {
         Operation::GetServiceProperties
         | Operation::SetServiceProperties
@@ -145,6 +148,52 @@ pub fn check_operation(
         | Operation::GetTableAcl { .. }
         | Operation::SetTableAcl { .. } => Err(not_supported()),
         _ => Ok(()),
+    }
+}
+
+/// A table named in a request URL with a character no Cosmos table name has: 400
+/// `InvalidInput` with the texts the Python SDK's `_validate_tablename_error` lists for entity
+/// operations and Delete Table on such names ("The table name contains an invalid character",
+/// "Table name cannot end with a space.").
+fn check_table_in_url(table: &str) -> Result<(), ApiError> {
+    if table.contains(['\\', '#', '?']) {
+        return Err(ApiError::with_message(
+            ErrorCode::InvalidInput,
+            "The table name contains an invalid character.",
+        ));
+    }
+    if table.ends_with(' ') {
+        return Err(ApiError::with_message(
+            ErrorCode::InvalidInput,
+            "Table name cannot end with a space.",
+        ));
+    }
+    Ok(())
+}
+
+/// Create Table's answer to a name Cosmos refuses, as the Python SDK's
+/// `_validate_tablename_error` records the service: 500 `InternalServerError` for a forbidden
+/// character or a trailing space, 400 `BadRequest` "The input name is invalid." for a name of
+/// 255 or more characters (its live test `test_table_name_errors_bad_length`), and the same for
+/// an empty one (not recorded). Control characters and parentheses are tablestore's own
+/// refusal: they cannot travel in the `Location` header or be told from a key predicate.
+pub fn cosmos_table_name_error(error: TableNameError) -> ApiError {
+    match error {
+        TableNameError::CosmosCharacter => ApiError::with_message(
+            ErrorCode::InternalServerError,
+            "The resource name presented contains invalid character.",
+        ),
+        TableNameError::CosmosTrailingSpace => ApiError::with_message(
+            ErrorCode::InternalServerError,
+            "The resource name can't end with space.",
+        ),
+        TableNameError::CosmosUnservable => ApiError::with_message(
+            ErrorCode::InvalidInput,
+            "tablestore cannot serve a table name with a control character or a parenthesis.",
+        ),
+        TableNameError::CosmosLength | TableNameError::Length | TableNameError::Characters => {
+            ApiError::with_message(ErrorCode::BadRequest, "The input name is invalid.")
+        }
     }
 }
 

@@ -301,12 +301,20 @@ const KEY_ENCODE_SET: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~')
     .remove(b'\'');
 
-/// `table(PartitionKey='…',RowKey='…')` with `'` doubled and the keys percent-encoded.
+/// A table name as a URL path segment: percent-encoded like keys (a Storage name, letters
+/// and digits, is unchanged; a Cosmos name may hold spaces and any other character).
+pub fn table_segment(table: &str) -> String {
+    utf8_percent_encode(table, KEY_ENCODE_SET).to_string()
+}
+
+/// `table(PartitionKey='…',RowKey='…')` with `'` doubled and the table and keys
+/// percent-encoded.
 pub fn entity_path(table: &str, partition_key: &str, row_key: &str) -> String {
     let pk = partition_key.replace('\'', "''");
     let rk = row_key.replace('\'', "''");
     format!(
-        "{table}(PartitionKey='{}',RowKey='{}')",
+        "{}(PartitionKey='{}',RowKey='{}')",
+        table_segment(table),
         utf8_percent_encode(&pk, KEY_ENCODE_SET),
         utf8_percent_encode(&rk, KEY_ENCODE_SET)
     )

@@ -13,10 +13,12 @@ pub mod unordered;
 
 use std::time::{Duration, Instant};
 
+use crate::model::names::{is_case_sensitive_identity, name_of_identity, NameCase};
 use crate::model::TableRef;
 use crate::protocol::filter::Expr;
 use crate::store::{
     read_with, KeyRange, ReadJob, RowSource, Store, StoreError, StoredRow, StoredRows, TableId,
+    TableInfo,
 };
 
 /// Limits on one page of results.
@@ -231,30 +233,46 @@ pub struct TablePage {
 /// Tables read from the store at a time while a filter skips some.
 const TABLE_BATCH: usize = 1000;
 
-/// Runs a page of Query Tables: tables of `account` in lower-cased-name order from
-/// `start_folded`, those matching `filter` (on `TableName`), at most `top`. A filter that pins
-/// `TableName` to a few exact values is answered by looking those names up.
+/// Runs a page of Query Tables: tables of `account` in identity order (the lower-cased name,
+/// for every table the storage flavour creates) from `start_folded`, those matching `filter`
+/// (on `TableName`), at most `top`. A filter that pins `TableName` to a few exact values is
+/// answered by looking those names up. Tables are named and told apart as `case` says: a
+/// case-insensitive reader does not see the tables only a case-sensitive one can address
+/// (Cosmos names with capitals), and a case-sensitive reader knows each table by the name its
+/// identity spells.
 pub async fn execute_table_page(
     store: &dyn Store,
     account: &str,
+    case: NameCase,
     filter: Option<&Expr>,
     start_folded: Option<&str>,
     top: usize,
 ) -> Result<TablePage, StoreError> {
     let mut page = TablePage::default();
-    let after_start = |folded: &str| start_folded.is_none_or(|s| folded >= s);
+    let after_start = |identity: &str| start_folded.is_none_or(|s| identity >= s);
+    let shown = |table: TableInfo| match case {
+        NameCase::Insensitive => table.name,
+        NameCase::Sensitive => name_of_identity(&table.identity),
+    };
     let suffix = if filter.is_some() { "+filter" } else { "" };
     if let Some(names) = plan::plan_table_names(filter) {
         page.plan = format!("names({}){suffix}", names.len());
-        for folded in names.into_iter().filter(|n| after_start(n)) {
+        let mut refs: Vec<TableRef> = names
+            .into_iter()
+            .map(|n| TableRef::in_case(account, n, case))
+            .collect();
+        refs.sort_by_key(TableRef::identity);
+        refs.dedup_by_key(|r| r.identity());
+        for table_ref in refs.into_iter().filter(|r| after_start(&r.identity())) {
             if page.names.len() >= top {
-                page.next = Some(folded);
+                page.next = Some(table_ref.identity());
                 break;
             }
             page.examined += 1;
-            if let Some(table) = store.get_table(&TableRef::new(account, folded)).await? {
-                if eval::matches_opt(filter, &eval::TableRow { name: &table.name }) {
-                    page.names.push(table.name);
+            if let Some(table) = store.get_table(&table_ref).await? {
+                let name = shown(table);
+                if eval::matches_opt(filter, &eval::TableRow { name: &name }) {
+                    page.names.push(name);
                 }
             }
         }
@@ -274,19 +292,22 @@ pub async fn execute_table_page(
     loop {
         let tables = store.list_tables(account, from.as_deref(), batch).await?;
         let complete = tables.len() < batch;
-        let last = tables.last().map(|t| t.name.to_ascii_lowercase());
+        let last = tables.last().map(|t| t.identity.clone());
         for table in tables {
-            let folded = table.name.to_ascii_lowercase();
-            if skip.as_ref() == Some(&folded) {
+            let identity = table.identity.clone();
+            if skip.as_ref() == Some(&identity)
+                || (case == NameCase::Insensitive && is_case_sensitive_identity(&identity))
+            {
                 continue;
             }
             if page.names.len() >= top {
-                page.next = Some(folded);
+                page.next = Some(identity);
                 return Ok(page);
             }
             page.examined += 1;
-            if eval::matches_opt(filter, &eval::TableRow { name: &table.name }) {
-                page.names.push(table.name);
+            let name = shown(table);
+            if eval::matches_opt(filter, &eval::TableRow { name: &name }) {
+                page.names.push(name);
             }
         }
         if complete {

@@ -446,8 +446,8 @@ pub fn normalize(ranges: Vec<KeyRange>) -> Vec<KeyRange> {
     out.into_iter().map(|p| p.range).collect()
 }
 
-/// Query Tables: the lower-cased names to look up when every row the filter can match has
-/// one of a few exact `TableName` values; `None` to scan all tables.
+/// Query Tables: the names to look up (as the filter spells them) when every row the filter
+/// can match has one of a few exact `TableName` values; `None` to scan all tables.
 pub fn plan_table_names(filter: Option<&Expr>) -> Option<Vec<String>> {
     let expr = filter?;
     let dim = |p: &PropertyName| match p {
@@ -457,7 +457,7 @@ pub fn plan_table_names(filter: Option<&Expr>) -> Option<Vec<String>> {
     let cells = region(expr, false, &dim);
     let mut names: Vec<String> = cells
         .iter()
-        .map(|c| c.first.point().map(str::to_ascii_lowercase))
+        .map(|c| c.first.point().map(str::to_string))
         .collect::<Option<_>>()?;
     names.sort();
     names.dedup();
@@ -666,10 +666,10 @@ mod tests {
     #[test]
     fn table_name_points() {
         let names = |f: &str| plan_table_names(Some(&parse(f).unwrap()));
-        assert_eq!(names("TableName eq 'MyTable'"), Some(vec![s("mytable")]));
+        assert_eq!(names("TableName eq 'MyTable'"), Some(vec![s("MyTable")]));
         assert_eq!(
             names("TableName eq 'b' or TableName eq 'A' or TableName eq 'a'"),
-            Some(vec![s("a"), s("b")])
+            Some(vec![s("A"), s("a"), s("b")])
         );
         assert_eq!(names("TableName ge 'a'"), None);
         assert_eq!(names("TableName eq 5"), Some(vec![]));

@@ -218,20 +218,18 @@ impl Ord for Candidate {
     }
 }
 
-/// Table names in seeded-hash order: of `names` (already filtered), those past `after`, the
-/// `top` smallest, and the position of the last when more follow.
+/// Table names in seeded-hash order: of `names` (already filtered, each once), those past
+/// `after`, the `top` smallest, and the position of the last when more follow.
 pub fn unordered_table_page(
     names: Vec<String>,
     seed: u64,
     after: Option<&(u64, String)>,
     top: usize,
 ) -> (Vec<String>, Option<(u64, String)>) {
+    // Cosmos's table names are case-sensitive: the name itself is the position.
     let mut keyed: Vec<((u64, String), String)> = names
         .into_iter()
-        .map(|name| {
-            let folded = name.to_ascii_lowercase();
-            ((key_hash(seed, &[folded.as_bytes()]), folded), name)
-        })
+        .map(|name| ((key_hash(seed, &[name.as_bytes()]), name.clone()), name))
         .filter(|(k, _)| after.is_none_or(|a| k > a))
         .collect();
     keyed.sort();

@@ -189,12 +189,13 @@ fn create_table(call: &Call) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
     check_json_content_type(call.header("content-type"))?;
     let requested = json::decode_table_name(&call.body)?;
-    let table = TableName::parse(&requested).map_err(|e| match e {
+    let table = TableName::parse_as(&requested, call.ctx.flavor).map_err(|e| match e {
         TableNameError::Length => ApiError::with_message(
             ErrorCode::OutOfRangeInput,
             "The specified resource name length is not within the permissible limits.",
         ),
         TableNameError::Characters => ApiError::new(ErrorCode::InvalidResourceName),
+        cosmos => flavor::cosmos_table_name_error(cosmos),
     })?;
     Ok((Op::CreateTable { table }, with_prefer(call, reply)))
 }

@@ -165,7 +165,8 @@ fn table(call: &Call, reply: &Reply, info: &TableInfo) -> Response {
 }
 
 fn table_created(call: &Call, reply: &Reply, info: &TableInfo) -> Response {
-    let location = format!("{}/Tables('{}')", call.ctx.base_url, info.name);
+    let name = crate::protocol::uri::table_segment(&info.name);
+    let location = format!("{}/Tables('{name}')", call.ctx.base_url);
     if reply.prefer == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
         r.header("location", &location);

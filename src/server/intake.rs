@@ -20,7 +20,7 @@ use super::health::HEALTH_PATH;
 use super::middleware::AuthOutcome;
 use super::{AppState, Scheme};
 use crate::auth::Principal;
-use crate::exec::{ResultOrder, Scope};
+use crate::exec::Scope;
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::model::Flavor;
 use crate::protocol::error::ErrorFormat;
@@ -87,10 +87,8 @@ pub(crate) async fn admit(
     };
     let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
     let call = Call {
-        scope: Scope::new(ctx.data_account(), principal).in_order(ResultOrder::of(
-            ctx.flavor,
-            state.config.cosmos_shuffle_seed,
-        )),
+        scope: Scope::new(ctx.data_account(), principal)
+            .for_flavor(ctx.flavor, state.config.cosmos_shuffle_seed),
         ctx,
         is_head: parts.method == axum::http::Method::HEAD,
         headers: parts.headers,

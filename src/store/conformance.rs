@@ -114,6 +114,7 @@ macro_rules! store_conformance {
                 distinct_increasing_timestamps,
                 table_life_cycle,
                 tables_are_listed_in_folded_order,
+                case_sensitive_names_round_trip,
                 accounts_are_separate,
                 acl_and_service_properties,
                 reopen_after_close,
@@ -830,6 +831,76 @@ pub async fn tables_are_listed_in_folded_order(h: Harness) {
     assert_eq!(names(None, 2).await, ["Alpha", "alphabet"]);
     assert_eq!(names(Some("alphabet"), 2).await, ["alphabet", "beta"]);
     assert!(names(None, 0).await.is_empty());
+}
+
+/// Case-sensitive (Cosmos) table names: `Orders` and `orders` are two tables, names with
+/// characters unsafe in URLs, paths and keys come back as they went in, in lookups and in
+/// listings (whose identities name them), and a case-insensitive lookup does not find a
+/// case-sensitive table with capitals.
+pub async fn case_sensitive_names_round_trip(h: Harness) {
+    use crate::model::names::{name_of_identity, NameCase};
+    let store = h.open().await;
+    let sensitive = |name: &str| TableRef::in_case("acct", name, NameCase::Sensitive);
+    let names = [
+        "Orders",
+        "orders",
+        "ORDERS",
+        "my table",
+        "a.b-c_d~e'f\"g*h:i%j&k=l+m;n,o",
+        "Ünïcode 名前 ☃ 😀",
+        "..",
+        "tables",
+    ];
+    let mut ids = Vec::new();
+    for name in names {
+        let info = store.create_table(&sensitive(name)).await.expect(name);
+        assert_eq!(info.name, name);
+        ids.push(info.id);
+    }
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), names.len(), "every name is its own table");
+    assert_eq!(
+        store.create_table(&sensitive("Orders")).await,
+        Err(StoreError::TableAlreadyExists)
+    );
+    for name in names {
+        let info = store
+            .get_table(&sensitive(name))
+            .await
+            .expect("get")
+            .expect(name);
+        assert_eq!(name_of_identity(&info.identity), name);
+    }
+    let mut listed: Vec<String> = store
+        .list_tables("acct", None, 100)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|t| name_of_identity(&t.identity))
+        .collect();
+    listed.sort();
+    let mut want: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    want.sort();
+    assert_eq!(listed, want);
+    // Only the lower-case name is a case-insensitive identity too.
+    let insensitive = |name: &str| TableRef::new("acct", name);
+    let found = store.get_table(&insensitive("ORDERS")).await.expect("get");
+    assert_eq!(found.map(|t| t.name).as_deref(), Some("orders"));
+    store
+        .delete_table(&sensitive("Orders"))
+        .await
+        .expect("delete");
+    assert!(store
+        .get_table(&sensitive("Orders"))
+        .await
+        .expect("get")
+        .is_none());
+    assert!(store
+        .get_table(&sensitive("ORDERS"))
+        .await
+        .expect("get")
+        .is_some());
 }
 
 /// Accounts share nothing: names, listings and service properties are per account.

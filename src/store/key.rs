@@ -6,7 +6,8 @@
 //! those of supplementary characters (0xF8, 0xF9: never valid UTF-8, so reversible) because
 //! UTF-16 sorts surrogate pairs below U+E000, escapes 0x00 as `00 FF`, and terminates the
 //! component with `00 01`. Hence `"a" < "a\0" < "ab"` and every component is self-delimiting.
-//! Table metadata keys are `enc(account) ‖ lower-cased table name`.
+//! Table metadata keys are `enc(account) ‖ identity`: the lower-cased table name, or the
+//! case-sensitive identity of a Cosmos name (`model::names::table_identity`).
 
 use std::ops::Bound;
 
@@ -157,11 +158,17 @@ impl KeyRange {
     }
 }
 
-/// Key of a table's metadata record: `enc(account) ‖ lower-cased name`.
-pub fn table_meta_key(account: &str, folded_name: &str) -> Vec<u8> {
+/// Key of a table's metadata record: `enc(account) ‖ identity`.
+pub fn table_meta_key(account: &str, identity: &str) -> Vec<u8> {
     let mut key = account_prefix(account);
-    key.extend_from_slice(folded_name.as_bytes());
+    key.extend_from_slice(identity.as_bytes());
     key
+}
+
+/// The identity a table's metadata key holds (after its account).
+pub fn table_identity_of(meta_key: &[u8]) -> Option<String> {
+    let (_, rest) = decode_component(meta_key)?;
+    String::from_utf8(rest.to_vec()).ok()
 }
 
 pub fn account_prefix(account: &str) -> Vec<u8> {

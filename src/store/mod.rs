@@ -229,6 +229,8 @@ pub struct TableInfo {
     pub id: TableId,
     /// Name with the casing used at creation.
     pub name: String,
+    /// The identity it is stored under ([`crate::model::names::table_identity`]).
+    pub identity: String,
     /// Stored access policies (opaque bytes owned by the auth layer).
     pub acl: Vec<u8>,
 }
@@ -247,10 +249,10 @@ pub trait Store: Send + Sync + 'static {
     async fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError>;
     /// Removes the table and (eventually, in the background) its entities.
     async fn delete_table(&self, table: &TableRef) -> Result<(), StoreError>;
-    /// Looks a table up by name, case-insensitively.
+    /// Looks a table up by name, case-insensitively or case-sensitively as `table` says.
     async fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError>;
-    /// At most `limit` tables of an account, ordered by lower-cased name, from `start_folded`
-    /// (inclusive).
+    /// At most `limit` tables of an account, ordered by identity (the lower-cased name of every
+    /// table the storage flavour creates), from `start_folded` (inclusive).
     async fn list_tables(
         &self,
         account: &str,
@@ -725,7 +727,7 @@ impl<B: Kv> KvStore<B> {
     fn apply_create_table(&self, table: &TableRef) -> Result<(TableInfo, u64), StoreError> {
         let _guard = self.table_lock.lock();
         let account = table.account.as_str();
-        let folded = table.folded();
+        let folded = table.identity();
         if self.read_table(account, &folded)?.is_some() {
             return Err(StoreError::TableAlreadyExists);
         }
@@ -748,6 +750,7 @@ impl<B: Kv> KvStore<B> {
         let info = TableInfo {
             id: TableId(id),
             name: record.name,
+            identity: folded,
             acl: record.acl,
         };
         Ok((info, generation))
@@ -758,7 +761,7 @@ impl<B: Kv> KvStore<B> {
     fn apply_delete_table(&self, table: &TableRef) -> Result<(u64, u64), StoreError> {
         let _guard = self.table_lock.lock();
         let account = table.account.as_str();
-        let folded = table.folded();
+        let folded = table.identity();
         let record = self
             .read_table(account, &folded)?
             .ok_or(StoreError::TableNotFound)?;
@@ -774,7 +777,7 @@ impl<B: Kv> KvStore<B> {
     fn apply_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<u64, StoreError> {
         let _guard = self.table_lock.lock();
         let account = table.account.as_str();
-        let folded = table.folded();
+        let folded = table.identity();
         let mut record = self
             .read_table(account, &folded)?
             .ok_or(StoreError::TableNotFound)?;
@@ -968,10 +971,11 @@ impl<B: Kv> Store for KvStore<B> {
 
     async fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
         Ok(self
-            .read_table(&table.account, &table.folded())?
+            .read_table(&table.account, &table.identity())?
             .map(|r| TableInfo {
                 id: TableId(r.id),
                 name: r.name,
+                identity: table.identity(),
                 acl: r.acl,
             }))
     }
@@ -995,11 +999,14 @@ impl<B: Kv> Store for KvStore<B> {
             .range(Space::Tables, Bound::Included(start), Bound::Excluded(end))
             .take(limit)
             .map(|r| {
-                let (_, v) = r?;
+                let (k, v) = r?;
+                let identity = key::table_identity_of(k.as_ref());
                 codec::decode_table(v.as_ref())
-                    .map(|r| TableInfo {
+                    .zip(identity)
+                    .map(|(r, identity)| TableInfo {
                         id: TableId(r.id),
                         name: r.name,
+                        identity,
                         acl: r.acl,
                     })
                     .ok_or_else(|| StoreError::Corrupt("table record".into()))

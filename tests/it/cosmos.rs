@@ -1116,3 +1116,263 @@ async fn top_over_a_thousand_and_four_megabyte_pages() {
     let r = s.send("GET", "/Tables?$top=1001", &[], None).await;
     assert_eq!(r.status, 400, "{}", r.text());
 }
+
+/// Table names are case-sensitive on Cosmos (API for Table FAQ: "Table names in Azure Table
+/// storage aren't case-sensitive, but they are in Azure Cosmos DB for Table"): `Orders` and
+/// `orders` are two tables, each with its own entities.
+#[tokio::test]
+async fn table_names_are_case_sensitive() {
+    let c = Cosmos::start().await;
+    for name in ["Orders", "orders"] {
+        let r = c.create_table(name).await;
+        assert_eq!(r.status, 201, "{name}: {}", r.text());
+        assert_eq!(r.json()["TableName"], name);
+        let body = format!(r#"{{"PartitionKey":"p","RowKey":"r","In":"{name}"}}"#);
+        let r = c.send("POST", &format!("/{name}"), &[], Some(&body)).await;
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let r = c.create_table("Orders").await;
+    assert_eq!(r.status, 409, "{}", r.text());
+    for name in ["Orders", "orders"] {
+        let r = c
+            .send(
+                "GET",
+                &format!("/{name}(PartitionKey='p',RowKey='r')"),
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(r.json()["In"], name);
+        let r = c
+            .send("GET", &format!("/Tables('{name}')"), &[], None)
+            .await;
+        assert_eq!(r.json()["TableName"], name);
+    }
+    let r = c
+        .send("GET", "/ORDERS(PartitionKey='p',RowKey='r')", &[], None)
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.error_code(), "ResourceNotFound");
+    let r = c
+        .send(
+            "GET",
+            "/Tables?$filter=TableName%20eq%20'Orders'",
+            &[],
+            None,
+        )
+        .await;
+    let v = r.json();
+    let listed: Vec<&str> = v["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["TableName"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["Orders"]);
+    let r = c.send("GET", "/Tables", &[], None).await;
+    let mut all: Vec<String> = r.json()["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["TableName"].as_str().unwrap().to_string())
+        .collect();
+    all.sort();
+    assert_eq!(all, ["Orders", "orders"]);
+    let r = c.send("DELETE", "/Tables('Orders')", &[], None).await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    let r = c
+        .send("GET", "/orders(PartitionKey='p',RowKey='r')", &[], None)
+        .await;
+    assert_eq!(r.json()["In"], "orders", "the other table is untouched");
+}
+
+/// Cosmos's table-name rules: 1–254 characters, none of `/ \ # ?`, no trailing space, any
+/// other character (the Python SDK's `_validate_cosmos_tablename`). Refusals carry the codes and
+/// texts that SDK's `_validate_tablename_error` recognises, so it raises its `ValueError`.
+#[tokio::test]
+async fn cosmos_table_name_rules() {
+    let c = Cosmos::start().await;
+    for name in [
+        "my table",
+        "Ünïcode 名前",
+        "a.b-c_d~e",
+        "x",
+        "tables",
+        &"n".repeat(254),
+    ] {
+        let body = serde_json::json!({ "TableName": name }).to_string();
+        let r = c.send("POST", "/Tables", &[], Some(&body)).await;
+        assert_eq!(r.status, 201, "{name}: {}", r.text());
+        assert_eq!(r.json()["TableName"], name);
+        let location = r.header("location").expect("a Location header");
+        assert!(location.is_ascii() && !location.contains(' '), "{location}");
+        let path = format!("/{}", encoded(name));
+        let r = c
+            .send(
+                "POST",
+                &path,
+                &[],
+                Some(r#"{"PartitionKey":"p","RowKey":"r"}"#),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{name}: {}", r.text());
+        let r = c
+            .send(
+                "GET",
+                &format!("{path}(PartitionKey='p',RowKey='r')"),
+                &[],
+                None,
+            )
+            .await;
+        assert_eq!(r.status, 200, "{name}: {}", r.text());
+        let r = c.send("GET", &format!("{path}()"), &[], None).await;
+        assert_eq!(r.json()["value"].as_array().unwrap().len(), 1);
+    }
+    let refused = [
+        (
+            "a/b",
+            500,
+            "InternalServerError",
+            "The resource name presented contains invalid character",
+        ),
+        (
+            "a\\b",
+            500,
+            "InternalServerError",
+            "The resource name presented contains invalid character",
+        ),
+        (
+            "a#b",
+            500,
+            "InternalServerError",
+            "The resource name presented contains invalid character",
+        ),
+        (
+            "a?b",
+            500,
+            "InternalServerError",
+            "The resource name presented contains invalid character",
+        ),
+        (
+            "ab ",
+            500,
+            "InternalServerError",
+            "The resource name can't end with space",
+        ),
+        ("", 400, "BadRequest", "The input name is invalid."),
+    ];
+    let too_long = "-".repeat(255);
+    for (name, status, code, text) in refused.into_iter().chain([(
+        too_long.as_str(),
+        400,
+        "BadRequest",
+        "The input name is invalid.",
+    )]) {
+        let body = serde_json::json!({ "TableName": name }).to_string();
+        let r = c.send("POST", "/Tables", &[], Some(&body)).await;
+        assert_eq!(r.status, status, "{name:?}: {}", r.text());
+        assert_eq!(r.error_code(), code, "{name:?}");
+        assert!(r.text().contains(text), "{name:?}: {}", r.text());
+    }
+    // In a URL, the same characters are InvalidInput with the texts the SDK knows.
+    let body = Some(r#"{"PartitionKey":"p","RowKey":"r"}"#);
+    let r = c.send("POST", "/a%23b", &[], body).await;
+    assert_eq!(
+        (r.status.as_u16(), r.error_code()),
+        (400, "InvalidInput".into())
+    );
+    assert!(r
+        .text()
+        .contains("The table name contains an invalid character"));
+    let r = c.send("POST", "/ab%20", &[], body).await;
+    assert_eq!(
+        (r.status.as_u16(), r.error_code()),
+        (400, "InvalidInput".into())
+    );
+    assert!(r.text().contains("Table name cannot end with a space."));
+    // A name too long to create is simply not there (the SDK's live test).
+    let r = c.send("POST", &format!("/{too_long}"), &[], body).await;
+    assert_eq!(
+        (r.status.as_u16(), r.error_code()),
+        (404, "ResourceNotFound".into())
+    );
+    // The storage flavour keeps Table storage's rules.
+    let s = TestServer::start().await;
+    let r = s
+        .send("POST", "/Tables", &[], Some(r#"{"TableName":"my table"}"#))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.error_code(), "InvalidResourceName");
+}
+
+/// One store served by both flavours (an `AZURITE_ACCOUNTS` account is served by both): a
+/// name without capitals is one table for both; the storage flavour's `Orders` is `orders` to
+/// the Cosmos flavour; a Cosmos table whose name has capitals is the Cosmos flavour's alone.
+#[tokio::test]
+async fn a_store_shared_by_both_flavours() {
+    let store = tablestore::store::open::open(&tablestore::store::open::StoreOptions::Memory {
+        durability: tablestore::store::Durability::Durable,
+    })
+    .await
+    .unwrap();
+    let storage = TestServer::start_with_store(store.clone()).await;
+    let mut config = cosmos_config();
+    config.accounts_env = Some(format!(
+        "devstoreaccount1:{}",
+        tablestore::config::DEV_ACCOUNT_KEY
+    ));
+    let cosmos = Cosmos {
+        t: TestServer {
+            server: tablestore::testing::TestServer::start_with_store(config, store)
+                .await
+                .unwrap(),
+            client: reqwest::Client::new(),
+        },
+        signer: Signer::new("devstoreaccount1", tablestore::config::DEV_ACCOUNT_KEY),
+    };
+    storage.create_table("Orders").await;
+    storage.create_table("shared").await;
+    let r = cosmos.send("GET", "/Tables('orders')", &[], None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["TableName"], "orders");
+    let r = cosmos.send("GET", "/Tables('Orders')", &[], None).await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(cosmos.create_table("Orders").await.status, 201);
+    assert_eq!(cosmos.create_table("orders").await.status, 409);
+    let names = |r: Reply| {
+        let mut n: Vec<String> = r.json()["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["TableName"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    let listed = names(cosmos.send("GET", "/Tables", &[], None).await);
+    assert_eq!(listed, ["Orders", "orders", "shared"]);
+    let listed = names(storage.send("GET", "/Tables", &[], None).await);
+    assert_eq!(
+        listed,
+        ["Orders", "shared"],
+        "the storage flavour's own tables"
+    );
+    // The storage flavour's `Orders` is still its table, not the Cosmos one.
+    let r = storage
+        .send(
+            "POST",
+            "/ORDERS",
+            &[],
+            Some(r#"{"PartitionKey":"p","RowKey":"s"}"#),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    let r = cosmos
+        .send("GET", "/orders(PartitionKey='p',RowKey='s')", &[], None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let r = cosmos
+        .send("GET", "/Orders(PartitionKey='p',RowKey='s')", &[], None)
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text());
+}

@@ -593,8 +593,7 @@ impl Shared {
         }
     }
 
-    /// Up to `limit` tables of `account` ordered by lower-cased name, from `start_folded`
-    /// (inclusive).
+    /// Up to `limit` tables of `account` ordered by identity, from `start_folded` (inclusive).
     async fn table_page(
         &self,
         account: &str,
@@ -847,7 +846,7 @@ impl Shared {
         client: &mut Object,
         table: &TableRef,
     ) -> Result<TableInfo, Abort<StoreError>> {
-        let meta_key = key::table_meta_key(&table.account, &table.folded());
+        let meta_key = key::table_meta_key(&table.account, &table.identity());
         let fail = |e: tokio_postgres::Error| Abort::db(&self.target, &e, |e| e);
         let tx = client.transaction().await.map_err(fail)?;
         if tx
@@ -890,6 +889,7 @@ impl Shared {
         Ok(TableInfo {
             id: TableId(id as u64),
             name: table.name.clone(),
+            identity: table.identity(),
             acl: Vec::new(),
         })
     }
@@ -899,7 +899,7 @@ impl Shared {
         client: &mut Object,
         table: &TableRef,
     ) -> Result<i64, Abort<StoreError>> {
-        let meta_key = key::table_meta_key(&table.account, &table.folded());
+        let meta_key = key::table_meta_key(&table.account, &table.identity());
         let fail = |e: tokio_postgres::Error| Abort::db(&self.target, &e, |e| e);
         let tx = client.transaction().await.map_err(fail)?;
         let Some(row) = tx
@@ -964,9 +964,11 @@ impl Shared {
 }
 
 fn table_info(row: &tokio_postgres::Row) -> TableInfo {
+    let meta_key: Vec<u8> = row.get(0);
     TableInfo {
         id: TableId(row.get::<_, i64>(1) as u64),
         name: row.get(2),
+        identity: key::table_identity_of(&meta_key).unwrap_or_default(),
         acl: row.get(3),
     }
 }
@@ -984,7 +986,9 @@ impl Store for PgStore {
     }
 
     async fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
-        self.shared.get_table(&table.account, &table.folded()).await
+        self.shared
+            .get_table(&table.account, &table.identity())
+            .await
     }
 
     async fn list_tables(
@@ -1001,7 +1005,7 @@ impl Store for PgStore {
     }
 
     async fn set_table_acl(&self, table: &TableRef, acl: Vec<u8>) -> Result<(), StoreError> {
-        let meta_key = key::table_meta_key(&table.account, &table.folded());
+        let meta_key = key::table_meta_key(&table.account, &table.identity());
         let updated = self
             .shared
             .read(|client| {
