@@ -1117,6 +1117,18 @@ async fn top_over_a_thousand_and_four_megabyte_pages() {
     assert_eq!(r.status, 400, "{}", r.text());
 }
 
+/// The `TableName`s of a Query Tables answer, sorted.
+fn table_names(r: &Reply) -> Vec<String> {
+    let mut names: Vec<String> = r.json()["value"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["TableName"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Table names are case-sensitive on Cosmos (API for Table FAQ: "Table names in Azure Table
 /// storage aren't case-sensitive, but they are in Azure Cosmos DB for Table"): `Orders` and
 /// `orders` are two tables, each with its own entities.
@@ -1161,22 +1173,9 @@ async fn table_names_are_case_sensitive() {
             None,
         )
         .await;
-    let v = r.json();
-    let listed: Vec<&str> = v["value"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["TableName"].as_str().unwrap())
-        .collect();
+    let listed = table_names(&r);
     assert_eq!(listed, ["Orders"]);
-    let r = c.send("GET", "/Tables", &[], None).await;
-    let mut all: Vec<String> = r.json()["value"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["TableName"].as_str().unwrap().to_string())
-        .collect();
-    all.sort();
+    let all = table_names(&c.send("GET", "/Tables", &[], None).await);
     assert_eq!(all, ["Orders", "orders"]);
     let r = c.send("DELETE", "/Tables('Orders')", &[], None).await;
     assert_eq!(r.status, 204, "{}", r.text());
@@ -1339,19 +1338,9 @@ async fn a_store_shared_by_both_flavours() {
     assert_eq!(r.status, 404, "{}", r.text());
     assert_eq!(cosmos.create_table("Orders").await.status, 201);
     assert_eq!(cosmos.create_table("orders").await.status, 409);
-    let names = |r: Reply| {
-        let mut n: Vec<String> = r.json()["value"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["TableName"].as_str().unwrap().to_string())
-            .collect();
-        n.sort();
-        n
-    };
-    let listed = names(cosmos.send("GET", "/Tables", &[], None).await);
+    let listed = table_names(&cosmos.send("GET", "/Tables", &[], None).await);
     assert_eq!(listed, ["Orders", "orders", "shared"]);
-    let listed = names(storage.send("GET", "/Tables", &[], None).await);
+    let listed = table_names(&storage.send("GET", "/Tables", &[], None).await);
     assert_eq!(
         listed,
         ["Orders", "shared"],

@@ -150,3 +150,40 @@ def test_request_units_throttle_with_cosmos_429(realism_server):
     time.sleep(2.5)  # 3.6 RU of debt again; a read needs 1
     assert table.get_entity("p", "b")["n"] == 2
     service.close()
+
+
+def test_table_names_are_case_sensitive(cosmos):
+    # Cosmos tells table names apart by case (API for Table FAQ); Table storage does not.
+    upper, lower = unique_table_name("Case"), None
+    lower = upper.lower()
+    for name in (upper, lower):
+        table = cosmos.create_table(name)
+        table.create_entity({"PartitionKey": "p", "RowKey": "r", "table": name})
+    with pytest.raises(ResourceExistsError):
+        cosmos.create_table(upper)
+    for name in (upper, lower):
+        assert cosmos.get_table_client(name).get_entity("p", "r")["table"] == name
+    listed = [t.name for t in cosmos.query_tables(f"TableName eq '{upper}'")]
+    assert listed == [upper]
+    names = {t.name for t in cosmos.list_tables()}
+    assert {upper, lower} <= names
+    cosmos.delete_table(upper)
+    assert cosmos.get_table_client(lower).get_entity("p", "r")["table"] == lower
+    cosmos.delete_table(lower)
+
+
+def test_cosmos_only_table_names(cosmos):
+    # Names Table storage refuses: spaces, hyphens, dots, any Unicode (1-254 characters).
+    for name in (unique_table_name("my table") + " x", "ünïcode-名前." + unique_table_name("n")):
+        table = cosmos.create_table(name)
+        assert name in [t.name for t in cosmos.list_tables()]
+        table.upsert_entity({"PartitionKey": "p", "RowKey": "r", "v": 1})
+        assert table.get_entity("p", "r")["v"] == 1
+        assert [e["v"] for e in table.list_entities()] == [1]
+        table.submit_transaction([("upsert", {"PartitionKey": "p", "RowKey": "s"})])
+        cosmos.delete_table(name)
+    # A name Cosmos refuses: the SDK recognises the server's answer and raises its ValueError.
+    for bad in ("a#b", "ends with space ", "-" * 255):
+        with pytest.raises(ValueError) as refused:
+            cosmos.create_table(bad)
+        assert "Cosmos table names must contain from 1-255 characters" in str(refused.value)
