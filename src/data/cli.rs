@@ -13,7 +13,9 @@ use super::progress::Progress;
 use super::remote::{RemoteAccount, RemoteEndpoint};
 use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
 use super::{azurite, peak_rss_bytes, DataError, Endpoint, Mode};
-use crate::config::{CompressionArg, DEV_ACCOUNT, STORE_DIR_NAME};
+use crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME;
+use crate::config::{CompressionArg, FlavorArg, DEV_ACCOUNT, STORE_DIR_NAME};
+use crate::model::names::NameCase;
 use crate::store::sled_kv::{folder_compression, Compression};
 use crate::store::Store;
 
@@ -71,9 +73,13 @@ struct Credentials {
     )]
     account_key: Option<String>,
     /// Accounts of a data folder (default: the names in AZURITE_ACCOUNTS, else
-    /// devstoreaccount1).
+    /// devstoreaccount1, or localhost with --flavor cosmos).
     #[arg(long = "account", value_name = "NAME")]
     accounts: Vec<String>,
+    /// Whose table names a data folder's tables go by: storage (case-insensitive, the
+    /// default) or cosmos (case-sensitive, Cosmos DB's rules), as the server's --flavor.
+    #[arg(long, value_enum, default_value = "storage", value_name = "F")]
+    flavor: FlavorArg,
     /// No progress output.
     #[arg(short, long)]
     quiet: bool,
@@ -162,7 +168,7 @@ pub fn run_if_subcommand(args: &[OsString]) -> Option<ExitCode> {
 }
 
 /// The accounts of a data folder to work on.
-fn folder_accounts(given: &[String]) -> Vec<String> {
+fn folder_accounts(given: &[String], flavor: FlavorArg) -> Vec<String> {
     if !given.is_empty() {
         return given.to_vec();
     }
@@ -174,9 +180,12 @@ fn folder_accounts(given: &[String]) -> Vec<String> {
             .map(str::to_string)
             .collect::<Vec<_>>()
     });
-    from_env
-        .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| vec![DEV_ACCOUNT.to_string()])
+    from_env.filter(|a| !a.is_empty()).unwrap_or_else(|| {
+        vec![match flavor {
+            FlavorArg::Storage => DEV_ACCOUNT.to_string(),
+            FlavorArg::Cosmos => COSMOS_EMULATOR_ACCOUNT_NAME.to_string(),
+        }]
+    })
 }
 
 fn remote(endpoint: &EndpointArgs, credentials: &Credentials) -> Result<RemoteEndpoint, DataError> {
@@ -251,7 +260,7 @@ fn export(args: ExportArgs) -> Result<(), DataError> {
         resume: args.resume,
     };
     let mut progress = Progress::new("exported", args.credentials.quiet);
-    let accounts = folder_accounts(&args.credentials.accounts);
+    let accounts = folder_accounts(&args.credentials.accounts, args.credentials.flavor);
     let total = with_endpoints(
         &args.endpoint,
         &args.credentials,
@@ -331,7 +340,8 @@ fn with_targets<T>(
     tables: &[transfer::SourceTable],
     work: impl FnOnce(&[&dyn Endpoint]) -> Result<T, DataError>,
 ) -> Result<T, DataError> {
-    let default = folder_accounts(&args.credentials.accounts).swap_remove(0);
+    let default =
+        folder_accounts(&args.credentials.accounts, args.credentials.flavor).swap_remove(0);
     let accounts = import_accounts(tables, &default);
     let compression = args.compression.map(Compression::from).unwrap_or_default();
     // Said once the folder is open (not when it is refused, e.g. in use by a server).
@@ -379,8 +389,12 @@ fn with_endpoints<T>(
         Some(location) => {
             let runtime = runtime()?;
             let store: Arc<dyn Store> = open_folder(location, write)?;
-            let endpoints =
-                local_endpoints(&store, &runtime, accounts, &location.display().to_string());
+            let label = location.display().to_string();
+            let case = NameCase::of(credentials.flavor.into());
+            let endpoints = local_endpoints(&store, &runtime, accounts, &label)
+                .into_iter()
+                .map(|e| e.in_case(case))
+                .collect::<Vec<_>>();
             let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
             let result = work(&refs);
             if write.is_some() {

@@ -11,13 +11,14 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 
 use super::{DataError, Endpoint, WriteError};
-use crate::model::{Entity, TableId, TableName, TableNameError, TableRef, WriteOp};
+use crate::model::names::{is_case_sensitive_identity, name_of_identity, NameCase};
+use crate::model::{Entity, Flavor, TableId, TableName, TableNameError, TableRef, WriteOp};
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
 use crate::query::{execute_raw_page, PageLimits, PageRead};
 use crate::store::memory::MemoryKv;
 use crate::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
-use crate::store::{Durability, KeyRange, KvStore, Store, StoreError};
+use crate::store::{Durability, KeyRange, KvStore, Store, StoreError, TableInfo};
 
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
 pub use crate::config::STORE_DIR_NAME;
@@ -104,6 +105,8 @@ pub struct LocalEndpoint {
     runtime: Handle,
     account: String,
     label: String,
+    /// How table names tell tables apart (case-sensitively for `--flavor cosmos`).
+    case: NameCase,
     ids: Mutex<HashMap<String, TableId>>,
 }
 
@@ -121,7 +124,23 @@ impl LocalEndpoint {
             runtime,
             account: account.to_string(),
             label: label.into(),
+            case: NameCase::Insensitive,
             ids: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The endpoint naming tables as `case` says: a case-sensitive one knows every table by
+    /// the name its identity spells, as the Cosmos flavour does; a case-insensitive one does
+    /// not see the tables only a case-sensitive reader can address (docs/decisions.md #60).
+    pub fn in_case(self, case: NameCase) -> LocalEndpoint {
+        LocalEndpoint { case, ..self }
+    }
+
+    /// The name this endpoint knows `table` by.
+    fn shown(&self, table: TableInfo) -> String {
+        match self.case {
+            NameCase::Insensitive => table.name,
+            NameCase::Sensitive => name_of_identity(&table.identity),
         }
     }
 
@@ -148,7 +167,7 @@ impl LocalEndpoint {
     }
 
     fn table_ref(&self, table: &str) -> TableRef {
-        TableRef::new(self.account.as_str(), table)
+        TableRef::in_case(self.account.as_str(), table, self.case)
     }
 
     fn failed(&self, e: &StoreError) -> DataError {
@@ -179,7 +198,11 @@ impl Endpoint for LocalEndpoint {
             let last = tables.last().map(|t| t.identity.clone());
             // A page after the first starts at the last table of the one before.
             let skip = usize::from(from.is_some());
-            names.extend(tables.into_iter().skip(skip).map(|t| t.name));
+            let hidden = |t: &TableInfo| {
+                self.case == NameCase::Insensitive && is_case_sensitive_identity(&t.identity)
+            };
+            let shown = tables.into_iter().skip(skip).filter(|t| !hidden(t));
+            names.extend(shown.map(|t| self.shown(t)));
             if complete || last.is_none() {
                 return Ok(names);
             }
@@ -191,7 +214,7 @@ impl Endpoint for LocalEndpoint {
         Ok(self
             .wait(self.store.get_table(&self.table_ref(name)))
             .map_err(|e| self.failed(&e))?
-            .map(|t| t.name))
+            .map(|t| self.shown(t)))
     }
 
     fn scan(
@@ -241,7 +264,11 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn ensure_table(&self, table: &str) -> Result<(), DataError> {
-        let name = TableName::parse(table).map_err(|e| {
+        let flavor = match self.case {
+            NameCase::Insensitive => Flavor::Storage,
+            NameCase::Sensitive => Flavor::Cosmos,
+        };
+        let name = TableName::parse_as(table, flavor).map_err(|e| {
             let rule = match e {
                 TableNameError::Length => "3 to 63 characters",
                 TableNameError::Characters => {

@@ -21,6 +21,8 @@ pub mod transfer;
 
 use std::fmt;
 
+use percent_encoding::utf8_percent_encode;
+
 use crate::model::{Entity, WriteOp};
 
 /// A failure of an export or import, as one sentence for the command line.
@@ -104,17 +106,19 @@ pub trait Endpoint {
 /// Operations per entity group transaction: Azure's limit for one `$batch` change set.
 pub const MAX_BATCH: usize = 100;
 
-/// A table name as a file name: table names are ASCII letters and digits only, so they are
-/// safe as they are; anything else is refused rather than written outside the folder.
-pub fn table_file_stem(table: &str) -> Result<&str, DataError> {
-    if !table.is_empty() && table.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        Ok(table)
-    } else {
-        Err(DataError::new(format!(
-            "the table name {table:?} cannot be a file name (table names are letters and digits)"
-        )))
+/// A table name as a file name: a Table storage name (ASCII letters and digits) as it is,
+/// any other character percent-encoded, so no name writes outside the folder.
+pub fn table_file_stem(table: &str) -> Result<String, DataError> {
+    if table.is_empty() {
+        return Err(DataError::new("an empty table name cannot be a file name"));
     }
+    Ok(utf8_percent_encode(table, NOT_FILE_SAFE).to_string())
 }
+
+/// What a file stem percent-encodes: all but ASCII letters and digits, so a Table storage
+/// name (letters and digits) is its own stem and a Cosmos name (any character but `/ \ # ?`)
+/// becomes a portable one; the manifest keeps the name itself.
+const NOT_FILE_SAFE: &percent_encoding::AsciiSet = percent_encoding::NON_ALPHANUMERIC;
 
 /// Peak resident memory of this process in bytes (Linux `VmHWM`), for summaries and tests.
 pub fn peak_rss_bytes() -> Option<u64> {

@@ -16,7 +16,7 @@ use crate::auth::canonical;
 use crate::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 use crate::model::{EdmDateTime, Entity, EntityView, WriteKind, WriteOp};
 use crate::protocol::json::write_entity_body;
-use crate::protocol::uri::entity_path;
+use crate::protocol::uri::{entity_path, table_segment};
 
 /// The service version requests are sent with.
 const VERSION: &str = "2019-02-02";
@@ -308,7 +308,7 @@ impl RemoteEndpoint {
         let base = format!("{}{}", self.target.origin, self.target.prefix);
         for op in ops {
             let (method, url) = match op.kind {
-                WriteKind::Insert => ("POST", format!("{base}/{table}")),
+                WriteKind::Insert => ("POST", format!("{base}/{}", table_segment(table))),
                 WriteKind::InsertOrMerge | WriteKind::Merge => (
                     "MERGE",
                     format!(
@@ -431,7 +431,7 @@ impl Endpoint for RemoteEndpoint {
             (Some(f), None) => Some(f.to_string()),
             (None, r) => r,
         };
-        let path = format!("/{table}()");
+        let path = format!("/{}()", table_segment(table));
         let mut next: Option<(String, Option<String>)> = None;
         loop {
             let mut query: Vec<(&str, &str)> = Vec::new();
@@ -488,7 +488,7 @@ impl Endpoint for RemoteEndpoint {
             &format!("reading the access policies of {table}"),
             self.send(
                 "GET",
-                &format!("/{table}"),
+                &format!("/{}", table_segment(table)),
                 &[("comp", "acl")],
                 None,
                 Vec::new(),
@@ -503,7 +503,7 @@ impl Endpoint for RemoteEndpoint {
             &format!("setting the access policies of {table}"),
             self.send(
                 "PUT",
-                &format!("/{table}"),
+                &format!("/{}", table_segment(table)),
                 &[("comp", "acl")],
                 Some("application/xml"),
                 xml.as_bytes().to_vec(),
