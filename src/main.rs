@@ -342,8 +342,9 @@ async fn seed(
     let store = std::sync::Arc::clone(store);
     let account = account.to_string();
     let shown = path.display().to_string();
+    let flavor = config.flavor.into();
     let summary = tokio::task::spawn_blocking(move || {
-        data::cli::seed(store, &path, &account, record.as_deref())
+        data::cli::seed(store, &path, &account, flavor, record.as_deref())
     })
     .await
     .map_err(|e| e.to_string())?

@@ -15,7 +15,8 @@ use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
 use super::{azurite, peak_rss_bytes, DataError, Endpoint, Mode};
 use crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME;
 use crate::config::{CompressionArg, FlavorArg, DEV_ACCOUNT, STORE_DIR_NAME};
-use crate::model::names::NameCase;
+use crate::model::limits::EntityLimits;
+use crate::model::Flavor;
 use crate::store::sled_kv::{folder_compression, Compression};
 use crate::store::Store;
 
@@ -312,6 +313,7 @@ fn import(args: ImportArgs) -> Result<(), DataError> {
         mode: args.mode,
         resume: args.resume,
         checkpoints: true,
+        limits: EntityLimits::of(args.credentials.flavor.into()),
     };
     let summary = if let Some(dir) = &args.from_azurite {
         import_azurite(&args, dir, &options, &mut progress)?
@@ -390,11 +392,8 @@ fn with_endpoints<T>(
             let runtime = runtime()?;
             let store: Arc<dyn Store> = open_folder(location, write)?;
             let label = location.display().to_string();
-            let case = NameCase::of(credentials.flavor.into());
-            let endpoints = local_endpoints(&store, &runtime, accounts, &label)
-                .into_iter()
-                .map(|e| e.in_case(case))
-                .collect::<Vec<_>>();
+            let flavor = credentials.flavor.into();
+            let endpoints = local_endpoints(&store, &runtime, accounts, &label, flavor);
             let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
             let result = work(&refs);
             if write.is_some() {
@@ -423,16 +422,18 @@ fn import_accounts(tables: &[transfer::SourceTable], default: &str) -> Vec<Strin
     accounts
 }
 
-/// One endpoint per account over `store`; `label` names the store in messages.
+/// One endpoint per account over `store`, going by `flavor`'s rules; `label` names the store
+/// in messages.
 fn local_endpoints(
     store: &Arc<dyn Store>,
     runtime: &tokio::runtime::Handle,
     accounts: &[String],
     label: &str,
+    flavor: Flavor,
 ) -> Vec<LocalEndpoint> {
     accounts
         .iter()
-        .map(|a| LocalEndpoint::new(Arc::clone(store), runtime.clone(), a, label))
+        .map(|a| LocalEndpoint::new(Arc::clone(store), runtime.clone(), a, label).in_flavor(flavor))
         .collect()
 }
 
@@ -491,6 +492,7 @@ pub fn seed(
     store: Arc<dyn Store>,
     path: &Path,
     default_account: &str,
+    flavor: Flavor,
     record: Option<&Path>,
 ) -> Result<Summary, DataError> {
     let tables = transfer::sources(path, None)?;
@@ -500,13 +502,14 @@ pub fn seed(
     }
     let accounts = import_accounts(&tables, default_account);
     let runtime = runtime()?;
-    let endpoints = local_endpoints(&store, &runtime, &accounts, "the seed target");
+    let endpoints = local_endpoints(&store, &runtime, &accounts, "the seed target", flavor);
     let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
     let mut progress = Progress::new("seeded", true);
     let options = ImportOptions {
         mode: Mode::Skip,
         resume: false,
         checkpoints: false,
+        limits: EntityLimits::of(flavor),
     };
     let summary = transfer::import(&tables, &refs, None, &options, &mut progress)?;
     finish_start_up_import(&store, record, &fingerprint)?;

@@ -7,8 +7,9 @@
 use std::io::BufRead;
 
 use super::DataError;
+use crate::model::limits::EntityLimits;
 use crate::model::{EdmDateTime, Entity, EntityView};
-use crate::protocol::json::{check_entity_limits, decode_entity, write_entity_body};
+use crate::protocol::json::{check_entity_limits_as, decode_entity_as, write_entity_body};
 
 /// Appends one entity and its newline to `out`.
 pub fn write_line(out: &mut Vec<u8>, entity: &Entity) {
@@ -18,11 +19,16 @@ pub fn write_line(out: &mut Vec<u8>, entity: &Entity) {
 
 /// Decodes one line (without its newline) with every check Insert Entity applies.
 pub fn decode_line(line: &[u8]) -> Result<Entity, String> {
-    let body =
-        decode_entity(line).map_err(|e| e.detail.unwrap_or_else(|| e.message.into_owned()))?;
+    decode_line_as(line, EntityLimits::Storage)
+}
+
+/// [`decode_line`] against `limits`.
+pub fn decode_line_as(line: &[u8], limits: EntityLimits) -> Result<Entity, String> {
+    let body = decode_entity_as(line, limits)
+        .map_err(|e| e.detail.unwrap_or_else(|| e.message.into_owned()))?;
     let partition_key = body.partition_key.ok_or("the entity has no PartitionKey")?;
     let row_key = body.row_key.ok_or("the entity has no RowKey")?;
-    check_entity_limits(&partition_key, &row_key, &body.properties)
+    check_entity_limits_as(limits, &partition_key, &row_key, &body.properties)
         .map_err(|e| e.message.into_owned())?;
     Ok(Entity {
         partition_key,
@@ -39,6 +45,7 @@ pub struct Reader<R> {
     line: Vec<u8>,
     number: u64,
     name: String,
+    limits: EntityLimits,
 }
 
 impl<R: BufRead> Reader<R> {
@@ -49,7 +56,13 @@ impl<R: BufRead> Reader<R> {
             line: Vec::with_capacity(2048),
             number: 0,
             name: name.into(),
+            limits: EntityLimits::Storage,
         }
+    }
+
+    /// The reader checking entities against `limits`.
+    pub fn with_limits(self, limits: EntityLimits) -> Reader<R> {
+        Reader { limits, ..self }
     }
 }
 
@@ -74,7 +87,7 @@ impl<R: BufRead> Iterator for Reader<R> {
             if text.is_empty() {
                 continue;
             }
-            return Some(decode_line(text).map_err(|message| {
+            return Some(decode_line_as(text, self.limits).map_err(|message| {
                 DataError::new(format!("{} line {}: {message}", self.name, self.number))
             }));
         }

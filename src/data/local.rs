@@ -11,6 +11,7 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 
 use super::{DataError, Endpoint, WriteError};
+use crate::model::limits::EntityLimits;
 use crate::model::names::{is_case_sensitive_identity, name_of_identity, NameCase};
 use crate::model::{Entity, Flavor, TableId, TableName, TableNameError, TableRef, WriteOp};
 use crate::protocol::filter;
@@ -105,7 +106,9 @@ pub struct LocalEndpoint {
     runtime: Handle,
     account: String,
     label: String,
-    /// How table names tell tables apart (case-sensitively for `--flavor cosmos`).
+    /// Whose rules the tables go by: table names told apart case-sensitively and entities
+    /// held to Cosmos's limits for `--flavor cosmos`.
+    flavor: Flavor,
     case: NameCase,
     ids: Mutex<HashMap<String, TableId>>,
 }
@@ -124,16 +127,21 @@ impl LocalEndpoint {
             runtime,
             account: account.to_string(),
             label: label.into(),
+            flavor: Flavor::Storage,
             case: NameCase::Insensitive,
             ids: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The endpoint naming tables as `case` says: a case-sensitive one knows every table by
-    /// the name its identity spells, as the Cosmos flavour does; a case-insensitive one does
+    /// The endpoint going by `flavor`'s rules. Under Cosmos's, it knows every table by the
+    /// name its identity spells and holds merges to Cosmos's limits; under Storage's it does
     /// not see the tables only a case-sensitive reader can address (docs/decisions.md #60).
-    pub fn in_case(self, case: NameCase) -> LocalEndpoint {
-        LocalEndpoint { case, ..self }
+    pub fn in_flavor(self, flavor: Flavor) -> LocalEndpoint {
+        LocalEndpoint {
+            flavor,
+            case: NameCase::of(flavor),
+            ..self
+        }
     }
 
     /// The name this endpoint knows `table` by.
@@ -264,11 +272,7 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn ensure_table(&self, table: &str) -> Result<(), DataError> {
-        let flavor = match self.case {
-            NameCase::Insensitive => Flavor::Storage,
-            NameCase::Sensitive => Flavor::Cosmos,
-        };
-        let name = TableName::parse_as(table, flavor).map_err(|e| {
+        let name = TableName::parse_as(table, self.flavor).map_err(|e| {
             let rule = match e {
                 TableNameError::Length => "3 to 63 characters",
                 TableNameError::Characters => {
@@ -308,6 +312,20 @@ impl Endpoint for LocalEndpoint {
 
     fn write_batch(&self, table: &str, ops: &[WriteOp]) -> Result<(), WriteError> {
         let id = self.table_id(table).map_err(|e| WriteError::Other(e.0))?;
+        let limits = EntityLimits::of(self.flavor);
+        let held: Vec<WriteOp>;
+        let ops = if ops.iter().all(|op| op.limits == limits) {
+            ops
+        } else {
+            held = ops
+                .iter()
+                .map(|op| WriteOp {
+                    limits,
+                    ..op.clone()
+                })
+                .collect();
+            &held
+        };
         match self.wait(self.store.commit(id, ops)) {
             Ok(_) => Ok(()),
             Err(e) if e.error == StoreError::EntityAlreadyExists => {

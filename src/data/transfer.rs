@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::progress::Progress;
 use super::{csv, jsonl, table_file_stem, DataError, Endpoint, Mode, WriteError, MAX_BATCH};
+use crate::model::limits::EntityLimits;
 use crate::model::{Entity, EntityKey, IfMatch, WriteKind, WriteOp};
 
 /// How often progress is made durable and recorded.
@@ -523,16 +524,18 @@ pub fn sources(path: &Path, table: Option<&str>) -> Result<Vec<SourceTable>, Dat
     Ok(out)
 }
 
-/// Opens a table file as a stream of entities.
+/// Opens a table file as a stream of entities; JSON Lines are read against `limits` (CSV, a
+/// Table storage format, against Storage's).
 pub fn read_file(
     source: &SourceTable,
+    limits: EntityLimits,
 ) -> Result<Box<dyn Iterator<Item = Result<Entity, DataError>>>, DataError> {
     let file = File::open(&source.file)
         .map_err(|e| DataError::new(format!("cannot read {}: {e}", source.file.display())))?;
     let input = BufReader::with_capacity(1 << 20, file);
     let name = source.file.display().to_string();
     Ok(match source.format {
-        Format::Jsonl => Box::new(jsonl::Reader::new(input, name)),
+        Format::Jsonl => Box::new(jsonl::Reader::new(input, name).with_limits(limits)),
         Format::Csv => Box::new(csv::Reader::new(input, name)?),
     })
 }
@@ -544,6 +547,8 @@ pub struct ImportOptions {
     pub resume: bool,
     /// Record progress for `--resume` (off for `--seed`).
     pub checkpoints: bool,
+    /// The limits a JSON Lines entity is read against (Cosmos's for `--flavor cosmos`).
+    pub limits: EntityLimits,
 }
 
 /// Where an import records its progress: `.import-progress.json` in the folder, or beside
@@ -609,7 +614,7 @@ pub fn import(
         if let Some(acl) = &source.acl {
             target.set_table_acl(&source.table, acl)?;
         }
-        let entities = read_file(source)?.skip(done as usize);
+        let entities = read_file(source, options.limits)?.skip(done as usize);
         let mut on_checkpoint = |committed: u64| -> Result<(), DataError> {
             if let (Some(path), true) = (progress_path, options.checkpoints) {
                 state.committed.insert(key.clone(), done + committed);

@@ -859,20 +859,18 @@ fn import_into_a_server_resumes_after_kill_9_of_the_server() {
 fn cosmos_table_names_round_trip_through_export_and_import() {
     let work = tempfile::tempdir().unwrap();
     let first = work.path().join("first");
+    // `import --flavor cosmos --location DATA -q [--table T] PATH`.
+    let cosmos_import = |data: &Path, table: Option<&str>, path: &Path| {
+        let mut args = vec!["import", "--flavor", "cosmos", "--location"];
+        args.extend([data.to_str().unwrap(), "-q"]);
+        args.extend(table.iter().flat_map(|t| ["--table", t]));
+        args.push(path.to_str().unwrap());
+        ok(&args)
+    };
     let names = ["Orders", "orders", "my table", "Ünï 名前.x-y"];
     for (i, name) in names.iter().enumerate() {
         let file = write_fixture(work.path(), &format!("source{i}"), 10 + i);
-        let out = ok(&[
-            "import",
-            "--flavor",
-            "cosmos",
-            "--location",
-            first.to_str().unwrap(),
-            "-q",
-            "--table",
-            name,
-            file.to_str().unwrap(),
-        ]);
+        let out = cosmos_import(&first, Some(name), &file);
         assert!(
             out.contains(&format!("imported {} entities", 10 + i)),
             "{out}"
@@ -902,15 +900,7 @@ fn cosmos_table_names_round_trip_through_export_and_import() {
     }
     assert!(account.join("my%20table.jsonl").exists());
     let second = work.path().join("second");
-    let imported = ok(&[
-        "import",
-        "--flavor",
-        "cosmos",
-        "--location",
-        second.to_str().unwrap(),
-        "-q",
-        out.to_str().unwrap(),
-    ]);
+    let imported = cosmos_import(&second, None, &out);
     assert!(imported.contains("imported 46 entities"), "{imported}");
     let again = work.path().join("again");
     cosmos_export(&second, &again);
@@ -943,6 +933,22 @@ fn cosmos_table_names_round_trip_through_export_and_import() {
     let manifest = std::fs::read_to_string(storage_out.join("localhost/manifest.json")).unwrap();
     assert!(!manifest.contains("\"Orders\""), "{manifest}");
     assert!(manifest.contains("\"orders\""), "{manifest}");
+    // Entities are held to Cosmos's limits: a 1.5 MB item goes in; Storage's 1 MiB refuses it.
+    let big = work.path().join("Big.jsonl");
+    let line = format!(
+        r#"{{"PartitionKey":"p","RowKey":"r","Text":"{}"}}"#,
+        "x".repeat(1_500_000)
+    );
+    std::fs::write(&big, line).unwrap();
+    let out = cosmos_import(&first, None, &big);
+    assert!(out.contains("imported 1 entities"), "{out}");
+    let err = fails(&[
+        "import",
+        "--location",
+        work.path().join("storage-data").to_str().unwrap(),
+        big.to_str().unwrap(),
+    ]);
+    assert!(err.contains("larger than the maximum size"), "{err}");
     // A name Cosmos refuses is one sentence.
     let file = write_fixture(work.path(), "bad", 1);
     let err = fails(&[
