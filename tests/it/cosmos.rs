@@ -1371,3 +1371,53 @@ async fn a_store_shared_by_both_flavours() {
         .await;
     assert_eq!(r.status, 404, "{}", r.text());
 }
+
+/// `--seed` of a Cosmos-flavoured server goes by Cosmos's rules: the seeded `Orders` is the
+/// table a Cosmos client names `Orders` (not `orders`), and its 1.5 MB item is taken.
+#[tokio::test]
+async fn a_seed_goes_by_cosmos_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("Orders.jsonl");
+    let line = format!(
+        r#"{{"PartitionKey":"p","RowKey":"r","Text":"{}"}}"#,
+        "x".repeat(1_500_000)
+    );
+    std::fs::write(&file, line).unwrap();
+    let store = tablestore::store::open::open(&tablestore::store::open::StoreOptions::Memory {
+        durability: tablestore::store::Durability::Durable,
+    })
+    .await
+    .unwrap();
+    let seeded = std::sync::Arc::clone(&store);
+    let summary = tokio::task::spawn_blocking(move || {
+        tablestore::data::cli::seed(
+            seeded,
+            &file,
+            COSMOS_EMULATOR_ACCOUNT_NAME,
+            tablestore::model::Flavor::Cosmos,
+            None,
+        )
+    })
+    .await
+    .unwrap()
+    .expect("the seed loads");
+    assert_eq!(summary.entities, 1);
+    let c = Cosmos {
+        t: TestServer {
+            server: tablestore::testing::TestServer::start_with_store(cosmos_config(), store)
+                .await
+                .unwrap(),
+            client: reqwest::Client::new(),
+        },
+        signer: Signer::new(COSMOS_EMULATOR_ACCOUNT_NAME, COSMOS_EMULATOR_ACCOUNT_KEY),
+    };
+    let r = c
+        .send("GET", "/Orders(PartitionKey='p',RowKey='r')", &[], None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["Text"].as_str().unwrap().len(), 1_500_000);
+    assert_eq!(
+        table_names(&c.send("GET", "/Tables", &[], None).await),
+        ["Orders"]
+    );
+}
