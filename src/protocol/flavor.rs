@@ -73,7 +73,46 @@ pub fn flavoured_error(error: &ApiError, flavor: Flavor) -> ApiError {
             e.message = text.into();
         }
     }
+    if flavor == Flavor::Cosmos && e.diagnostics.is_none() && has_activity_line(&e) {
+        e.diagnostics = Some(COSMOS_GATEWAY_SDK.into());
+    }
     e
+}
+
+/// What Cosmos's Table gateway names itself as after the activity id in its diagnostics
+/// (recordings `test_insert_entity_missing_pk`, `test_query_invalid_filter`,
+/// `test_sas_add_outside_range`, `test_retention_too_long`, and the end of
+/// `test_batch_inserts`'s 429).
+pub const COSMOS_GATEWAY_SDK: &str =
+    "documentdb-dotnet-sdk/2.14.0 Host/64-bit MicrosoftWindowsNT/6.2.9200.0";
+
+/// Whether Cosmos writes `\r\nActivityId: <id>, <gateway>` after this error's text: the
+/// recordings show the line on exactly these texts (its 400s and 501s) and never on a 404,
+/// 409 or 412 (`test_get_entity_not_existing`, `test_insert_entity_conflict`,
+/// `test_update_entity_with_if_doesnt_match`) nor inside `$batch`.
+fn has_activity_line(error: &ApiError) -> bool {
+    // (code, text) pairs as recorded: `test_insert_entity_missing_pk` and
+    // `test_insert_entity_empty_string_pk` (PropertiesNeedValue), `test_query_invalid_filter`
+    // (InvalidInput), `test_sas_add_outside_range` and `test_retention_too_long`
+    // (NotImplemented).
+    const RECORDED: [(ErrorCode, &str); 4] = [
+        (
+            ErrorCode::PropertiesNeedValue,
+            "PartitionKey/RowKey cannot be empty",
+        ),
+        (ErrorCode::InvalidInput, "Request url is invalid."),
+        (
+            ErrorCode::NotImplemented,
+            "Shared access signature with PartitionKey or RowKey are not supported",
+        ),
+        (
+            ErrorCode::NotImplemented,
+            "The requested operation is not supported.",
+        ),
+    ];
+    RECORDED
+        .iter()
+        .any(|(code, text)| error.code == *code && error.message == *text)
 }
 
 /// The message value of an error: Storage's `text\nRequestId:<id>\nTime:<time>`, Cosmos's
@@ -307,6 +346,49 @@ mod tests {
             error_message(&e, Flavor::Storage, "rid", "t"),
             "text\nRequestId:rid\nTime:t"
         );
+    }
+
+    /// The recorded 400s and 501s carry the activity line; a 404, 409 or 412 does not, nor
+    /// does anything under Storage.
+    #[test]
+    fn the_activity_line_is_on_the_recorded_errors_only() {
+        let line = |e: ApiError, flavor: Flavor| {
+            let e = flavoured_error(&e, flavor);
+            error_message(&e, flavor, "rid", "t").contains("\r\nActivityId: rid, ")
+        };
+        for e in [
+            ApiError::new(ErrorCode::PropertiesNeedValue),
+            filter_error(Flavor::Cosmos, ApiError::new(ErrorCode::InvalidInput)),
+            sas_key_range_not_supported(),
+            not_supported(),
+        ] {
+            assert!(line(e.clone(), Flavor::Cosmos), "{e}");
+            assert!(!line(e.clone(), Flavor::Storage), "{e}");
+        }
+        assert_eq!(
+            error_message(
+                &flavoured_error(
+                    &ApiError::new(ErrorCode::PropertiesNeedValue),
+                    Flavor::Cosmos
+                ),
+                Flavor::Cosmos,
+                "rid",
+                "t"
+            ),
+            "PartitionKey/RowKey cannot be empty\r\nActivityId: rid, documentdb-dotnet-sdk/2.14.0 \
+             Host/64-bit MicrosoftWindowsNT/6.2.9200.0\nRequestID:rid\n"
+        );
+        for code in [
+            ErrorCode::ResourceNotFound,
+            ErrorCode::TableNotFound,
+            ErrorCode::EntityAlreadyExists,
+            ErrorCode::TableAlreadyExists,
+            ErrorCode::UpdateConditionNotSatisfied,
+            ErrorCode::MethodNotAllowed,
+            ErrorCode::InvalidInput,
+        ] {
+            assert!(!line(ApiError::new(code), Flavor::Cosmos), "{code:?}");
+        }
     }
 
     #[test]

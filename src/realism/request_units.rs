@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use super::bucket::Bucket;
 use crate::model::request_units as charge;
-use crate::protocol::{ApiError, ErrorCode};
+use crate::protocol::{flavor, ApiError, ErrorCode};
 
 /// Log target of the "over budget" lines (shared with the storage targets).
 use super::targets::LOG_TARGET;
@@ -201,9 +201,9 @@ impl RequestUnits {
 
 /// Cosmos's 429 as recorded (recording `test_batch_inserts`, the query after a 100-entity
 /// batch): code `TooManyRequests`, the "Request rate is large" text in Cosmos's `Message:`
-/// wrapper, and diagnostics with `SubStatusCode: 3200`. The throttled request is charged
-/// nothing here (Cosmos reported 0.38 RU), and no retry-after header is sent (the recorded
-/// 429s carry none).
+/// wrapper, and diagnostics with `SubStatusCode: 3200` that end with the gateway's `SDK:`
+/// name. The throttled request is charged nothing here (Cosmos reported 0.38 RU), and no
+/// retry-after header is sent (the recorded 429s carry none).
 pub fn too_many_requests(operation_type: &str) -> ApiError {
     let text = format!(
         "Message: {{\"Errors\":[\"{} Learn more: http://aka.ms/cosmosdb-error-429\"]}}",
@@ -211,7 +211,8 @@ pub fn too_many_requests(operation_type: &str) -> ApiError {
     );
     ApiError::with_message(ErrorCode::TooManyRequests, text).with_diagnostics(format!(
         "RequestStats: \r\nStatusCode: 429, SubStatusCode: 3200, RequestCharge: 0, \
-         ResourceType: Document, OperationType: {operation_type}\r\n"
+         ResourceType: Document, OperationType: {operation_type}\r\n, SDK: {}",
+        flavor::COSMOS_GATEWAY_SDK
     ))
 }
 
@@ -316,5 +317,11 @@ mod tests {
         let diagnostics = e.diagnostics.as_deref().unwrap();
         assert!(diagnostics.contains("StatusCode: 429, SubStatusCode: 3200, RequestCharge: 0"));
         assert!(diagnostics.contains("OperationType: Create"));
+        assert!(
+            diagnostics.ends_with(
+                "\r\n, SDK: documentdb-dotnet-sdk/2.14.0 Host/64-bit MicrosoftWindowsNT/6.2.9200.0"
+            ),
+            "{diagnostics}"
+        );
     }
 }

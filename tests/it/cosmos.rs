@@ -362,10 +362,60 @@ async fn errors_in_cosmos_envelope() {
         .await;
     assert_eq!(r.status, 400);
     assert_eq!(r.error_code(), "InvalidInput");
-    assert!(r.json()["odata.error"]["message"]["value"]
-        .as_str()
-        .unwrap()
-        .starts_with("Request url is invalid.\nRequestID:"));
+    assert_eq!(
+        error_text(&r),
+        with_activity_line(&r, "Request url is invalid.")
+    );
+}
+
+/// The message of an error Cosmos writes with its activity line: the text, then
+/// `\r\nActivityId: <request id>, <gateway>`, then `\nRequestID:<request id>\n` (recordings
+/// `test_insert_entity_missing_pk`, `test_query_invalid_filter`, `test_sas_add_outside_range`,
+/// `test_retention_too_long`).
+fn with_activity_line(r: &Reply, text: &str) -> String {
+    let id = r.header("x-ms-request-id").expect("a request id");
+    format!(
+        "{text}\r\nActivityId: {id}, documentdb-dotnet-sdk/2.14.0 Host/64-bit \
+         MicrosoftWindowsNT/6.2.9200.0\nRequestID:{id}\n"
+    )
+}
+
+/// The 404, 409 and 412 errors carry no activity line (recordings
+/// `test_get_entity_not_existing`, `test_insert_entity_conflict`,
+/// `test_update_entity_with_if_doesnt_match`); the 400s and 501s above do.
+#[tokio::test]
+async fn only_the_recorded_errors_carry_the_activity_line() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("lines").await.status, 201);
+    let path = "/lines(PartitionKey='p',RowKey='r')";
+    let r = c.send("GET", path, &[], None).await;
+    assert_eq!(r.status, 404);
+    let id = r.header("x-ms-request-id").unwrap().to_string();
+    assert_eq!(
+        error_text(&r),
+        format!("The specified resource does not exist.\nRequestID:{id}\n")
+    );
+    let body = r#"{"PartitionKey":"p","RowKey":"r"}"#;
+    assert_eq!(c.send("POST", "/lines", &[], Some(body)).await.status, 201);
+    let r = c.send("POST", "/lines", &[], Some(body)).await;
+    assert_eq!(r.status, 409);
+    assert!(!error_text(&r).contains("ActivityId"), "{}", r.text());
+    let stale = [(
+        "If-Match",
+        "W/\"datetime'2000-01-01T00%3A00%3A00.0000000Z'\"",
+    )];
+    let r = c.send("PUT", path, &stale, Some(body)).await;
+    assert_eq!(r.status, 412);
+    assert!(!error_text(&r).contains("ActivityId"), "{}", r.text());
+    // A missing PartitionKey is worded and lined as an empty one.
+    let r = c
+        .send("POST", "/lines", &[], Some(r#"{"RowKey":"r"}"#))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        error_text(&r),
+        with_activity_line(&r, "PartitionKey/RowKey cannot be empty")
+    );
 }
 
 /// PATCH is refused with 405; Merge arrives as POST + X-HTTP-Method: MERGE.
@@ -410,10 +460,10 @@ async fn key_rules_and_the_etag_property() {
         let r = c.send("POST", "/keys", &[], Some(body)).await;
         assert_eq!(r.status, 400, "{}", r.text());
         assert_eq!(r.error_code(), "PropertiesNeedValue");
-        assert!(r.json()["odata.error"]["message"]["value"]
-            .as_str()
-            .unwrap()
-            .starts_with("PartitionKey/RowKey cannot be empty\n"));
+        assert_eq!(
+            error_text(&r),
+            with_activity_line(&r, "PartitionKey/RowKey cannot be empty")
+        );
     }
     let long = format!(r#"{{"PartitionKey":"p","RowKey":"{}"}}"#, "r".repeat(256));
     let r = c.send("POST", "/keys", &[], Some(&long)).await;
@@ -452,6 +502,11 @@ async fn missing_surfaces_are_not_implemented() {
             .await;
         assert_eq!(r.status, 501, "{method} {path}: {}", r.text());
         assert_eq!(r.error_code(), "NotImplemented", "{method} {path}");
+        assert_eq!(
+            error_text(&r),
+            with_activity_line(&r, "The requested operation is not supported."),
+            "{method} {path}"
+        );
     }
     let url = format!("{}/acl", c.t.server.endpoint());
     let r =
@@ -691,10 +746,13 @@ async fn sas_with_key_ranges_is_not_implemented() {
     let r = get(sas(["a", "", "z", ""])).await;
     assert_eq!(r.status, 501, "{}", r.text());
     assert_eq!(r.error_code(), "NotImplemented");
-    assert!(r.json()["odata.error"]["message"]["value"]
-        .as_str()
-        .unwrap()
-        .starts_with("Shared access signature with PartitionKey or RowKey are not supported\n"));
+    assert_eq!(
+        error_text(&r),
+        with_activity_line(
+            &r,
+            "Shared access signature with PartitionKey or RowKey are not supported"
+        )
+    );
 }
 
 /// A Cosmos-flavoured server throttling by request units, `rus` per second per table.
@@ -771,7 +829,10 @@ async fn over_its_request_units_a_table_answers_429_and_writes_nothing() {
     );
     assert!(text.contains("OperationType: Create"), "{text}");
     assert!(
-        text.ends_with(&format!("\nRequestID:{request_id}\n")),
+        text.ends_with(&format!(
+            "\r\n, SDK: documentdb-dotnet-sdk/2.14.0 Host/64-bit MicrosoftWindowsNT/6.2.9200.0\
+             \nRequestID:{request_id}\n"
+        )),
         "{text}"
     );
     assert!(r.body.ends_with(b"}}}\r\n"));
