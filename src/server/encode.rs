@@ -317,9 +317,9 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
     match outcome {
         BatchOutcome::Applied(applied) => {
             let responses = applied_subs(call, reply, applied);
-            accepted(call, encode_changeset_response(&responses))
+            accepted(call, encode_changeset_response(&responses, flavour))
         }
-        BatchOutcome::Empty => accepted(call, encode_changeset_response(&[])),
+        BatchOutcome::Empty => accepted(call, encode_changeset_response(&[], flavour)),
         BatchOutcome::Failed {
             index,
             operations,
@@ -328,7 +328,7 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
             let prefer = reply.subs.get(index).and_then(|s| s.prefer);
             let error = ApiError::from(error);
             let failed = error_sub_response(request_id, index, operations, &error, prefer, flavour);
-            accepted(call, encode_changeset_response(&[failed]))
+            accepted(call, encode_changeset_response(&[failed], flavour))
         }
         BatchOutcome::Retrieved { table, entity } => {
             let metadata = reply.subs.first().and_then(|s| s.metadata);

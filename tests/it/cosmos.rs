@@ -557,6 +557,34 @@ async fn batches_in_cosmos_framing() {
         assert!(seven_digits(&t), "{e}");
     }
     assert!(!text.contains("DataServiceVersion"), "{text}");
+    // Cosmos's framing: bare LF ends the change-set delimiters and part headers, CRLF the
+    // inner messages and the batch delimiters (recording `test_batch_all_operations_together`).
+    let batch = r
+        .header("content-type")
+        .and_then(|ct| ct.strip_prefix("multipart/mixed; boundary="))
+        .expect("a batch boundary")
+        .to_string();
+    let changeset = text
+        .split("boundary=")
+        .nth(1)
+        .and_then(|rest| rest.split("\r\n").next())
+        .expect("a change-set boundary")
+        .to_string();
+    let part = format!(
+        "--{changeset}\nContent-Type: application/http\nContent-Transfer-Encoding: binary\n\n\
+         HTTP/1.1 204 No Content\r\n"
+    );
+    assert_eq!(text.matches(&part).count(), 3, "{text:?}");
+    assert!(
+        text.ends_with(&format!("\r\n\r\n--{changeset}--\n--{batch}--\r\n")),
+        "{text:?}"
+    );
+    assert!(
+        text.starts_with(&format!(
+            "--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n--"
+        )),
+        "{text:?}"
+    );
     // A missing table.
     let mut missing = common::batch::BatchBody::new(&base);
     missing.op(
@@ -588,6 +616,9 @@ async fn batches_in_cosmos_framing() {
         text.contains("\"value\":\"0:The specified entity already exists.\\n\\nRequestID:"),
         "{text}"
     );
+    // The error JSON is followed by the delimiter's CRLF only (recording
+    // `test_batch_update_if_doesnt_match`).
+    assert!(text.contains("\"}}}\r\n--changesetresponse_"), "{text:?}");
 }
 
 fn encoded(text: &str) -> String {

@@ -23,16 +23,34 @@
 //! like Azure's. A query batch response has no change set level. The JS SDK splits the body on
 //! the literal `--changesetresponse_` and reads `ETag: (.*)` and `RowKey='(.*)'`, so the
 //! boundaries must keep those prefixes and headers are written as `Name: value`.
+//!
+//! Cosmos DB for Table ends the change-set delimiters, the parts' MIME headers and the blank
+//! line after them with a bare LF, and the closing change-set delimiter too; the batch
+//! delimiters and each inner HTTP message keep CRLF (recordings of the Python SDK's suite
+//! against a Cosmos account, `Azure/azure-sdk-for-python-assets`: `test_batch_insert_merge`,
+//! `test_batch_all_operations_together`, `test_batch_update_if_doesnt_match`):
+//!
+//! ```text
+//! --changesetresponse_<id>\n
+//! Content-Type: application/http\n
+//! Content-Transfer-Encoding: binary\n
+//! \n
+//! HTTP/1.1 204 No Content\r\n
+//! …
+//! --changesetresponse_<id>--\n
+//! --batchresponse_<id>--\r\n
+//! ```
 
 use super::SubResponse;
+use crate::model::Flavor;
 
 /// Encodes the response to a change set batch. Returns the outer `Content-Type`
 /// (`multipart/mixed; boundary=batchresponse_<uuid>`) and the body. `responses` are written
 /// in order; on failure the caller passes only the failed operation's sub-response.
-pub fn encode_changeset_response(responses: &[SubResponse]) -> (String, Vec<u8>) {
+pub fn encode_changeset_response(responses: &[SubResponse], flavor: Flavor) -> (String, Vec<u8>) {
     let batch = format!("batchresponse_{}", uuid::Uuid::new_v4());
     let changeset = format!("changesetresponse_{}", uuid::Uuid::new_v4());
-    let body = encode_changeset_response_with_boundaries(responses, &batch, &changeset);
+    let body = encode_changeset_response_with_boundaries(responses, &batch, &changeset, flavor);
     (content_type(&batch), body)
 }
 
@@ -42,12 +60,18 @@ pub fn encode_changeset_response_with_boundaries(
     responses: &[SubResponse],
     batch_boundary: &str,
     changeset_boundary: &str,
+    flavor: Flavor,
 ) -> Vec<u8> {
     let size: usize = responses
         .iter()
         .map(|r| r.body.len() + 160 + changeset_boundary.len())
         .sum();
     let mut out = Vec::with_capacity(size + 128);
+    // The line break of the change-set level (see the module's notes).
+    let part_break: &[u8] = match flavor {
+        Flavor::Storage => b"\r\n",
+        Flavor::Cosmos => b"\n",
+    };
     line(&mut out, &["--", batch_boundary]);
     line(
         &mut out,
@@ -58,10 +82,10 @@ pub fn encode_changeset_response_with_boundaries(
     );
     line(&mut out, &[]);
     for response in responses {
-        line(&mut out, &["--", changeset_boundary]);
-        http_part(&mut out, response);
+        line_ending(&mut out, &["--", changeset_boundary], part_break);
+        http_part(&mut out, response, part_break);
     }
-    line(&mut out, &["--", changeset_boundary, "--"]);
+    line_ending(&mut out, &["--", changeset_boundary, "--"], part_break);
     line(&mut out, &["--", batch_boundary, "--"]);
     out
 }
@@ -81,7 +105,7 @@ pub fn encode_query_response_with_boundary(
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(response.body.len() + 256);
     line(&mut out, &["--", batch_boundary]);
-    http_part(&mut out, response);
+    http_part(&mut out, response, b"\r\n");
     line(&mut out, &["--", batch_boundary, "--"]);
     out
 }
@@ -90,12 +114,12 @@ fn content_type(batch_boundary: &str) -> String {
     format!("multipart/mixed; boundary={batch_boundary}")
 }
 
-/// MIME headers, status line, headers, blank line, body and the line break that precedes the
-/// next delimiter.
-fn http_part(out: &mut Vec<u8>, response: &SubResponse) {
-    line(out, &["Content-Type: application/http"]);
-    line(out, &["Content-Transfer-Encoding: binary"]);
-    line(out, &[]);
+/// MIME headers (their lines ended by `part_break`), status line, headers, blank line, body
+/// and the line break that precedes the next delimiter.
+fn http_part(out: &mut Vec<u8>, response: &SubResponse, part_break: &[u8]) {
+    line_ending(out, &["Content-Type: application/http"], part_break);
+    line_ending(out, &["Content-Transfer-Encoding: binary"], part_break);
+    line_ending(out, &[], part_break);
     let status = response.status.to_string();
     line(
         out,
@@ -113,10 +137,14 @@ fn http_part(out: &mut Vec<u8>, response: &SubResponse) {
 }
 
 fn line(out: &mut Vec<u8>, pieces: &[&str]) {
+    line_ending(out, pieces, b"\r\n");
+}
+
+fn line_ending(out: &mut Vec<u8>, pieces: &[&str], ending: &[u8]) {
     for p in pieces {
         out.extend_from_slice(p.as_bytes());
     }
-    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(ending);
 }
 
 /// Header text without CR or LF, so a caller-supplied value cannot break the framing.
@@ -172,6 +200,17 @@ mod tests {
         std::str::from_utf8(bytes).expect("utf-8")
     }
 
+    /// A change-set answer holding `response` only, with boundaries `batchresponse_b` and
+    /// `changesetresponse_c`.
+    fn alone_in_a_change_set(response: SubResponse, flavor: Flavor) -> Vec<u8> {
+        encode_changeset_response_with_boundaries(
+            &[response],
+            "batchresponse_b",
+            "changesetresponse_c",
+            flavor,
+        )
+    }
+
     /// The sample of Azure docs: "Performing entity group transactions", with the body layout Azure really uses (blank line after the
     /// headers, then the empty body, then the delimiter's CRLF) and without `Content-ID`.
     #[test]
@@ -203,6 +242,7 @@ mod tests {
             &[insert, merge],
             "batchresponse_e69b1c6c-62ff-471e-ab88-9a4aeef0a880",
             "changesetresponse_a6253244-7e21-42a8-a149-479ee9e94a25",
+            Flavor::Storage,
         );
         let want = "--batchresponse_e69b1c6c-62ff-471e-ab88-9a4aeef0a880\r\n\
 Content-Type: multipart/mixed; boundary=changesetresponse_a6253244-7e21-42a8-a149-479ee9e94a25\r\n\
@@ -249,11 +289,7 @@ ETag: W/\"datetime'2013-10-14T18%3A25%3A49.8932467Z'\"\r\n\
             ],
             body: br#"{"odata.error":{"code":"EntityAlreadyExists","message":{"lang":"en-US","value":"0:The specified entity already exists."}}}"#.to_vec(),
         };
-        let got = encode_changeset_response_with_boundaries(
-            &[failed],
-            "batchresponse_b",
-            "changesetresponse_c",
-        );
+        let got = alone_in_a_change_set(failed, Flavor::Storage);
         let want = "--batchresponse_b\r\n\
 Content-Type: multipart/mixed; boundary=changesetresponse_c\r\n\
 \r\n\
@@ -272,12 +308,84 @@ Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-
         assert_eq!(text(&got), want);
     }
 
+    /// Cosmos's framing, byte for byte as recorded (`test_batch_all_operations_together`, its
+    /// first two sub-responses, and `test_batch_update_if_doesnt_match`, a failure).
+    #[test]
+    fn cosmos_changeset_response_bytes() {
+        let upsert = SubResponse {
+            status: 204,
+            headers: vec![
+                h("ETag", "W/\"datetime'2021-09-29T20%3A07%3A42.1169672Z'\""),
+                h("Preference-Applied", "return-no-content"),
+                h("Content-ID", "1"),
+            ],
+            body: Vec::new(),
+        };
+        let delete = SubResponse {
+            status: 204,
+            headers: vec![h("Content-ID", "2")],
+            body: Vec::new(),
+        };
+        let got = encode_changeset_response_with_boundaries(
+            &[upsert, delete],
+            "batchresponse_aeebf9d6-0fcd-40bd-a31b-552e9a053bbf",
+            "changesetresponse_d1167b77-f03c-4cfa-bd1f-094c26ffe713",
+            Flavor::Cosmos,
+        );
+        let want = "--batchresponse_aeebf9d6-0fcd-40bd-a31b-552e9a053bbf\r\n\
+Content-Type: multipart/mixed; boundary=changesetresponse_d1167b77-f03c-4cfa-bd1f-094c26ffe713\r\n\
+\r\n\
+--changesetresponse_d1167b77-f03c-4cfa-bd1f-094c26ffe713\n\
+Content-Type: application/http\n\
+Content-Transfer-Encoding: binary\n\
+\n\
+HTTP/1.1 204 No Content\r\n\
+ETag: W/\"datetime'2021-09-29T20%3A07%3A42.1169672Z'\"\r\n\
+Preference-Applied: return-no-content\r\n\
+Content-ID: 1\r\n\
+\r\n\
+\r\n\
+--changesetresponse_d1167b77-f03c-4cfa-bd1f-094c26ffe713\n\
+Content-Type: application/http\n\
+Content-Transfer-Encoding: binary\n\
+\n\
+HTTP/1.1 204 No Content\r\n\
+Content-ID: 2\r\n\
+\r\n\
+\r\n\
+--changesetresponse_d1167b77-f03c-4cfa-bd1f-094c26ffe713--\n\
+--batchresponse_aeebf9d6-0fcd-40bd-a31b-552e9a053bbf--\r\n";
+        assert_eq!(text(&got), want);
+
+        let failed = SubResponse {
+            status: 412,
+            headers: vec![h("Content-Type", "application/json;odata=fullmetadata")],
+            body: br#"{"odata.error":{}}"#.to_vec(),
+        };
+        let got = alone_in_a_change_set(failed, Flavor::Cosmos);
+        let want = "--batchresponse_b\r\n\
+Content-Type: multipart/mixed; boundary=changesetresponse_c\r\n\
+\r\n\
+--changesetresponse_c\n\
+Content-Type: application/http\n\
+Content-Transfer-Encoding: binary\n\
+\n\
+HTTP/1.1 412 Precondition Failed\r\n\
+Content-Type: application/json;odata=fullmetadata\r\n\
+\r\n\
+{\"odata.error\":{}}\r\n\
+--changesetresponse_c--\n\
+--batchresponse_b--\r\n";
+        assert_eq!(text(&got), want);
+    }
+
     #[test]
     fn empty_changeset_response_bytes() {
         let got = encode_changeset_response_with_boundaries(
             &[],
             "batchresponse_b",
             "changesetresponse_c",
+            Flavor::Storage,
         );
         assert_eq!(
             text(&got),
@@ -322,10 +430,13 @@ ETag: W/\"datetime'2014-01-31T10%3A39%3A48.8625852Z'\"\r\n\
 
     #[test]
     fn fresh_boundaries_and_content_type() {
-        let (ct, body) = encode_changeset_response(&[SubResponse {
-            status: 204,
-            ..SubResponse::default()
-        }]);
+        let (ct, body) = encode_changeset_response(
+            &[SubResponse {
+                status: 204,
+                ..SubResponse::default()
+            }],
+            Flavor::Storage,
+        );
         let boundary = ct
             .strip_prefix("multipart/mixed; boundary=batchresponse_")
             .expect("content type prefix");
@@ -336,7 +447,7 @@ ETag: W/\"datetime'2014-01-31T10%3A39%3A48.8625852Z'\"\r\n\
         // What the JS SDK does: split on the literal prefix; 1 sub-response + head + tail.
         assert_eq!(body.split("--changesetresponse_").count(), 3);
 
-        let (ct2, _) = encode_changeset_response(&[]);
+        let (ct2, _) = encode_changeset_response(&[], Flavor::Storage);
         assert_ne!(ct, ct2, "boundaries are fresh per response");
 
         let (qct, qbody) = encode_query_response(&SubResponse {
@@ -358,6 +469,7 @@ ETag: W/\"datetime'2014-01-31T10%3A39%3A48.8625852Z'\"\r\n\
             &[r],
             "batchresponse_b",
             "changesetresponse_c",
+            Flavor::Storage,
         );
         assert!(text(&got).contains("\r\nX-Evil: a--changesetresponse_c--b\r\n"));
     }
