@@ -616,29 +616,7 @@ fn write_entity_view(out: &mut Vec<u8>, entity: &EntityView, ctx: &EntityContext
     let mut first = true;
     out.push(b'{');
     let full = ctx.metadata == Metadata::Full;
-    if element && ctx.metadata != Metadata::None {
-        push_member(out, &mut first, "odata.metadata");
-        push_str(out, &metadata_url(ctx, true));
-    }
-    let path = if full {
-        entity_path(ctx.table, &entity.partition_key, &entity.row_key)
-    } else {
-        String::new()
-    };
-    if full {
-        push_member(out, &mut first, "odata.type");
-        push_str(out, &format!("{}.{}", ctx.account, ctx.table));
-        push_member(out, &mut first, "odata.id");
-        push_str(out, &format!("{}/{}", ctx.base_url, path));
-    }
-    if ctx.metadata != Metadata::None {
-        push_member(out, &mut first, "odata.etag");
-        push_etag(out, entity.timestamp, ctx.flavor);
-    }
-    if full {
-        push_member(out, &mut first, "odata.editLink");
-        push_str(out, &path);
-    }
+    write_odata_members(out, &mut first, entity, ctx, element);
     if is_selected(ctx, "PartitionKey") {
         push_member(out, &mut first, "PartitionKey");
         push_str(out, &entity.partition_key);
@@ -684,6 +662,67 @@ fn write_entity_view(out: &mut Vec<u8>, entity: &EntityView, ctx: &EntityContext
         }
     }
     out.push(b'}');
+}
+
+/// An entity's `odata.*` members, in the flavour's order. Storage: `odata.metadata` (single
+/// entity only), `odata.type`, `odata.id`, `odata.etag`, `odata.editLink`. Cosmos DB:
+/// `odata.type`, `odata.id`, `odata.editLink`, `odata.metadata`, `odata.etag` (Python SDK
+/// Cosmos recordings `test_get_entity_full_metadata`, `test_query_entities_full_metadata`).
+/// Minimal metadata writes `odata.metadata` and `odata.etag` only, in that order, on both.
+fn write_odata_members(
+    out: &mut Vec<u8>,
+    first: &mut bool,
+    entity: &EntityView,
+    ctx: &EntityContext,
+    element: bool,
+) {
+    if ctx.metadata == Metadata::None {
+        return;
+    }
+    let full = ctx.metadata == Metadata::Full;
+    let path = if full {
+        entity_path(ctx.table, &entity.partition_key, &entity.row_key)
+    } else {
+        String::new()
+    };
+    let write_metadata = |out: &mut Vec<u8>, first: &mut bool| {
+        if element {
+            push_member(out, first, "odata.metadata");
+            push_str(out, &metadata_url(ctx, true));
+        }
+    };
+    let write_type_and_id = |out: &mut Vec<u8>, first: &mut bool| {
+        push_member(out, first, "odata.type");
+        push_str(out, &format!("{}.{}", ctx.account, ctx.table));
+        push_member(out, first, "odata.id");
+        push_str(out, &format!("{}/{}", ctx.base_url, path));
+    };
+    let write_etag = |out: &mut Vec<u8>, first: &mut bool| {
+        push_member(out, first, "odata.etag");
+        push_etag(out, entity.timestamp, ctx.flavor);
+    };
+    let write_edit_link = |out: &mut Vec<u8>, first: &mut bool| {
+        push_member(out, first, "odata.editLink");
+        push_str(out, &path);
+    };
+    match (ctx.flavor, full) {
+        (_, false) => {
+            write_metadata(out, first);
+            write_etag(out, first);
+        }
+        (Flavor::Storage, true) => {
+            write_metadata(out, first);
+            write_type_and_id(out, first);
+            write_etag(out, first);
+            write_edit_link(out, first);
+        }
+        (Flavor::Cosmos, true) => {
+            write_type_and_id(out, first);
+            write_edit_link(out, first);
+            write_metadata(out, first);
+            write_etag(out, first);
+        }
+    }
 }
 
 fn write_property(
@@ -798,25 +837,51 @@ pub fn encode_entity(entity: &Entity, ctx: &EntityContext) -> Vec<u8> {
     out
 }
 
-/// A query response body: `{"odata.metadata":…,"value":[…]}`.
+/// A query response body: `{"odata.metadata":…,"value":[…]}` (Cosmos DB: `value` first).
 pub fn encode_entity_page(entities: &[EntityView], ctx: &EntityContext) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + entities.len() * 256);
+    let url = (ctx.metadata != Metadata::None).then(|| metadata_url(ctx, false));
+    write_feed(&mut out, url.as_deref(), ctx.flavor, |out| {
+        for (i, e) in entities.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_entity_view(out, e, ctx, false);
+        }
+    });
+    out
+}
+
+/// A feed object: its `odata.metadata` member (when there is one) and its `value` array,
+/// whose items `write_items` writes. Storage writes `odata.metadata` first, Cosmos DB after
+/// `value`, for entities and tables alike (Python SDK Cosmos recordings, e.g.
+/// `test_query_entities_full_metadata`, `test_batch_insert_merge`'s Query Tables).
+fn write_feed(
+    out: &mut Vec<u8>,
+    metadata_url: Option<&str>,
+    flavor: Flavor,
+    write_items: impl FnOnce(&mut Vec<u8>),
+) {
+    let write_metadata = |out: &mut Vec<u8>| {
+        if let Some(url) = metadata_url {
+            push_str(out, "odata.metadata");
+            out.push(b':');
+            push_str(out, url);
+        }
+    };
     out.push(b'{');
-    if ctx.metadata != Metadata::None {
-        push_str(&mut out, "odata.metadata");
-        out.push(b':');
-        push_str(&mut out, &metadata_url(ctx, false));
+    if flavor == Flavor::Storage && metadata_url.is_some() {
+        write_metadata(out);
         out.push(b',');
     }
     out.extend_from_slice(b"\"value\":[");
-    for (i, e) in entities.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_entity_view(&mut out, e, ctx, false);
+    write_items(out);
+    out.push(b']');
+    if flavor == Flavor::Cosmos && metadata_url.is_some() {
+        out.push(b',');
+        write_metadata(out);
     }
-    out.extend_from_slice(b"]}");
-    out
+    out.push(b'}');
 }
 
 fn write_table(
@@ -859,23 +924,18 @@ pub fn encode_table_page<'a>(
     metadata: Metadata,
     base_url: &str,
     account: &str,
+    flavor: Flavor,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
-    out.push(b'{');
-    if metadata != Metadata::None {
-        push_str(&mut out, "odata.metadata");
-        out.push(b':');
-        push_str(&mut out, &format!("{base_url}/$metadata#Tables"));
-        out.push(b',');
-    }
-    out.extend_from_slice(b"\"value\":[");
-    for (i, name) in names.enumerate() {
-        if i > 0 {
-            out.push(b',');
+    let url = (metadata != Metadata::None).then(|| format!("{base_url}/$metadata#Tables"));
+    write_feed(&mut out, url.as_deref(), flavor, |out| {
+        for (i, name) in names.enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_table(out, name, metadata, base_url, account, false);
         }
-        write_table(&mut out, name, metadata, base_url, account, false);
-    }
-    out.extend_from_slice(b"]}");
+    });
     out
 }
 
@@ -1098,6 +1158,58 @@ mod tests {
         assert_eq!(
             none,
             r#"{"value":[{"PartitionKey":"pk","RowKey":"rk","Timestamp":"2013-08-22T01:12:06.2608595Z","Age":23,"Big":"255","D":5.0,"N":"-Infinity"}]}"#
+        );
+    }
+
+    /// Member order under Cosmos, as recorded (`test_get_entity_full_metadata`,
+    /// `test_query_entities_full_metadata`): `odata.type`, `odata.id`, `odata.editLink`,
+    /// `odata.metadata`, `odata.etag`, the properties, Timestamp last; feeds `value` first.
+    #[test]
+    fn cosmos_member_order() {
+        let e = sample();
+        let mut c = ctx(Metadata::Full);
+        c.flavor = Flavor::Cosmos;
+        assert_eq!(
+            String::from_utf8(encode_entity(&e, &c)).unwrap(),
+            r#"{"odata.type":"acct.mytable","odata.id":"http://h/acct/mytable(PartitionKey='pk',RowKey='rk')","odata.editLink":"mytable(PartitionKey='pk',RowKey='rk')","odata.metadata":"http://h/acct/mytable/$metadata#mytable/@Element","odata.etag":"W/\"datetime'2013-08-22T01%3A12%3A06.2608595Z'\"","PartitionKey":"pk","RowKey":"rk","Age":23,"Big@odata.type":"Edm.Int64","Big":"255","D":5.0,"N@odata.type":"Edm.Double","N":"-Infinity","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2013-08-22T01:12:06.2608595Z"}"#
+        );
+        let text = String::from_utf8(encode_entity_page(&[EntityView::of(&e)], &c)).unwrap();
+        assert!(
+            text.starts_with(r#"{"value":[{"odata.type":"acct.mytable","odata.id":"http://h/acct/mytable(PartitionKey='pk',RowKey='rk')","odata.editLink":"mytable(PartitionKey='pk',RowKey='rk')","odata.etag":"#),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(r#"}],"odata.metadata":"http://h/acct/$metadata#mytable"}"#),
+            "{text}"
+        );
+        c.metadata = Metadata::Minimal;
+        let minimal = String::from_utf8(encode_entity(&e, &c)).unwrap();
+        assert!(
+            minimal.starts_with(
+                r#"{"odata.metadata":"http://h/acct/mytable/$metadata#mytable/@Element","odata.etag":"#
+            ),
+            "{minimal}"
+        );
+        c.metadata = Metadata::None;
+        assert_eq!(encode_entity_page(&[], &c), br#"{"value":[]}"#);
+        let tables = |flavor| {
+            let names = ["a"].into_iter();
+            String::from_utf8(encode_table_page(
+                names,
+                Metadata::Minimal,
+                "http://h",
+                "x",
+                flavor,
+            ))
+            .unwrap()
+        };
+        assert_eq!(
+            tables(Flavor::Cosmos),
+            r#"{"value":[{"TableName":"a"}],"odata.metadata":"http://h/$metadata#Tables"}"#
+        );
+        assert_eq!(
+            tables(Flavor::Storage),
+            r#"{"odata.metadata":"http://h/$metadata#Tables","value":[{"TableName":"a"}]}"#
         );
     }
 

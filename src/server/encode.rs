@@ -146,7 +146,8 @@ fn tables(call: &Call, reply: &Reply, tables: &TablesPage) -> Response {
     }
     let names = page.names.iter().map(String::as_str);
     let (base_url, account) = (&call.ctx.base_url, &call.ctx.account);
-    let body = json::encode_table_page(names, reply.metadata, base_url, account);
+    let flavor = call.ctx.flavor;
+    let body = json::encode_table_page(names, reply.metadata, base_url, account, flavor);
     r.body(call.ctx.json_content_type(reply.metadata), body);
     r.into_response()
 }

@@ -448,6 +448,96 @@ async fn merge_only_through_post_tunnelling() {
     assert_eq!((v["A"].as_i64(), v["B"].as_i64()), (Some(1), Some(2)));
 }
 
+/// The positions of `"name":` members in a JSON text, in the order given; panics when one is
+/// missing.
+fn member_positions(text: &str, names: &[&str]) -> Vec<usize> {
+    names
+        .iter()
+        .map(|n| {
+            text.find(&format!("\"{n}\":"))
+                .unwrap_or_else(|| panic!("no member {n} in {text}"))
+        })
+        .collect()
+}
+
+fn in_order(text: &str, names: &[&str]) {
+    let positions = member_positions(text, names);
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "members {names:?} out of order in {text}"
+    );
+}
+
+/// Member order as recorded: full metadata writes `odata.type`, `odata.id`,
+/// `odata.editLink`, `odata.metadata`, `odata.etag` (`test_get_entity_full_metadata`), feed
+/// items the same without `odata.metadata` (`test_query_entities_full_metadata`), and feeds
+/// put `value` before `odata.metadata`; a merge updates properties in place and appends new
+/// ones, Timestamp last (`test_merge_entity`).
+#[tokio::test]
+async fn member_order_as_recorded() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("order").await.status, 201);
+    let path = "/order(PartitionKey='p',RowKey='r')";
+    let body = r#"{"PartitionKey":"p","RowKey":"r","zeta":1,"alpha":"a","mid":true}"#;
+    assert_eq!(c.send("POST", "/order", &[], Some(body)).await.status, 201);
+    let full = [("Accept", "application/json;odata=fullmetadata")];
+    let r = c.send("GET", path, &full, None).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let text = r.text();
+    assert!(text.starts_with("{\"odata.type\":"), "{text}");
+    in_order(
+        &text,
+        &[
+            "odata.type",
+            "odata.id",
+            "odata.editLink",
+            "odata.metadata",
+            "odata.etag",
+            "PartitionKey",
+            "RowKey",
+            "zeta",
+            "alpha",
+            "mid",
+            "Timestamp@odata.type",
+            "Timestamp",
+        ],
+    );
+    let r = c.send("GET", "/order()", &full, None).await;
+    let text = r.text();
+    assert!(text.starts_with("{\"value\":[{\"odata.type\":"), "{text}");
+    in_order(
+        &text,
+        &["odata.id", "odata.editLink", "odata.etag", "PartitionKey"],
+    );
+    assert!(
+        text.contains("}],\"odata.metadata\":\"") && text.ends_with("$metadata#order\"}"),
+        "{text}"
+    );
+    let r = c.send("GET", "/Tables", &[], None).await;
+    let text = r.text();
+    assert!(text.starts_with("{\"value\":["), "{text}");
+    assert!(text.ends_with("$metadata#Tables\"}"), "{text}");
+
+    let merge = [("X-HTTP-Method", "MERGE")];
+    let patch = r#"{"PartitionKey":"p","RowKey":"r","new":2,"alpha":"b"}"#;
+    let r = c.send("POST", path, &merge, Some(patch)).await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    let text = c.send("GET", path, &[], None).await.text();
+    in_order(
+        &text,
+        &[
+            "PartitionKey",
+            "RowKey",
+            "zeta",
+            "alpha",
+            "mid",
+            "new",
+            "Timestamp",
+        ],
+    );
+    assert!(text.contains("\"alpha\":\"b\""), "{text}");
+}
+
 /// Empty keys, over-long keys and the dropped `Etag` property.
 #[tokio::test]
 async fn key_rules_and_the_etag_property() {
