@@ -9,7 +9,10 @@ use crate::protocol::filter::Expr;
 use crate::protocol::operation::EntityRef;
 use crate::protocol::ApiError;
 use crate::query::plan::{plan_entities, Plan};
-use crate::query::unordered::{OrderKey, UnorderedPage, UnorderedPageRead, COSMOS_MAX_PAGE_BYTES};
+use crate::query::unordered::{
+    OrderKey, UnorderedNext, UnorderedPage, UnorderedPageRead, UnorderedStart,
+    COSMOS_MAX_PAGE_BYTES,
+};
 use crate::query::{eval, execute_raw_page, PageLimits, PageRead, RawPage};
 use crate::store::{read_with, Store, StoreError, StoredRow, TableInfo};
 
@@ -54,7 +57,9 @@ pub(crate) struct EntityPage {
     /// when the query asked for them.
     pub pages: Option<u64>,
     /// In hashed order (`page.next` is then `None`): where the next page starts.
-    pub hashed_next: Option<OrderKey>,
+    pub hashed_next: Option<UnorderedNext>,
+    /// In hashed order: where this page began (a page cut short continues from it).
+    pub hashed_start: Option<UnorderedStart>,
     /// The query's first page (no continuation was given).
     pub first_page: bool,
     /// The most entities the page could hold (`$top`, or the 1,000-entity page limit).
@@ -119,6 +124,10 @@ pub(crate) async fn query(
             Resume::Unreadable(e) => return Err(ExecError::Refused(e)),
             Resume::Start | Resume::Keys(..) => None,
         };
+        let start = UnorderedStart {
+            seed,
+            after: after.clone(),
+        };
         let page = if plan.ranges.is_empty() {
             UnorderedPage::default()
         } else {
@@ -136,7 +145,8 @@ pub(crate) async fn query(
             plan,
             filter,
             pages: None,
-            hashed_next: page.next,
+            hashed_next: page.next.map(UnorderedNext::After),
+            hashed_start: Some(start),
             first_page,
             top,
         });
@@ -161,6 +171,7 @@ pub(crate) async fn query(
         filter,
         pages,
         hashed_next: None,
+        hashed_start: None,
         first_page,
         top,
     })

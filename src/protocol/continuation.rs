@@ -40,12 +40,34 @@ pub fn encode_cosmos_entity_token(hash: u64, partition_key: &str, row_key: &str)
     )
 }
 
+/// A Cosmos entity continuation that resumes at the start of the result: what follows a
+/// first page cut to nothing by `--page-breaks` (Cosmos may answer a page with no entities
+/// and a continuation: "Pagination in Azure Cosmos DB for NoSQL"). Its token holds no
+/// position.
+pub fn encode_cosmos_entity_start_token() -> String {
+    r#"{"token":"","range":{"min":"","max":"FF"}}"#.to_string()
+}
+
+/// Where a Cosmos entity continuation resumes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CosmosEntityPosition {
+    /// At the start ([`encode_cosmos_entity_start_token`]).
+    Start,
+    /// Past the row with this order hash and keys ([`encode_cosmos_entity_token`]).
+    After {
+        hash: u64,
+        partition_key: String,
+        row_key: String,
+    },
+}
+
 /// `x-ms-continuation-NextRowKey` beside a Cosmos entity continuation.
 pub const COSMOS_NEXT_ROW_KEY: &str = "NA";
 
-/// Reads back [`encode_cosmos_entity_token`]'s token (bare, or wrapped in `[…]` as Cosmos's
-/// own next-page tokens are). `None` for anything else.
-pub fn decode_cosmos_entity_token(text: &str) -> Option<(u64, String, String)> {
+/// Reads back [`encode_cosmos_entity_token`]'s and [`encode_cosmos_entity_start_token`]'s
+/// tokens (bare, or wrapped in `[…]` as Cosmos's own next-page tokens are). `None` for
+/// anything else.
+pub fn decode_cosmos_entity_token(text: &str) -> Option<CosmosEntityPosition> {
     use base64::engine::general_purpose::STANDARD;
     let value: serde_json::Value = serde_json::from_str(text.trim()).ok()?;
     let object = match &value {
@@ -53,15 +75,18 @@ pub fn decode_cosmos_entity_token(text: &str) -> Option<(u64, String, String)> {
         other => other,
     };
     let data = STANDARD.decode(object.get("token")?.as_str()?).ok()?;
+    if data.is_empty() {
+        return Some(CosmosEntityPosition::Start);
+    }
     let hash = u64::from_be_bytes(data.get(..8)?.try_into().ok()?);
     let pk_len = u32::from_be_bytes(data.get(8..12)?.try_into().ok()?) as usize;
     let pk = data.get(12..12usize.checked_add(pk_len)?)?;
     let rk = data.get(12 + pk_len..)?;
-    Some((
+    Some(CosmosEntityPosition::After {
         hash,
-        String::from_utf8(pk.to_vec()).ok()?,
-        String::from_utf8(rk.to_vec()).ok()?,
-    ))
+        partition_key: String::from_utf8(pk.to_vec()).ok()?,
+        row_key: String::from_utf8(rk.to_vec()).ok()?,
+    })
 }
 
 /// Cosmos DB's table continuation (`x-ms-continuation-NextTableName`): URL-safe base64, as in
@@ -95,13 +120,19 @@ mod tests {
             t.ends_with("\",\"range\":{\"min\":\"\",\"max\":\"FF\"}}"),
             "{t}"
         );
-        assert_eq!(
-            decode_cosmos_entity_token(&t),
-            Some((42, "p\u{e9}".to_string(), "r:1".to_string()))
-        );
+        let position = CosmosEntityPosition::After {
+            hash: 42,
+            partition_key: "p\u{e9}".to_string(),
+            row_key: "r:1".to_string(),
+        };
+        assert_eq!(decode_cosmos_entity_token(&t), Some(position.clone()));
         assert_eq!(
             decode_cosmos_entity_token(&format!("[{t}]")),
-            Some((42, "p\u{e9}".to_string(), "r:1".to_string()))
+            Some(position)
+        );
+        assert_eq!(
+            decode_cosmos_entity_token(&encode_cosmos_entity_start_token()),
+            Some(CosmosEntityPosition::Start)
         );
         assert_eq!(decode_cosmos_entity_token("1!4!cGs-"), None);
         assert_eq!(decode_cosmos_entity_token("{\"token\":\"AAAA\"}"), None);

@@ -62,6 +62,38 @@ pub struct UnorderedPage {
 /// (for example, paginated query)" 4 MB).
 pub const COSMOS_MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
 
+/// Where the next page of an unordered result starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnorderedNext {
+    /// Past the row at this position.
+    After(OrderKey),
+    /// At the start of the result: the first page was cut to nothing (`--page-breaks`).
+    FromStart,
+}
+
+/// Where an unordered page began: its order's seed, and the position it resumed past
+/// (`None`: the start of the result).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnorderedStart {
+    pub seed: u64,
+    pub after: Option<OrderKey>,
+}
+
+impl UnorderedStart {
+    /// The continuation of a page that began here, cut to its first `n` rows (`keys`: the
+    /// page's keys, in order): past the last row kept, or, with none kept, where the page
+    /// began. Every row dropped is then the next page's, so none is lost or repeated.
+    pub fn next_after_cut(&self, keys: &[(String, String)], n: usize) -> UnorderedNext {
+        match n.checked_sub(1).and_then(|last| keys.get(last)) {
+            Some((pk, rk)) => UnorderedNext::After(OrderKey::of(self.seed, pk, rk)),
+            None => match &self.after {
+                Some(after) => UnorderedNext::After(after.clone()),
+                None => UnorderedNext::FromStart,
+            },
+        }
+    }
+}
+
 /// One page of a query in seeded-hash order, as a read job: reads every row of `ranges`,
 /// keeps those `matches` accepts whose order key is past `after`, the `top` smallest, cut
 /// where their stored bytes pass `max_bytes` (a page holds at least one row).
@@ -283,55 +315,70 @@ mod tests {
     }
 
     /// Every page in seeded order: all rows once, none twice, in hash order across pages.
+    /// Each page holds at most `max_bytes` of stored rows (its last row may pass it), and page
+    /// `i` is cut as `cuts[i]` says, as `--page-breaks` cuts it (0: to nothing, 1: to half, 2
+    /// and up: left whole); pages past the list are left whole.
     async fn all_pages(
         store: &MemoryStore,
         table: crate::store::TableId,
         seed: u64,
         top: usize,
         max_bytes: usize,
+        cuts: &[u8],
     ) -> Vec<(String, String)> {
         let mut after = None;
         let mut seen = Vec::new();
-        loop {
+        for i in 0.. {
             let job = UnorderedPageRead::new(
                 vec![KeyRange::all()],
                 |_: &StoredRow<'_>| true,
                 seed,
-                after,
+                after.clone(),
                 top,
             )
             .with_max_bytes(max_bytes);
-            let page = read_with(&**store, table, job).await.unwrap().into_page();
+            let mut page = read_with(&**store, table, job).await.unwrap().into_page();
             assert!(page.rows.len() <= top);
             let sizes: Vec<usize> = page.rows.iter().map(|r| r.stored_len()).collect();
             let within: usize = sizes.iter().take(sizes.len().saturating_sub(1)).sum();
             assert!(within <= max_bytes, "only the last row may pass the budget");
-            for row in page.rows.iter() {
-                seen.push(row.keys().unwrap());
+            let keys: Vec<(String, String)> = page.rows.iter().map(|r| r.keys().unwrap()).collect();
+            let mut next = page.next.take().map(UnorderedNext::After);
+            let keep = match cuts.get(i) {
+                Some(0) => Some(0),
+                Some(1) => Some(keys.len() / 2),
+                _ => None,
+            };
+            if let Some(n) = keep.filter(|&n| n < keys.len()) {
+                next = Some(UnorderedStart { seed, after }.next_after_cut(&keys, n));
             }
-            match page.next {
-                Some(n) => after = Some(n),
+            seen.extend(keys.into_iter().take(keep.unwrap_or(usize::MAX)));
+            after = match next {
+                Some(UnorderedNext::After(k)) => Some(k),
+                Some(UnorderedNext::FromStart) => None,
                 None => return seen,
-            }
+            };
         }
+        unreachable!("the loop returns")
     }
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
         /// The unordered pages hold every row exactly once, whatever the page size, byte
-        /// budget and seed.
+        /// budget, seed and the pages cut short (empty first pages included).
         #[test]
         fn pages_are_complete_without_duplicates(
             keys in proptest::collection::btree_set(("[a-c]{0,2}", "[a-z0-9]{1,3}"), 0..60),
             seed in any::<u64>(),
             top in 1usize..12,
             max_bytes in prop_oneof![Just(usize::MAX), 0usize..400],
+            cuts in proptest::collection::vec(0u8..4, 0..40),
         ) {
             let keys: Vec<(String, String)> = keys.into_iter().collect();
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             let seen = rt.block_on(async {
                 let (store, table) = store_with(&keys).await;
-                all_pages(&store, table, seed, top, max_bytes).await
+                all_pages(&store, table, seed, top, max_bytes, &cuts).await
             });
             let mut sorted = seen.clone();
             sorted.sort();

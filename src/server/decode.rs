@@ -10,7 +10,7 @@ use crate::protocol::batch::{
     decode_batch, decode_change, parse_sub_operation, BatchBody, ChangeWrite, SubRequest,
 };
 use crate::protocol::continuation::{
-    decode_cosmos_entity_token, decode_cosmos_table_token, decode_token,
+    decode_cosmos_entity_token, decode_cosmos_table_token, decode_token, CosmosEntityPosition,
 };
 use crate::protocol::filter::Expr;
 use crate::protocol::headers::{
@@ -244,11 +244,16 @@ fn cosmos_resume(query: &QueryParams) -> Resume {
         return Resume::Start;
     };
     match decode_cosmos_entity_token(token) {
-        Some((hash, partition_key, row_key)) => Resume::After(OrderKey {
+        Some(CosmosEntityPosition::After {
+            hash,
+            partition_key,
+            row_key,
+        }) => Resume::After(OrderKey {
             hash,
             partition_key,
             row_key,
         }),
+        Some(CosmosEntityPosition::Start) => Resume::Start,
         None => Resume::Unreadable(cosmos_token_refused()),
     }
 }

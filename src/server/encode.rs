@@ -19,13 +19,15 @@ use crate::protocol::batch::{
     write_sub_response, ChangeWrite, SubResponse,
 };
 use crate::protocol::continuation::{
-    encode_cosmos_entity_token, encode_cosmos_table_token, encode_token, COSMOS_NEXT_ROW_KEY,
+    encode_cosmos_entity_start_token, encode_cosmos_entity_token, encode_cosmos_table_token,
+    encode_token, COSMOS_NEXT_ROW_KEY,
 };
 use crate::protocol::headers::{self, Metadata, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::service_properties::ServiceProperties;
 use crate::protocol::uri::entity_path;
 use crate::protocol::{flavor, ApiError};
+use crate::query::unordered::UnorderedNext;
 use crate::server::call::Call;
 use crate::server::context::ResponseParts;
 use crate::store::TableInfo;
@@ -208,8 +210,13 @@ fn entities(call: &Call, reply: &Reply, query: &EntityPage) -> Result<Response, 
         r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &encode_token(pk))
             .header(headers::CONTINUATION_NEXT_ROW_KEY, &encode_token(rk));
     }
-    if let Some(k) = &query.hashed_next {
-        let token = encode_cosmos_entity_token(k.hash, &k.partition_key, &k.row_key);
+    if let Some(next) = &query.hashed_next {
+        let token = match next {
+            UnorderedNext::After(k) => {
+                encode_cosmos_entity_token(k.hash, &k.partition_key, &k.row_key)
+            }
+            UnorderedNext::FromStart => encode_cosmos_entity_start_token(),
+        };
         r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &token)
             .header(headers::CONTINUATION_NEXT_ROW_KEY, COSMOS_NEXT_ROW_KEY);
     }

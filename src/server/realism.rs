@@ -224,11 +224,12 @@ async fn drop_connection(ctx: &RequestContext, abort: Option<&ConnectionAbort>) 
     response
 }
 
-/// Cuts a query page where the page-break policy says; the continuation then points at the
-/// first row dropped, so the next page starts exactly there.
+/// Cuts a query page where the page-break policy says. In key order the continuation then
+/// points at the first row dropped; in Cosmos's hashed order, past the last row kept (or,
+/// with none kept, where the page began). Either way the next page starts exactly at the
+/// first row dropped.
 pub(crate) fn cut_page(state: &AppState, outcome: &mut crate::exec::Outcome) {
-    // Cosmos's pages are in hashed order, with their own continuation: left whole.
-    if !state.realism.is_active() || state.config.flavor().is_cosmos() {
+    if !state.realism.is_active() {
         return;
     }
     let crate::exec::Outcome::Entities(query) = outcome else {
@@ -240,10 +241,14 @@ pub(crate) fn cut_page(state: &AppState, outcome: &mut crate::exec::Outcome) {
         return;
     }
     let partition_keys: Vec<&str> = keys.iter().map(|(pk, _)| pk.as_str()).collect();
-    if let Some(n) = state.realism.page_cut(&partition_keys) {
-        page.next = keys.into_iter().nth(n);
-        page.rows.truncate(n);
+    let Some(n) = state.realism.page_cut(&partition_keys) else {
+        return;
+    };
+    match &query.hashed_start {
+        Some(start) => query.hashed_next = Some(start.next_after_cut(&keys, n)),
+        None => page.next = keys.into_iter().nth(n),
     }
+    page.rows.truncate(n);
 }
 
 /// What kind of work an operation is, for fault rules.

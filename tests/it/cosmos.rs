@@ -717,8 +717,14 @@ fn encoded(text: &str) -> String {
 
 /// Pages through `path` (a query URL without continuation), following Cosmos's tokens.
 async fn all_entity_pages(c: &Cosmos, path: &str) -> (Vec<(String, String)>, usize) {
-    let mut seen = Vec::new();
-    let mut pages = 0;
+    let pages = entity_pages(c, path).await;
+    let count = pages.len();
+    (pages.into_iter().flatten().collect(), count)
+}
+
+/// Each page's keys, following the continuations to the end.
+async fn entity_pages(c: &Cosmos, path: &str) -> Vec<Vec<(String, String)>> {
+    let mut pages = Vec::new();
     let mut next: Option<String> = None;
     loop {
         let url = match &next {
@@ -727,22 +733,89 @@ async fn all_entity_pages(c: &Cosmos, path: &str) -> (Vec<(String, String)>, usi
         };
         let r = c.send("GET", &url, &[], None).await;
         assert_eq!(r.status, 200, "{}", r.text());
-        pages += 1;
-        for e in r.json()["value"].as_array().unwrap() {
-            seen.push((
-                e["PartitionKey"].as_str().unwrap().to_string(),
-                e["RowKey"].as_str().unwrap().to_string(),
-            ));
-        }
+        let page = r.json()["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["PartitionKey"].as_str().unwrap().to_string(),
+                    e["RowKey"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        pages.push(page);
         match r.header("x-ms-continuation-nextpartitionkey") {
             Some(token) => {
                 assert!(token.starts_with("{\"token\":\""), "{token}");
                 assert_eq!(r.header("x-ms-continuation-nextrowkey"), Some("NA"));
                 next = Some(token.to_string());
             }
-            None => return (seen, pages),
+            None => return pages,
         }
     }
+}
+
+/// `--page-breaks` cuts Cosmos-flavoured pages too, as Cosmos ends pages early ("Pagination
+/// in Azure Cosmos DB for NoSQL": a page may hold fewer items than asked, or none, and still
+/// carry a continuation): short and empty pages, the first included, each entity exactly
+/// once across them.
+#[tokio::test]
+async fn page_breaks_cut_cosmos_pages_completely() {
+    use tablestore::config::PageBreaksArg;
+    let mut empty_first_pages = 0;
+    let (mut short_pages, mut empty_pages) = (0, 0);
+    for seed in 0..6 {
+        let mut config = cosmos_config();
+        config.realism.page_breaks = Some(PageBreaksArg::Random);
+        config.realism.realism_seed = seed;
+        let c = Cosmos::start_with(config).await;
+        assert_eq!(c.create_table("cut").await.status, 201);
+        let mut keys = Vec::new();
+        for pk in ["a", "b", "c"] {
+            for rk in 0..8 {
+                let rk = format!("{rk:02}");
+                let body = format!(r#"{{"PartitionKey":"{pk}","RowKey":"{rk}"}}"#);
+                assert_eq!(c.send("POST", "/cut", &[], Some(&body)).await.status, 201);
+                keys.push((pk.to_string(), rk));
+            }
+        }
+        let pages = entity_pages(&c, "/cut()?$top=5").await;
+        empty_first_pages += usize::from(pages[0].is_empty());
+        let last = pages.len() - 1;
+        short_pages += pages[..last].iter().filter(|p| p.len() < 5).count();
+        empty_pages += pages[..last].iter().filter(|p| p.is_empty()).count();
+        let mut seen: Vec<_> = pages.into_iter().flatten().collect();
+        seen.sort();
+        let unique = seen.len();
+        seen.dedup();
+        assert_eq!(seen.len(), unique, "seed {seed}: an entity was repeated");
+        assert_eq!(seen, keys, "seed {seed}: every entity, once");
+    }
+    assert!(
+        empty_pages > 0 && short_pages > empty_pages,
+        "{short_pages} short, {empty_pages} empty"
+    );
+    assert!(
+        empty_first_pages > 0,
+        "an empty first page, with a token to the start"
+    );
+
+    // `partition` ends each page where the PartitionKey changes, in Cosmos's order too.
+    let mut config = cosmos_config();
+    config.realism.page_breaks = Some(PageBreaksArg::Partition);
+    let c = Cosmos::start_with(config).await;
+    assert_eq!(c.create_table("cut").await.status, 201);
+    for (pk, rk) in [("a", "1"), ("b", "1"), ("a", "2"), ("b", "2"), ("c", "1")] {
+        let body = format!(r#"{{"PartitionKey":"{pk}","RowKey":"{rk}"}}"#);
+        assert_eq!(c.send("POST", "/cut", &[], Some(&body)).await.status, 201);
+    }
+    let pages = entity_pages(&c, "/cut()?$top=1000").await;
+    assert!(pages.len() > 1, "{pages:?}");
+    for page in &pages {
+        assert!(page.iter().all(|(pk, _)| *pk == page[0].0), "{pages:?}");
+    }
+    assert_eq!(pages.iter().map(Vec::len).sum::<usize>(), 5);
 }
 
 /// Query results come in no key order, paged with Cosmos's opaque tokens, every entity once;
