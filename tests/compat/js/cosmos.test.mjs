@@ -96,3 +96,49 @@ describe("cosmos flavour", { skip }, () => {
     await rejectsWith(() => service.getProperties(), 501, "NotImplemented");
   });
 });
+
+// Request units (docs/cosmos.md#request-units): under --simulate-targets each table has a
+// budget of --cosmos-table-rus RU/s. At 2 RU/s one insert of three properties (5.6 RU) on a
+// full bucket leaves it 3.6 RU in debt, so the next insert waits 2.8 s: a wide window on a
+// busy machine. Retries are off (and the 429 carries no Retry-After), so the SDK shows it.
+describe("cosmos flavour, request units", { skip }, () => {
+  let server;
+  before(async () => {
+    server = await startRealismServer([
+      "--flavor",
+      "cosmos",
+      "--simulate-targets",
+      "--cosmos-table-rus",
+      "2",
+    ]);
+  });
+  after(async () => server?.stop());
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it("a table over its request units answers Cosmos's 429 and writes nothing", async () => {
+    const client = TableClient.fromConnectionString(
+      server.connectionString,
+      uniqueTableName("jsrus"),
+      OPTIONS,
+    );
+    await client.createTable();
+    await client.createEntity({ partitionKey: "p", rowKey: "a", n: 1 });
+    const throttled = await rejectsWith(
+      () => client.createEntity({ partitionKey: "p", rowKey: "b", n: 2 }),
+      429,
+      "TooManyRequests",
+    );
+    assert.match(throttled.message, /Request rate is large/);
+    assert.match(throttled.message, /SubStatusCode: 3200/);
+    for (const header of ["retry-after", "retry-after-ms", "x-ms-retry-after-ms"]) {
+      assert.equal(throttled.response?.headers.get(header), undefined, header);
+    }
+    await sleep(3000); // the debt paid, a read (1 RU) fits
+    await rejectsWith(() => client.getEntity("p", "b"), 404, "ResourceNotFound");
+    await sleep(1200); // a full bucket again, as an insert needs
+    await client.createEntity({ partitionKey: "p", rowKey: "b", n: 2 });
+    await sleep(2500); // 3.6 RU of debt again; a read needs 1
+    assert.equal((await client.getEntity("p", "b")).n, 2);
+  });
+});
