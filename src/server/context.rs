@@ -44,8 +44,8 @@ pub struct RequestContext {
     pub base_url: String,
     /// The service the server answers as (`--flavor`).
     pub flavor: Flavor,
-    /// A GET or HEAD (Cosmos words errors on other requests in full metadata).
-    pub read_request: bool,
+    /// Read, plain POST or other write (Cosmos types errors by it).
+    pub request_kind: flavor::RequestKind,
 }
 
 impl RequestContext {
@@ -65,7 +65,7 @@ impl RequestContext {
             account: String::new(),
             base_url: String::new(),
             flavor,
-            read_request: true,
+            request_kind: flavor::RequestKind::Read,
         }
     }
 
@@ -147,7 +147,7 @@ impl RequestContext {
         let time = EdmDateTime::now().to_fixed7();
         let message = flavor::error_message(error, self.flavor, &self.request_id, &time);
         let (content_type, body) =
-            flavor::error_body(error, self.flavor, format, &message, self.read_request);
+            flavor::error_body(error, self.flavor, format, &message, self.request_kind);
         parts.header("content-type", content_type);
         if flavor::sends_storage_headers(self.flavor) {
             parts.header(headers::X_MS_ERROR_CODE, error.code.as_str());

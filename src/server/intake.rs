@@ -149,7 +149,10 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         return Err(ctx.error(&ApiError::new(ErrorCode::InvalidUri)));
     };
     ctx.account = account_path.account.clone();
-    ctx.read_request = matches!(parts.method.as_str(), "GET" | "HEAD");
+    ctx.request_kind = flavor::RequestKind::of(
+        parts.method.as_str(),
+        parts.headers.contains_key("x-http-method"),
+    );
     if !accounts.contains(ctx.data_account()) {
         let mut response = ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
         response

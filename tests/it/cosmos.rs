@@ -324,9 +324,11 @@ async fn errors_in_cosmos_envelope() {
     let r = c.create_table("errs").await;
     assert_eq!(r.status, 409);
     assert_cosmos_headers(&r);
+    // A plain POST's conflict is typed as a read's error (recording
+    // `test_create_table_fail_on_exist`).
     assert_eq!(
         r.header("content-type"),
-        Some("application/json; odata=fullmetadata")
+        Some("application/json; odata=minimalmetadata")
     );
     let text = r.text();
     assert!(text.ends_with("}\r\n"), "{text:?}");
@@ -378,6 +380,61 @@ fn with_activity_line(r: &Reply, text: &str) -> String {
         "{text}\r\nActivityId: {id}, documentdb-dotnet-sdk/2.14.0 Host/64-bit \
          MicrosoftWindowsNT/6.2.9200.0\nRequestID:{id}\n"
     )
+}
+
+/// Cosmos types its errors by the request and the error, whatever `Accept` says: a read's
+/// and a plain POST's 409 and 501 in minimal metadata (`test_insert_entity_conflict`,
+/// `test_sas_add_outside_range`), the others in full (`test_update_entity_with_if_doesnt_match`,
+/// `test_merge_entity_not_existing`, `test_insert_entity_missing_pk`).
+#[tokio::test]
+async fn errors_are_typed_as_recorded() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("typed").await.status, 201);
+    let (minimal, full) = (
+        Some("application/json; odata=minimalmetadata"),
+        Some("application/json; odata=fullmetadata"),
+    );
+    let path = "/typed(PartitionKey='p',RowKey='r')";
+    let body = r#"{"PartitionKey":"p","RowKey":"r"}"#;
+    let accept = [("Accept", "application/json;odata=minimalmetadata")];
+    assert_eq!(
+        c.send("POST", "/typed", &accept, Some(body)).await.status,
+        201
+    );
+    let r = c.send("POST", "/typed", &accept, Some(body)).await;
+    assert_eq!(
+        (r.status.as_u16(), r.header("content-type")),
+        (409, minimal)
+    );
+    let r = c
+        .send("POST", "/typed", &accept, Some(r#"{"RowKey":"r"}"#))
+        .await;
+    assert_eq!((r.status.as_u16(), r.header("content-type")), (400, full));
+    let merge = [
+        ("X-HTTP-Method", "MERGE"),
+        (
+            "If-Match",
+            "W/\"datetime'2000-01-01T00%3A00%3A00.0000000Z'\"",
+        ),
+    ];
+    let r = c.send("POST", path, &merge, Some(body)).await;
+    assert_eq!((r.status.as_u16(), r.header("content-type")), (412, full));
+    let r = c
+        .send(
+            "DELETE",
+            "/typed(PartitionKey='p',RowKey='x')",
+            &[("If-Match", "*")],
+            None,
+        )
+        .await;
+    assert_eq!((r.status.as_u16(), r.header("content-type")), (404, full));
+    let r = c
+        .send("GET", "/typed(PartitionKey='p',RowKey='x')", &accept, None)
+        .await;
+    assert_eq!(
+        (r.status.as_u16(), r.header("content-type")),
+        (404, minimal)
+    );
 }
 
 /// The 404, 409 and 412 errors carry no activity line (recordings

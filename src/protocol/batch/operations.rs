@@ -10,7 +10,7 @@ use crate::model::{EdmDateTime, Entity, Flavor, WriteKind, WriteOp};
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::flavor::{
     error_body, error_message, flavoured_error, json_content_type, sends_storage_headers,
-    upsert_no_content_type,
+    upsert_no_content_type, RequestKind,
 };
 use crate::protocol::headers::{negotiate_metadata, Metadata, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
@@ -135,7 +135,13 @@ pub fn error_sub_response(
     let indexed = ApiError::with_message(error.code, text);
     let time = EdmDateTime::now().to_fixed7();
     let message = error_message(&indexed, flavor, request_id, &time);
-    let (content_type, mut body) = error_body(&indexed, flavor, ErrorFormat::Json, &message, false);
+    let (content_type, mut body) = error_body(
+        &indexed,
+        flavor,
+        ErrorFormat::Json,
+        &message,
+        RequestKind::OtherWrite,
+    );
     let content_type = match flavor {
         Flavor::Storage => content_type,
         Flavor::Cosmos => "application/json;odata=fullmetadata",
