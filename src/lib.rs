@@ -26,6 +26,8 @@
 //! - [`console`]: the web console's embedded assets (a client of the REST API and insight).
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
 //! - [`admin`]: `tablestore admin`, a signed client of a running server's control endpoints.
+//! - [`startup`]: the `tablestore` command: subcommands, start-up checks and their
+//!   one-sentence errors, logging, the banner, serving until Ctrl-C or SIGTERM.
 //! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
 
@@ -42,5 +44,6 @@ pub mod protocol;
 pub mod query;
 pub mod realism;
 pub mod server;
+pub mod startup;
 pub mod store;
 pub mod testing;

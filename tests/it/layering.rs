@@ -17,6 +17,7 @@
 //! insight   -> model, protocol, store, query, batch, exec
 //! realism   -> model, protocol
 //! server    -> everything (except testing)
+//! startup   -> everything (except testing)
 //! testing   -> everything
 //! ```
 //!
@@ -66,6 +67,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "model", "protocol", "store", "auth", "query", "batch", "exec", "config", "insight",
             "realism", "console",
+        ],
+    ),
+    (
+        "startup",
+        &[
+            "model", "protocol", "store", "auth", "query", "batch", "exec", "config", "insight",
+            "realism", "console", "data", "admin", "server",
         ],
     ),
     (
