@@ -30,19 +30,20 @@
 //!   one-sentence errors, logging, the banner, serving until Ctrl-C or SIGTERM.
 //! - [`testing`]: [`testing::TestServer`], a real server to embed in your own tests.
 #![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
-pub mod admin;
+pub(crate) mod admin;
 pub mod auth;
-pub mod batch;
+pub(crate) mod batch;
 pub mod config;
-pub mod console;
+pub(crate) mod console;
 pub mod data;
 mod exec;
-pub mod insight;
+pub(crate) mod insight;
 pub mod model;
 pub mod protocol;
 pub mod query;
-pub mod realism;
+pub(crate) mod realism;
 pub mod server;
 pub mod startup;
 pub mod store;

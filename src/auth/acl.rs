@@ -21,9 +21,9 @@ use quick_xml::Reader;
 use super::time::{format_iso8601_7, parse_iso8601};
 
 /// Maximum number of stored access policies per table.
-pub const MAX_SIGNED_IDENTIFIERS: usize = 5;
+pub(crate) const MAX_SIGNED_IDENTIFIERS: usize = 5;
 /// Maximum length of a signed identifier, in characters.
-pub const MAX_SIGNED_IDENTIFIER_LEN: usize = 64;
+pub(crate) const MAX_SIGNED_IDENTIFIER_LEN: usize = 64;
 
 /// One stored access policy entry.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -121,31 +121,31 @@ pub enum InvalidAuthInfo {
 
 /// Base text of `AuthenticationFailed`, as the real service sends it [rec: Py]. (The public
 /// error-code table writes "the `Authorization` header"; the wire text has no "the".)
-pub const AUTHENTICATION_FAILED_MESSAGE: &str = "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.";
+pub(crate) const AUTHENTICATION_FAILED_MESSAGE: &str = "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature.";
 /// Base text of a 400 `InvalidAuthenticationInfo`, as seen on the wire (Azure blob responses
 /// quoted in Microsoft's container-registry troubleshooting page).
-pub const INVALID_AUTHENTICATION_INFO_MESSAGE: &str =
+pub(crate) const INVALID_AUTHENTICATION_INFO_MESSAGE: &str =
     "Authentication information is not given in the correct format. Check the value of Authorization header.";
 /// Base text of a 401 `InvalidAuthenticationInfo` (bearer token rejected), as seen on the wire.
-pub const BEARER_REJECTED_MESSAGE: &str =
+pub(crate) const BEARER_REJECTED_MESSAGE: &str =
     "Server failed to authenticate the request. Please refer to the information in the www-authenticate header.";
 /// `AuthorizationFailure`.
-pub const AUTHORIZATION_FAILURE_MESSAGE: &str =
+pub(crate) const AUTHORIZATION_FAILURE_MESSAGE: &str =
     "This request is not authorized to perform this operation.";
 /// `AuthorizationPermissionMismatch`.
-pub const PERMISSION_MISMATCH_MESSAGE: &str =
+pub(crate) const PERMISSION_MISMATCH_MESSAGE: &str =
     "This request is not authorized to perform this operation using this permission.";
 /// `AuthorizationResourceTypeMismatch`.
-pub const RESOURCE_TYPE_MISMATCH_MESSAGE: &str =
+pub(crate) const RESOURCE_TYPE_MISMATCH_MESSAGE: &str =
     "This request is not authorized to perform this operation using this resource type.";
 /// `AuthorizationServiceMismatch`.
-pub const SERVICE_MISMATCH_MESSAGE: &str =
+pub(crate) const SERVICE_MISMATCH_MESSAGE: &str =
     "This request is not authorized to perform this operation using this service.";
 /// `AuthorizationProtocolMismatch`.
-pub const PROTOCOL_MISMATCH_MESSAGE: &str =
+pub(crate) const PROTOCOL_MISMATCH_MESSAGE: &str =
     "This request is not authorized to perform this operation using this protocol.";
 /// `InsufficientAccountPermissions` (the general form in the common error-code table).
-pub const INSUFFICIENT_ACCOUNT_PERMISSIONS_MESSAGE: &str =
+pub(crate) const INSUFFICIENT_ACCOUNT_PERMISSIONS_MESSAGE: &str =
     "The account being accessed does not have sufficient permissions to execute this operation.";
 
 impl AuthError {

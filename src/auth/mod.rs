@@ -23,13 +23,13 @@
 //! This module depends on nothing else in the crate.
 
 pub mod accounts;
-pub mod acl;
-pub mod authz;
+pub(crate) mod acl;
+pub(crate) mod authz;
 pub mod bearer;
 pub mod canonical;
-pub mod error;
-pub mod sas;
-pub mod shared_key;
+pub(crate) mod error;
+pub(crate) mod sas;
+pub(crate) mod shared_key;
 pub mod time;
 
 use std::net::IpAddr;

@@ -13,11 +13,11 @@ use crate::model::{EdmDateTime, TableRef, WriteOp};
 use crate::store::{Store, StoreError, TableInfo};
 
 /// Most operations in one change set.
-pub const MAX_OPERATIONS: usize = 100;
+pub(crate) const MAX_OPERATIONS: usize = 100;
 
 /// A rule of entity group transactions that a change set breaks, at an operation index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RuleViolation {
+pub(crate) enum RuleViolation {
     /// More than 100 operations.
     TooManyOperations,
     /// An operation addresses another table than operation 0.
@@ -33,7 +33,7 @@ pub enum RuleViolation {
 /// Checks the operation count alone, before the operations are decoded: Azure reports a
 /// change set of more than 100 operations at index 99 (docs/compatibility.md, entity group
 /// transactions; Azure docs: "Performing entity group transactions" sets the limit).
-pub fn check_count(count: usize) -> Result<(), (usize, RuleViolation)> {
+pub(crate) fn check_count(count: usize) -> Result<(), (usize, RuleViolation)> {
     if count > MAX_OPERATIONS {
         return Err((MAX_OPERATIONS - 1, RuleViolation::TooManyOperations));
     }
@@ -42,7 +42,7 @@ pub fn check_count(count: usize) -> Result<(), (usize, RuleViolation)> {
 
 /// Checks the change-set rules. Returns the first violation and the index Azure reports for
 /// it: the first operation that breaks it, and index 99 for the count limit.
-pub fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleViolation)> {
+pub(crate) fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleViolation)> {
     check_count(ops.len())?;
     let Some((table, first)) = ops.first() else {
         return Ok(());
@@ -65,36 +65,28 @@ pub fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleViolation
 /// The operations of one change set: operation `i` writes `ops[i]` into the table its URL
 /// named, `tables[i]` (kept apart so the store gets the writes as one slice).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChangeSet {
+pub(crate) struct ChangeSet {
     pub tables: Vec<String>,
     pub ops: Vec<WriteOp>,
 }
 
 impl ChangeSet {
-    pub fn with_capacity(n: usize) -> ChangeSet {
+    pub(crate) fn with_capacity(n: usize) -> ChangeSet {
         ChangeSet {
             tables: Vec::with_capacity(n),
             ops: Vec::with_capacity(n),
         }
     }
 
-    pub fn push(&mut self, table: String, op: WriteOp) {
+    pub(crate) fn push(&mut self, table: String, op: WriteOp) {
         self.tables.push(table);
         self.ops.push(op);
-    }
-
-    pub fn len(&self) -> usize {
-        self.ops.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
     }
 }
 
 /// Why a change set was not applied; nothing of it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The change set breaks a rule of entity group transactions.
     Rule(RuleViolation),
     /// The store refused the operation (a precondition, a missing table or entity) or failed.
@@ -103,7 +95,7 @@ pub enum Failure {
 
 /// A change set that failed at operation `index`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failed {
+pub(crate) struct Failed {
     pub index: usize,
     pub failure: Failure,
 }
@@ -111,13 +103,13 @@ pub struct Failed {
 /// A change set that was applied (as durably as the store promises): the table and each
 /// operation's Timestamp.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     pub table: TableInfo,
     pub stamps: Vec<EdmDateTime>,
 }
 
 /// Checks a change set against the rules (see [`check_rules`]).
-pub fn check(changes: &ChangeSet) -> Result<(), Failed> {
+pub(crate) fn check(changes: &ChangeSet) -> Result<(), Failed> {
     let pairs: Vec<(&str, &WriteOp)> = changes
         .tables
         .iter()
@@ -133,7 +125,7 @@ pub fn check(changes: &ChangeSet) -> Result<(), Failed> {
 /// Executes a change set addressed to `account`: checks the rules, resolves the table and
 /// applies every operation or none with one `Store::commit`. An empty change set does
 /// nothing (`None`).
-pub async fn execute(
+pub(crate) async fn execute(
     store: &dyn Store,
     account: &str,
     case: NameCase,

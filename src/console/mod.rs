@@ -7,7 +7,7 @@
 //! "Console safety"). Depends on nothing else in the crate.
 
 /// Where the console lives (always with the trailing slash).
-pub const CONSOLE_PATH: &str = "/_tablestore/console/";
+pub(crate) const CONSOLE_PATH: &str = "/_tablestore/console/";
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
@@ -15,11 +15,11 @@ const STYLE_CSS: &str = include_str!("assets/style.css");
 const FAVICON_SVG: &str = include_str!("assets/favicon.svg");
 
 /// The icon's content type (an SVG: text, a few hundred bytes, sharp at every size).
-pub const FAVICON_TYPE: &str = "image/svg+xml";
+pub(crate) const FAVICON_TYPE: &str = "image/svg+xml";
 
 /// Headers every console response carries: scripts and connections from this origin only,
 /// no framing (clickjacking), no sniffing, no referrer, no caching.
-pub const SECURITY_HEADERS: [(&str, &str); 5] = [
+pub(crate) const SECURITY_HEADERS: [(&str, &str); 5] = [
     (
         "content-security-policy",
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'",
@@ -31,7 +31,7 @@ pub const SECURITY_HEADERS: [(&str, &str); 5] = [
 ];
 
 /// The asset at `path` (below [`CONSOLE_PATH`]) and its content type.
-pub fn asset(path: &str) -> Option<(&'static str, &'static str)> {
+pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
     match path.strip_prefix(CONSOLE_PATH)? {
         "" | "index.html" => Some(("text/html; charset=utf-8", INDEX_HTML)),
         "app.js" => Some(("text/javascript; charset=utf-8", APP_JS)),
@@ -43,13 +43,13 @@ pub fn asset(path: &str) -> Option<(&'static str, &'static str)> {
 
 /// The icon a browser asks for at `/favicon.ico` when it has no page's `<link rel="icon">` to
 /// go by (the console's page names `favicon.svg`).
-pub fn favicon() -> &'static str {
+pub(crate) fn favicon() -> &'static str {
     FAVICON_SVG
 }
 
 /// What the page needs to know before it can talk to the API: whether requests must be
 /// signed and which accounts exist (names only).
-pub fn config_json(auth: bool, accounts: &[String]) -> String {
+pub(crate) fn config_json(auth: bool, accounts: &[String]) -> String {
     serde_json::json!({ "auth": auth, "accounts": accounts }).to_string()
 }
 

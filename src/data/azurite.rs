@@ -19,11 +19,11 @@ use crate::model::edm::parse_guid;
 use crate::model::Entity;
 
 /// The database file's name in Azurite's location.
-pub const DB_FILE: &str = "__azurite_db_table__.json";
+pub(crate) const DB_FILE: &str = "__azurite_db_table__.json";
 const TABLES_COLLECTION: &str = "$TABLES_COLLECTION$";
 
 /// One table of the database with its entities.
-pub struct Table {
+pub(crate) struct Table {
     pub account: String,
     pub name: String,
     /// The stored access policies as a Set Table ACL body, if any.
@@ -32,7 +32,7 @@ pub struct Table {
 }
 
 /// The database file of an Azurite location (or the file itself).
-pub fn db_path(dir: &Path) -> PathBuf {
+pub(crate) fn db_path(dir: &Path) -> PathBuf {
     if dir.is_file() {
         dir.to_path_buf()
     } else {
@@ -41,7 +41,7 @@ pub fn db_path(dir: &Path) -> PathBuf {
 }
 
 /// Reads every table of the database.
-pub fn read(dir: &Path) -> Result<Vec<Table>, DataError> {
+pub(crate) fn read(dir: &Path) -> Result<Vec<Table>, DataError> {
     let path = db_path(dir);
     let text = std::fs::read(&path).map_err(|e| {
         DataError::new(format!(

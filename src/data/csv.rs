@@ -28,7 +28,7 @@ use crate::protocol::json::{
 const TYPE_SUFFIX: &str = "@type";
 
 /// Writes rows for a fixed set of property columns.
-pub struct Encoder {
+pub(crate) struct Encoder {
     columns: Vec<String>,
     index: HashMap<String, usize>,
     cells: Vec<String>,
@@ -57,7 +57,7 @@ fn push_record(out: &mut Vec<u8>, cells: &[String]) {
 
 impl Encoder {
     /// `columns`: every property name of the table, in the order they should appear.
-    pub fn new(columns: Vec<String>) -> Encoder {
+    pub(crate) fn new(columns: Vec<String>) -> Encoder {
         let index = columns
             .iter()
             .enumerate()
@@ -72,7 +72,7 @@ impl Encoder {
     }
 
     /// The header row.
-    pub fn header(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn header(&mut self, out: &mut Vec<u8>) {
         let mut row = vec![
             "PartitionKey".to_string(),
             "RowKey".to_string(),
@@ -87,7 +87,7 @@ impl Encoder {
 
     /// One entity's row; properties without a column are left out (the caller collects
     /// every name first).
-    pub fn row(&mut self, entity: &Entity, out: &mut Vec<u8>) {
+    pub(crate) fn row(&mut self, entity: &Entity, out: &mut Vec<u8>) {
         for cell in &mut self.cells {
             cell.clear();
         }
@@ -105,12 +105,12 @@ impl Encoder {
 }
 
 /// Storage Explorer's name of a type: the Edm name without `Edm.`.
-pub fn type_name(ty: EdmType) -> &'static str {
+pub(crate) fn type_name(ty: EdmType) -> &'static str {
     &ty.name()[4..]
 }
 
 /// A type name as Storage Explorer writes it, with or without `Edm.`, any case.
-pub fn parse_type_name(text: &str) -> Option<EdmType> {
+pub(crate) fn parse_type_name(text: &str) -> Option<EdmType> {
     let bare = text.trim();
     let bare = if bare.len() > 4 && bare[..4].eq_ignore_ascii_case("edm.") {
         &bare[4..]
@@ -132,7 +132,7 @@ pub fn parse_type_name(text: &str) -> Option<EdmType> {
 }
 
 /// A value's cell text.
-pub fn value_text(value: &EdmValue) -> String {
+pub(crate) fn value_text(value: &EdmValue) -> String {
     match value {
         EdmValue::String(s) => s.clone(),
         EdmValue::Boolean(b) => b.to_string(),
@@ -166,7 +166,7 @@ enum Column {
 }
 
 /// Entities of a typed CSV stream, in file order.
-pub struct Reader<R> {
+pub(crate) struct Reader<R> {
     records: ::csv::StringRecordsIntoIter<R>,
     columns: Vec<Column>,
     /// The last type seen in each column (Storage Explorer 1.40 writes it once).
@@ -176,7 +176,7 @@ pub struct Reader<R> {
 }
 
 impl<R: Read> Reader<R> {
-    pub fn new(input: R, name: impl Into<String>) -> Result<Reader<R>, DataError> {
+    pub(crate) fn new(input: R, name: impl Into<String>) -> Result<Reader<R>, DataError> {
         let name = name.into();
         let mut reader = ::csv::ReaderBuilder::new()
             .has_headers(true)

@@ -12,18 +12,18 @@ use crate::model::{EdmDateTime, Entity, EntityView};
 use crate::protocol::json::{check_entity_limits_as, decode_entity_as, write_entity_body};
 
 /// Appends one entity and its newline to `out`.
-pub fn write_line(out: &mut Vec<u8>, entity: &Entity) {
+pub(crate) fn write_line(out: &mut Vec<u8>, entity: &Entity) {
     write_entity_body(out, &EntityView::of(entity), true);
     out.push(b'\n');
 }
 
 /// Decodes one line (without its newline) with every check Insert Entity applies.
-pub fn decode_line(line: &[u8]) -> Result<Entity, String> {
+pub(crate) fn decode_line(line: &[u8]) -> Result<Entity, String> {
     decode_line_as(line, EntityLimits::Storage)
 }
 
 /// [`decode_line`] against `limits`.
-pub fn decode_line_as(line: &[u8], limits: EntityLimits) -> Result<Entity, String> {
+pub(crate) fn decode_line_as(line: &[u8], limits: EntityLimits) -> Result<Entity, String> {
     let body = decode_entity_as(line, limits)
         .map_err(|e| e.detail.unwrap_or_else(|| e.message.into_owned()))?;
     let partition_key = body.partition_key.ok_or("the entity has no PartitionKey")?;
@@ -40,7 +40,7 @@ pub fn decode_line_as(line: &[u8], limits: EntityLimits) -> Result<Entity, Strin
 
 /// Entities of a JSON Lines stream, in file order; blank lines are skipped. An error names
 /// the line.
-pub struct Reader<R> {
+pub(crate) struct Reader<R> {
     input: R,
     line: Vec<u8>,
     number: u64,
@@ -50,7 +50,7 @@ pub struct Reader<R> {
 
 impl<R: BufRead> Reader<R> {
     /// `name` is the file, for messages.
-    pub fn new(input: R, name: impl Into<String>) -> Reader<R> {
+    pub(crate) fn new(input: R, name: impl Into<String>) -> Reader<R> {
         Reader {
             input,
             line: Vec::with_capacity(2048),
@@ -61,7 +61,7 @@ impl<R: BufRead> Reader<R> {
     }
 
     /// The reader checking entities against `limits`.
-    pub fn with_limits(self, limits: EntityLimits) -> Reader<R> {
+    pub(crate) fn with_limits(self, limits: EntityLimits) -> Reader<R> {
         Reader { limits, ..self }
     }
 }

@@ -17,18 +17,17 @@ use crate::model::{Entity, Flavor, TableId, TableName, TableNameError, TableRef,
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
 use crate::query::{execute_raw_page, PageLimits, PageRead};
-use crate::store::memory::MemoryKv;
 use crate::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
 use crate::store::{Durability, KeyRange, KvStore, Store, StoreError, TableInfo};
 
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
-pub use crate::config::STORE_DIR_NAME;
+pub(crate) use crate::config::STORE_DIR_NAME;
 
 /// Opens the store of the workspace `location` for a bulk transfer. Writes are flushed at
 /// each checkpoint rather than each batch. A folder a server holds is refused. With `create`,
 /// a missing data folder is created with that compression (an existing one keeps its own);
 /// without, it must exist.
-pub fn open_folder(
+pub(crate) fn open_folder(
     location: &Path,
     create: Option<Compression>,
 ) -> Result<Arc<dyn Store>, DataError> {
@@ -79,7 +78,7 @@ pub fn open_folder(
 
 /// The runtime a transfer waits for the store on: the one the command was started from
 /// (main runs transfers on its blocking pool).
-pub fn runtime() -> Result<Handle, DataError> {
+pub(crate) fn runtime() -> Result<Handle, DataError> {
     Handle::try_current().map_err(|_| {
         DataError::new("a local store can only be used from within the tablestore runtime")
     })
@@ -87,11 +86,6 @@ pub fn runtime() -> Result<Handle, DataError> {
 
 /// Entities a local scan reads per page.
 const SCAN_PAGE: usize = 1000;
-
-/// An empty in-memory store (tests and benchmarks).
-pub fn open_memory() -> Arc<dyn Store> {
-    KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("a memory store always opens")
-}
 
 fn store_message(e: &StoreError) -> String {
     match e {
@@ -101,7 +95,7 @@ fn store_message(e: &StoreError) -> String {
 }
 
 /// One account of a store.
-pub struct LocalEndpoint {
+pub(crate) struct LocalEndpoint {
     store: Arc<dyn Store>,
     runtime: Handle,
     account: String,
@@ -116,7 +110,7 @@ pub struct LocalEndpoint {
 impl LocalEndpoint {
     /// `label` says where the store is, for messages. The endpoint's calls block their thread
     /// (never one of `runtime`'s async workers) while `runtime` runs the store's work.
-    pub fn new(
+    pub(crate) fn new(
         store: Arc<dyn Store>,
         runtime: Handle,
         account: &str,
@@ -136,7 +130,7 @@ impl LocalEndpoint {
     /// The endpoint going by `flavor`'s rules. Under Cosmos's, it knows every table by the
     /// name its identity spells and holds merges to Cosmos's limits; under Storage's it does
     /// not see the tables only a case-sensitive reader can address (docs/decisions.md #60).
-    pub fn in_flavor(self, flavor: Flavor) -> LocalEndpoint {
+    pub(crate) fn in_flavor(self, flavor: Flavor) -> LocalEndpoint {
         LocalEndpoint {
             flavor,
             case: NameCase::of(flavor),

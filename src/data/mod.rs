@@ -10,14 +10,14 @@
 //! Depends on model, protocol (the wire's typed JSON, `$filter`), query (evaluating `$filter`
 //! on a data folder), store, and auth (Shared Key signing for remote endpoints).
 
-pub mod azurite;
+pub(crate) mod azurite;
 pub mod cli;
-pub mod csv;
-pub mod jsonl;
-pub mod local;
-pub mod progress;
-pub mod remote;
-pub mod transfer;
+pub(crate) mod csv;
+pub(crate) mod jsonl;
+pub(crate) mod local;
+pub(crate) mod progress;
+pub(crate) mod remote;
+pub(crate) mod transfer;
 
 use std::fmt;
 
@@ -30,7 +30,7 @@ use crate::model::{Entity, WriteOp};
 pub struct DataError(pub String);
 
 impl DataError {
-    pub fn new(message: impl Into<String>) -> DataError {
+    pub(crate) fn new(message: impl Into<String>) -> DataError {
         DataError(message.into())
     }
 }
@@ -51,7 +51,7 @@ impl From<std::io::Error> for DataError {
 
 /// What an import does when an entity with the same keys already exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Insert Entity: an existing entity is an error and the import stops.
     #[default]
     Insert,
@@ -65,7 +65,7 @@ pub enum Mode {
 
 /// Why a batch was refused, as far as an import needs to tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteError {
+pub(crate) enum WriteError {
     /// An operation inserted an entity that exists (Insert Entity's `EntityAlreadyExists`).
     Exists { index: usize },
     /// Anything else, as a sentence.
@@ -73,7 +73,7 @@ pub enum WriteError {
 }
 
 /// A source or target of entities: one account of a data folder or of a Table endpoint.
-pub trait Endpoint {
+pub(crate) trait Endpoint {
     /// The account's name.
     fn account(&self) -> &str;
     /// Where this is, for messages (a folder or a URL).
@@ -104,7 +104,7 @@ pub trait Endpoint {
 }
 
 /// Operations per entity group transaction: Azure's limit for one `$batch` change set.
-pub const MAX_BATCH: usize = 100;
+pub(crate) const MAX_BATCH: usize = 100;
 
 /// A table name as a file name: a Table storage name (ASCII letters and digits) as it is,
 /// any other character percent-encoded, so no name writes outside the folder.
@@ -121,7 +121,7 @@ pub fn table_file_stem(table: &str) -> Result<String, DataError> {
 const NOT_FILE_SAFE: &percent_encoding::AsciiSet = percent_encoding::NON_ALPHANUMERIC;
 
 /// Peak resident memory of this process in bytes (Linux `VmHWM`), for summaries and tests.
-pub fn peak_rss_bytes() -> Option<u64> {
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How often plain progress lines are printed.
 const PLAIN_EVERY: Duration = Duration::from_secs(5);
 
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     plain: bool,
     verb: &'static str,
@@ -20,7 +20,7 @@ pub struct Progress {
 
 impl Progress {
     /// `verb`: "exported", "imported"; `quiet` prints nothing.
-    pub fn new(verb: &'static str, quiet: bool) -> Progress {
+    pub(crate) fn new(verb: &'static str, quiet: bool) -> Progress {
         let terminal = !quiet && std::io::stderr().is_terminal();
         let bar = terminal.then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
@@ -44,7 +44,7 @@ impl Progress {
     }
 
     /// A known total: the bar shows a bar and an ETA.
-    pub fn set_total(&self, total: u64) {
+    pub(crate) fn set_total(&self, total: u64) {
         if let Some(bar) = &self.bar {
             bar.set_length(total);
             bar.set_style(
@@ -58,13 +58,13 @@ impl Progress {
     }
 
     /// The table being worked on.
-    pub fn table(&self, name: &str) {
+    pub(crate) fn table(&self, name: &str) {
         if let Some(bar) = &self.bar {
             bar.set_message(name.to_string());
         }
     }
 
-    pub fn add(&mut self, n: u64) {
+    pub(crate) fn add(&mut self, n: u64) {
         self.count += n;
         if let Some(bar) = &self.bar {
             bar.inc(n);
@@ -79,20 +79,16 @@ impl Progress {
         }
     }
 
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    pub fn elapsed(&self) -> Duration {
+    pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
     }
 
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         self.count as f64 / self.started.elapsed().as_secs_f64().max(1e-9)
     }
 
     /// Clears the bar before the summary is printed.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

@@ -31,7 +31,7 @@ const QUERY: &AsciiSet = &NON_ALPHANUMERIC
 
 /// How requests prove who they are.
 #[derive(Clone)]
-pub enum Credential {
+pub(crate) enum Credential {
     /// Shared Key Lite with the account key (decoded).
     Key(Vec<u8>),
     /// A SAS token (the query string, without `?`).
@@ -40,7 +40,7 @@ pub enum Credential {
 
 /// Where a Table endpoint is and how to sign for it.
 #[derive(Clone)]
-pub struct RemoteAccount {
+pub(crate) struct RemoteAccount {
     /// `scheme://host[:port]`.
     pub origin: String,
     /// The path before table names: `/devstoreaccount1` in path style, empty in host style.
@@ -53,7 +53,7 @@ impl RemoteAccount {
     /// A connection string: `AccountName`, `AccountKey` or `SharedAccessSignature`,
     /// `TableEndpoint` or `DefaultEndpointsProtocol` + `EndpointSuffix`, or
     /// `UseDevelopmentStorage=true`.
-    pub fn from_connection_string(text: &str) -> Result<RemoteAccount, DataError> {
+    pub(crate) fn from_connection_string(text: &str) -> Result<RemoteAccount, DataError> {
         let mut get = std::collections::HashMap::new();
         for part in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
             let (name, value) = part.split_once('=').ok_or_else(|| {
@@ -104,7 +104,7 @@ impl RemoteAccount {
     /// `https://acct.table.core.windows.net`), possibly with a SAS as its query, and either a
     /// SAS or an account key. The account is the first path segment, or else the first label
     /// of the host name.
-    pub fn from_url(
+    pub(crate) fn from_url(
         url: &str,
         sas: Option<&str>,
         key: Option<&str>,
@@ -160,7 +160,7 @@ impl RemoteAccount {
 }
 
 /// One account of a Table endpoint.
-pub struct RemoteEndpoint {
+pub(crate) struct RemoteEndpoint {
     target: RemoteAccount,
     client: Client,
 }
@@ -206,7 +206,7 @@ fn error_text(status: u16, body: &[u8]) -> String {
 }
 
 impl RemoteEndpoint {
-    pub fn new(target: RemoteAccount) -> Result<RemoteEndpoint, DataError> {
+    pub(crate) fn new(target: RemoteAccount) -> Result<RemoteEndpoint, DataError> {
         let client = Client::builder()
             .timeout(Duration::from_secs(120))
             .build()

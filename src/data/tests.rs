@@ -5,14 +5,20 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use super::local::{open_memory, LocalEndpoint};
+use super::local::LocalEndpoint;
 use super::progress::Progress;
 use super::transfer::{self, ExportOptions, Format, ImportOptions};
 use super::{Endpoint, Mode};
 use crate::model::{EdmDateTime, EdmValue, Entity, Property};
-use crate::store::Store;
+use crate::store::memory::MemoryKv;
+use crate::store::{Durability, KvStore, Store};
 
 const ACCOUNT: &str = "devstoreaccount1";
+
+/// An empty in-memory store.
+fn open_memory() -> Arc<dyn Store> {
+    KvStore::open(MemoryKv::new(), Durability::Relaxed).expect("a memory store always opens")
+}
 
 /// An endpoint over `store`, waiting for it on a runtime the tests share.
 fn endpoint(store: &Arc<dyn Store>, label: &str) -> LocalEndpoint {

@@ -27,14 +27,14 @@ const CHECKPOINT_EVERY: Duration = Duration::from_secs(2);
 /// Bytes of encoded entities gathered before they are written to the file.
 const WRITE_CHUNK: usize = 1 << 20;
 
-pub const MANIFEST: &str = "manifest.json";
+pub(crate) const MANIFEST: &str = "manifest.json";
 const EXPORT_PROGRESS: &str = ".export-progress.json";
 const IMPORT_PROGRESS: &str = ".import-progress.json";
 
 /// A file format of exports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum Format {
+pub(crate) enum Format {
     /// JSON Lines in the wire's typed form.
     #[default]
     Jsonl,
@@ -43,7 +43,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn extension(self) -> &'static str {
+    pub(crate) fn extension(self) -> &'static str {
         match self {
             Format::Jsonl => "jsonl",
             Format::Csv => "typed.csv",
@@ -51,7 +51,7 @@ impl Format {
     }
 
     /// The format a file name says, with the table name it implies.
-    pub fn of_file(path: &Path) -> Option<(Format, String)> {
+    pub(crate) fn of_file(path: &Path) -> Option<(Format, String)> {
         let name = path.file_name()?.to_str()?;
         let lower = name.to_ascii_lowercase();
         for (suffix, format) in [
@@ -70,7 +70,7 @@ impl Format {
 
 /// One table in a manifest.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ManifestTable {
+pub(crate) struct ManifestTable {
     /// The name as created.
     pub name: String,
     /// The file, relative to the manifest.
@@ -83,7 +83,7 @@ pub struct ManifestTable {
 
 /// `manifest.json` of one account's export.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub account: String,
     pub format: Format,
     pub tables: Vec<ManifestTable>,
@@ -131,7 +131,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, Dat
 
 /// What to export.
 #[derive(Debug, Clone, Default)]
-pub struct ExportOptions {
+pub(crate) struct ExportOptions {
     /// Tables to export (any case); empty for all.
     pub tables: Vec<String>,
     /// A `$filter` applied to every table.
@@ -171,7 +171,7 @@ fn select_tables(source: &dyn Endpoint, wanted: &[String]) -> Result<Vec<String>
 
 /// Exports one account of `source` into the folder `dir` (created), or into the single file
 /// `file` when exactly one table is exported to a path ending in `.jsonl` or `.csv`.
-pub fn export(
+pub(crate) fn export(
     source: &dyn Endpoint,
     out: &Path,
     options: &ExportOptions,
@@ -271,7 +271,7 @@ pub fn export(
 /// Exports one table to `out` (standard output, for `--out -`): the same lines as a file
 /// export, with no checkpoint and nothing to resume. A reader that stops early (`| head`)
 /// ends the export quietly.
-pub fn export_stream(
+pub(crate) fn export_stream(
     source: &dyn Endpoint,
     options: &ExportOptions,
     out: &mut dyn Write,
@@ -441,7 +441,7 @@ fn export_table(
 
 /// One table file to import.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceTable {
+pub(crate) struct SourceTable {
     /// The account folder it came from, if any.
     pub account: Option<String>,
     pub table: String,
@@ -454,7 +454,7 @@ pub struct SourceTable {
 /// The table files under `path`: a single file (its table named by `table` or the file
 /// name), one account's export folder (with `manifest.json`), a folder of account folders, or
 /// a plain folder of `.jsonl` / `.csv` files (each a table).
-pub fn sources(path: &Path, table: Option<&str>) -> Result<Vec<SourceTable>, DataError> {
+pub(crate) fn sources(path: &Path, table: Option<&str>) -> Result<Vec<SourceTable>, DataError> {
     if path.is_file() {
         let (format, stem) = Format::of_file(path).ok_or_else(|| {
             DataError::new(format!(
@@ -526,7 +526,7 @@ pub fn sources(path: &Path, table: Option<&str>) -> Result<Vec<SourceTable>, Dat
 
 /// Opens a table file as a stream of entities; JSON Lines are read against `limits` (CSV, a
 /// Table storage format, against Storage's).
-pub fn read_file(
+pub(crate) fn read_file(
     source: &SourceTable,
     limits: EntityLimits,
 ) -> Result<Box<dyn Iterator<Item = Result<Entity, DataError>>>, DataError> {
@@ -542,7 +542,7 @@ pub fn read_file(
 
 /// How an import writes.
 #[derive(Debug, Clone, Default)]
-pub struct ImportOptions {
+pub(crate) struct ImportOptions {
     pub mode: Mode,
     pub resume: bool,
     /// Record progress for `--resume` (off for `--seed`).
@@ -553,7 +553,7 @@ pub struct ImportOptions {
 
 /// Where an import records its progress: `.import-progress.json` in the folder, or beside
 /// the file.
-pub fn import_progress_path(path: &Path) -> PathBuf {
+pub(crate) fn import_progress_path(path: &Path) -> PathBuf {
     if path.is_dir() {
         path.join(IMPORT_PROGRESS)
     } else {
@@ -567,13 +567,13 @@ pub fn import_progress_path(path: &Path) -> PathBuf {
 
 /// Entities committed per table (`account/table`), for `--resume`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ImportProgress {
+pub(crate) struct ImportProgress {
     pub committed: std::collections::BTreeMap<String, u64>,
 }
 
 /// Imports table files into the targets: a file from an account folder goes to the target
 /// of that account, any other to the first target.
-pub fn import(
+pub(crate) fn import(
     tables: &[SourceTable],
     targets: &[&dyn Endpoint],
     progress_path: Option<&Path>,
@@ -649,7 +649,7 @@ pub fn import(
 /// and commits in order), so existing entities are tolerated until a batch commits with
 /// none existing, however many that is.
 /// `on_checkpoint` gets the number of entities committed and durable so far.
-pub fn load(
+pub(crate) fn load(
     target: &dyn Endpoint,
     table: &str,
     entities: impl Iterator<Item = Result<Entity, DataError>>,

@@ -8,66 +8,66 @@ use crate::model::limits::{MAX_CUSTOM_PROPERTIES, MAX_ENTITY_SIZE, MAX_REQUEST_B
 use crate::model::Flavor;
 
 /// A query that reads at least this many entities is "large" for the scan rules.
-pub const LARGE_SCAN: u64 = 1000;
+pub(crate) const LARGE_SCAN: u64 = 1000;
 /// Public scalability target of one partition, entities per second (1 KiB entities).
-pub const PARTITION_TARGET_PER_SECOND: u64 = 2000;
+pub(crate) const PARTITION_TARGET_PER_SECOND: u64 = 2000;
 /// Public scalability target of one storage account, transactions per second.
-pub const ACCOUNT_TARGET_PER_SECOND: u64 = 20_000;
+pub(crate) const ACCOUNT_TARGET_PER_SECOND: u64 = 20_000;
 /// Consecutive whole seconds a rate rule's target must be passed in: a sustained load, not a
 /// spike (the targets are "high-end targets", and one busy second is not throttling).
-pub const SUSTAINED_SECONDS: u64 = 5;
+pub(crate) const SUSTAINED_SECONDS: u64 = 5;
 /// Inserts a table must see before the prepend/append rule judges their spread.
-pub const APPEND_MIN_INSERTS: u64 = 500;
+pub(crate) const APPEND_MIN_INSERTS: u64 = 500;
 /// Distinct seconds those inserts must arrive in: a stream of inserts over time, which is what
 /// the anti-pattern describes, not one bulk load (an import in key order also fills one
 /// partition after the other, but for a moment, not "at any given time").
-pub const APPEND_MIN_SECONDS: u64 = 60;
+pub(crate) const APPEND_MIN_SECONDS: u64 = 60;
 /// Times the first or last partition must have moved on to a new PartitionKey: a sequence of
 /// partitions taking all inserts in turn. A table of one or two partitions never qualifies.
-pub const APPEND_MIN_EDGE_MOVES: u64 = 2;
+pub(crate) const APPEND_MIN_EDGE_MOVES: u64 = 2;
 /// Partition scans filtering on the same property before an index is suggested.
-pub const PARTITION_SCAN_REPEATS: u64 = 5;
+pub(crate) const PARTITION_SCAN_REPEATS: u64 = 5;
 /// First pages cut by `$top` in key order a table must see before the portability rule
 /// fires: an application's "latest N" read, not one paging test.
-pub const PORTABILITY_REPEATS: u64 = 5;
+pub(crate) const PORTABILITY_REPEATS: u64 = 5;
 /// Cosmos DB's default throughput of a new table, RU/s ("API for Table FAQ"): what the
 /// request-unit advice measures a query's cost against.
-pub const COSMOS_DEFAULT_TABLE_RUS: f64 = 400.0;
+pub(crate) const COSMOS_DEFAULT_TABLE_RUS: f64 = 400.0;
 
 /// A query's price in request units, with the entities it returned taken as 1 KB each
 /// (insight does not keep their size), and how many seconds of a table's default
 /// throughput it takes.
-pub fn query_request_units(examined: u64, returned: u64) -> (f64, f64) {
+pub(crate) fn query_request_units(examined: u64, returned: u64) -> (f64, f64) {
     let returned_bytes = usize::try_from(returned.saturating_mul(1024)).unwrap_or(usize::MAX);
     let ru = crate::model::request_units::query(examined, returned, returned_bytes);
     (ru, ru / COSMOS_DEFAULT_TABLE_RUS)
 }
 
 /// Fraction of a limit that counts as "near" it (90 %).
-pub fn is_near(value: usize, limit: usize) -> bool {
+pub(crate) fn is_near(value: usize, limit: usize) -> bool {
     value * 10 >= limit * 9
 }
 
 /// Entity size that counts as near the 1 MiB limit.
-pub fn is_large_entity(size: usize) -> bool {
+pub(crate) fn is_large_entity(size: usize) -> bool {
     is_near(size, MAX_ENTITY_SIZE)
 }
 
 /// Property count that counts as near the 252-property limit.
-pub fn is_wide_entity(properties: usize) -> bool {
+pub(crate) fn is_wide_entity(properties: usize) -> bool {
     is_near(properties, MAX_CUSTOM_PROPERTIES)
 }
 
 /// A batch near the 4 MiB payload limit. The operation count is not judged: a change set of
 /// 100 operations is within the limit and is what the guide recommends (batch writes to one
 /// partition), and the count is the client's own choice, not something the data can push over.
-pub fn is_large_batch(body_bytes: usize) -> bool {
+pub(crate) fn is_large_batch(body_bytes: usize) -> bool {
     is_near(body_bytes, MAX_REQUEST_BODY)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Rule {
+pub(crate) enum Rule {
     TableScan,
     PartitionScanOnProperty,
     PrependAppend,
@@ -84,7 +84,7 @@ pub enum Rule {
 
 /// What a rule says and where the guide says it.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct RuleInfo {
+pub(crate) struct RuleInfo {
     pub rule: Rule,
     pub id: &'static str,
     /// The public Azure documentation page.
@@ -96,7 +96,7 @@ pub struct RuleInfo {
 }
 
 impl Rule {
-    pub const ALL: [Rule; 12] = [
+    pub(crate) const ALL: [Rule; 12] = [
         Rule::TableScan,
         Rule::PartitionScanOnProperty,
         Rule::PrependAppend,
@@ -114,7 +114,7 @@ impl Rule {
     /// Whether the rule judges traffic to the service the server answers as: Table storage's
     /// scalability targets and the portability warning under `storage`, Cosmos's missing key
     /// order and request units under `cosmos`; the design patterns under both.
-    pub fn applies_to(self, flavor: Flavor) -> bool {
+    pub(crate) fn applies_to(self, flavor: Flavor) -> bool {
         match self {
             Rule::HotPartition | Rule::AccountTarget | Rule::Portability => !flavor.is_cosmos(),
             Rule::NoKeyOrder | Rule::RequestUnitCost => flavor.is_cosmos(),
@@ -122,7 +122,7 @@ impl Rule {
         }
     }
 
-    pub fn info(self) -> RuleInfo {
+    pub(crate) fn info(self) -> RuleInfo {
         let (id, guide_page, guide_section, problem, suggestion) = match self {
             Rule::TableScan => (
                 "table-scan",

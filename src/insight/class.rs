@@ -100,7 +100,7 @@ impl fmt::Display for QueryClass {
 }
 
 /// The PartitionKey every range of `plan` stays inside, if there is one.
-pub fn single_partition(plan: &Plan) -> Option<String> {
+pub(crate) fn single_partition(plan: &Plan) -> Option<String> {
     let pk = |b: &KeyBound| match b {
         KeyBound::Included(p, _)
         | KeyBound::Excluded(p, _)
@@ -125,7 +125,7 @@ pub fn single_partition(plan: &Plan) -> Option<String> {
 /// depends on the order the service answers in: PartitionKey/RowKey order in Table storage,
 /// none in Cosmos DB for Table. Later pages, and pages the 1,000 limit cut, are not counted: a
 /// client that follows continuations to the end gets the same entities in either service.
-pub fn top_first_n(
+pub(crate) fn top_first_n(
     class: QueryClass,
     first_page: bool,
     top: usize,
@@ -142,7 +142,7 @@ pub fn top_first_n(
 /// Names of the properties a filter compares, keys included (sorted, without duplicates):
 /// what an index entity or an intra-partition secondary index would have to serve, and what
 /// the advice says a scan filtered on.
-pub fn filtered_properties(filter: Option<&Expr>) -> Vec<String> {
+pub(crate) fn filtered_properties(filter: Option<&Expr>) -> Vec<String> {
     fn walk(e: &Expr, out: &mut Vec<String>) {
         match e {
             Expr::Compare(c) => out.push(match &c.property {

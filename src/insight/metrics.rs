@@ -39,7 +39,7 @@ fn batch_histogram() -> Histogram {
     Histogram::new([1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 90.0, 100.0])
 }
 
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
     latency: Family<OperationLabel, Histogram, fn() -> Histogram>,
@@ -173,7 +173,7 @@ fn status_class(status: u16) -> &'static str {
 }
 
 impl Metrics {
-    pub fn record(&self, report: &Report) {
+    pub(crate) fn record(&self, report: &Report) {
         self.requests
             .get_or_create(&RequestLabels {
                 operation: report.operation,
@@ -216,12 +216,12 @@ impl Metrics {
         }
     }
 
-    pub fn dropped(&self) {
+    pub(crate) fn dropped(&self) {
         self.dropped.inc();
     }
 
     /// Values read at scrape time, then the text exposition.
-    pub fn encode(&self, advice: usize, flushes: u64, store: Option<Footprint>) -> String {
+    pub(crate) fn encode(&self, advice: usize, flushes: u64, store: Option<Footprint>) -> String {
         self.advice.set(advice as i64);
         let seen = self.flushes.get();
         if flushes > seen {

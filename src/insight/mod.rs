@@ -14,20 +14,19 @@
 //! Depends on `model`, `query` (plan types), the filter AST, `exec` (its outcomes) and
 //! `store::Footprint` (the store size `/metrics` reports).
 
-pub mod advice;
-pub mod class;
-pub mod metrics;
-pub mod stats;
-pub mod topk;
-pub mod window;
+pub(crate) mod advice;
+pub(crate) mod class;
+pub(crate) mod metrics;
+pub(crate) mod stats;
+pub(crate) mod topk;
+pub(crate) mod window;
 
 use parking_lot::Mutex;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use advice::Rule;
-pub use class::QueryClass;
+pub(crate) use class::QueryClass;
 
 use crate::exec::{BatchOutcome, Outcome};
 use crate::model::limits::entity_size;
@@ -37,7 +36,7 @@ use crate::model::{Flavor, WriteKind, WriteOp};
 const QUEUE: usize = 16 * 1024;
 
 /// The log target of advice lines.
-pub const ADVICE_LOG_TARGET: &str = "tablestore::advice";
+pub(crate) const ADVICE_LOG_TARGET: &str = "tablestore::advice";
 
 /// What one successful request did to one table.
 #[derive(Debug, Clone, PartialEq)]

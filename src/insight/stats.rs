@@ -15,9 +15,9 @@ use super::{EntityFacts, Event, Observation};
 use crate::model::Flavor;
 
 /// Tables tracked at once.
-pub const MAX_TABLES: usize = 1024;
+pub(crate) const MAX_TABLES: usize = 1024;
 /// Partitions kept per table for heat (Space-Saving capacity).
-pub const HOT_PARTITIONS: usize = 32;
+pub(crate) const HOT_PARTITIONS: usize = 32;
 /// Partitions kept per table for the per-second rate check.
 const SECOND_PARTITIONS: usize = 16;
 /// Filtered properties kept per table.
@@ -26,7 +26,7 @@ const FILTERED_PROPERTIES: usize = 16;
 const HOT_STREAKS: usize = 16;
 
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub count: u64,
     pub sum: u64,
     pub max: u64,
@@ -42,7 +42,7 @@ impl Summary {
 
 /// One piece of advice that fired for a table (or, for account rules, an account).
 #[derive(Debug, Clone, Serialize)]
-pub struct Advice {
+pub(crate) struct Advice {
     #[serde(flatten)]
     pub info: advice::RuleInfo,
     /// Observations that met the rule's condition.
@@ -186,7 +186,7 @@ struct AccountStats {
 
 /// Everything the insight endpoint shows, updated by one thread.
 #[derive(Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// The service the advice is for (its rules: [`Rule::applies_to`]).
     flavor: Flavor,
     tables: HashMap<(String, String), TableStats>,
@@ -199,7 +199,7 @@ pub struct Stats {
 
 /// A fired rule the caller should log (once per table and rule).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewAdvice {
+pub(crate) struct NewAdvice {
     pub account: String,
     pub table: Option<String>,
     pub rule: Rule,
@@ -237,7 +237,7 @@ fn fire(
 
 impl Stats {
     /// Statistics whose advice is for the service the server answers as.
-    pub fn for_flavor(flavor: Flavor) -> Stats {
+    pub(crate) fn for_flavor(flavor: Flavor) -> Stats {
         Stats {
             flavor,
             ..Stats::default()
@@ -246,7 +246,7 @@ impl Stats {
 
     /// Counts one transaction for `account` at `now` (every authenticated request counts,
     /// as in Azure's billing of transactions); returns advice that fired for the first time.
-    pub fn transaction(&mut self, account: &str, now: u64) -> Vec<NewAdvice> {
+    pub(crate) fn transaction(&mut self, account: &str, now: u64) -> Vec<NewAdvice> {
         if !self.accounts.contains_key(account) && self.accounts.len() >= MAX_TABLES {
             return Vec::new();
         }
@@ -296,7 +296,7 @@ impl Stats {
 
     /// Records one successful operation's observation at second `now` and evaluates the
     /// rules it can trigger. Returns advice that fired for the first time for its table.
-    pub fn observe(&mut self, o: &Observation, now: u64) -> Vec<NewAdvice> {
+    pub(crate) fn observe(&mut self, o: &Observation, now: u64) -> Vec<NewAdvice> {
         let flavor = self.flavor;
         let t = self.table(&o.account, &o.table);
         t.operations += 1;
@@ -446,7 +446,7 @@ impl Stats {
     }
 
     /// The statistics and advice of every account and table (one account when given).
-    pub fn snapshot(&self, now: u64, account: Option<&str>) -> serde_json::Value {
+    pub(crate) fn snapshot(&self, now: u64, account: Option<&str>) -> serde_json::Value {
         let mut accounts: BTreeMap<&str, serde_json::Value> = BTreeMap::new();
         for (name, a) in &self.accounts {
             if account.is_some_and(|x| x != name) {
@@ -519,7 +519,7 @@ impl Stats {
     }
 
     /// Every advice currently active, as `(account, table, rule)`.
-    pub fn active_advice(&self) -> Vec<(String, Option<String>, Rule)> {
+    pub(crate) fn active_advice(&self) -> Vec<(String, Option<String>, Rule)> {
         let mut out = Vec::new();
         for (a, s) in &self.accounts {
             out.extend(s.advice.keys().map(|r| (a.clone(), None, *r)));
@@ -536,8 +536,9 @@ impl Stats {
     }
 
     /// Tables tracked and the bytes their partition and property keys hold (for the
-    /// memory-bound test and the insight endpoint).
-    pub fn footprint(&self) -> (usize, usize) {
+    /// memory-bound test).
+    #[cfg(test)]
+    pub(crate) fn footprint(&self) -> (usize, usize) {
         let keys = self
             .tables
             .values()

@@ -2,6 +2,7 @@
 //! good-design twin; the precision suite: ordinary workloads that raise no advice at all; and
 //! the statistics' memory bound. Time is injected (seconds since start), so rates are exact.
 
+use super::advice::Rule;
 use super::stats::{Stats, HOT_PARTITIONS, MAX_TABLES};
 use super::*;
 use crate::model::{EdmValue, EntityKey, Flavor, IfMatch, Property};

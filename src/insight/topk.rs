@@ -8,10 +8,10 @@ use std::collections::HashMap;
 
 /// Longest key kept, in bytes (PartitionKeys may be up to 1024 UTF-16 units): memory stays
 /// bounded by `capacity × MAX_KEY_BYTES` plus the counters.
-pub const MAX_KEY_BYTES: usize = 128;
+pub(crate) const MAX_KEY_BYTES: usize = 128;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Counted {
+pub(crate) struct Counted {
     pub key: String,
     pub count: u64,
     /// Upper bound of how much of `count` belongs to keys evicted before this one.
@@ -19,14 +19,14 @@ pub struct Counted {
 }
 
 #[derive(Debug, Clone)]
-pub struct TopK {
+pub(crate) struct TopK {
     capacity: usize,
     entries: Vec<Counted>,
     index: HashMap<String, usize>,
 }
 
 /// Cuts `key` to [`MAX_KEY_BYTES`] at a character boundary (with `…` when cut).
-pub fn bounded_key(key: &str) -> String {
+pub(crate) fn bounded_key(key: &str) -> String {
     if key.len() <= MAX_KEY_BYTES {
         return key.to_string();
     }
@@ -38,7 +38,7 @@ pub fn bounded_key(key: &str) -> String {
 }
 
 impl TopK {
-    pub fn new(capacity: usize) -> TopK {
+    pub(crate) fn new(capacity: usize) -> TopK {
         TopK {
             capacity: capacity.max(1),
             entries: Vec::with_capacity(capacity.max(1)),
@@ -47,7 +47,7 @@ impl TopK {
     }
 
     /// Counts `weight` occurrences of `key`.
-    pub fn add(&mut self, key: &str, weight: u64) {
+    pub(crate) fn add(&mut self, key: &str, weight: u64) {
         if let Some(&i) = self.index.get(key) {
             self.entries[i].count += weight;
             return;
@@ -88,7 +88,7 @@ impl TopK {
     }
 
     /// The entry of `key`, if kept.
-    pub fn get(&self, key: &str) -> Option<&Counted> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Counted> {
         let i = match self.index.get(key) {
             Some(i) => *i,
             None => *self.index.get(&bounded_key(key))?,
@@ -97,27 +97,25 @@ impl TopK {
     }
 
     /// Kept keys, highest count first.
-    pub fn top(&self) -> Vec<Counted> {
+    pub(crate) fn top(&self) -> Vec<Counted> {
         let mut v = self.entries.clone();
         v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
         v
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.entries.clear();
         self.index.clear();
     }
 
     /// Bytes held by the keys (the part that could grow with key length).
-    pub fn key_bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn key_bytes(&self) -> usize {
         self.entries.iter().map(|c| c.key.len()).sum()
     }
 }

@@ -2,10 +2,10 @@
 //! fixed ring of buckets (bounded memory, no allocation after creation).
 
 /// Length of the sliding window.
-pub const WINDOW_SECONDS: u64 = 60;
+pub(crate) const WINDOW_SECONDS: u64 = 60;
 
 #[derive(Debug, Clone)]
-pub struct Window {
+pub(crate) struct Window {
     /// `(second, count)`; a bucket whose second is older than the window counts as zero.
     buckets: [(u64, u64); WINDOW_SECONDS as usize],
 }
@@ -20,7 +20,7 @@ impl Default for Window {
 
 impl Window {
     /// Adds `n` at second `now` (seconds since the statistics started).
-    pub fn add(&mut self, now: u64, n: u64) {
+    pub(crate) fn add(&mut self, now: u64, n: u64) {
         let b = &mut self.buckets[(now % WINDOW_SECONDS) as usize];
         if b.0 != now {
             *b = (now, 0);
@@ -29,7 +29,7 @@ impl Window {
     }
 
     /// The count of second `second` (zero when it has left the window).
-    pub fn at(&self, second: u64) -> u64 {
+    pub(crate) fn at(&self, second: u64) -> u64 {
         let b = self.buckets[(second % WINDOW_SECONDS) as usize];
         if b.0 == second {
             b.1
@@ -39,7 +39,7 @@ impl Window {
     }
 
     /// Total over the window ending at `now` (inclusive).
-    pub fn total(&self, now: u64) -> u64 {
+    pub(crate) fn total(&self, now: u64) -> u64 {
         self.buckets
             .iter()
             .filter(|(s, _)| *s != u64::MAX && *s <= now && now - *s < WINDOW_SECONDS)
@@ -48,13 +48,13 @@ impl Window {
     }
 
     /// Mean per second over the window ending at `now` (shorter at the start).
-    pub fn rate(&self, now: u64, started: u64) -> f64 {
+    pub(crate) fn rate(&self, now: u64, started: u64) -> f64 {
         let span = (now.saturating_sub(started) + 1).min(WINDOW_SECONDS);
         self.total(now) as f64 / span as f64
     }
 
     /// The busiest second of the window ending at `now`.
-    pub fn peak(&self, now: u64) -> u64 {
+    pub(crate) fn peak(&self, now: u64) -> u64 {
         self.buckets
             .iter()
             .filter(|(s, _)| *s != u64::MAX && *s <= now && now - *s < WINDOW_SECONDS)

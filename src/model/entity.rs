@@ -84,13 +84,13 @@ impl<'a> EntityView<'a> {
 /// The weak ETag Azure derives from a Timestamp: `W/"datetime'2021-02-12T08%3A28%3A27.47468Z'"`.
 /// The datetime text is the Timestamp's text with `:` percent-encoded; the Python SDK rebuilds
 /// ETags the same way, so the two must agree exactly.
-pub fn etag_for(timestamp: EdmDateTime) -> String {
+pub(crate) fn etag_for(timestamp: EdmDateTime) -> String {
     etag_as(timestamp, Flavor::Storage)
 }
 
 /// [`etag_for`] as the flavour writes it: Cosmos DB's ETag carries the Timestamp's 7-digit
 /// text (`W/"datetime'2021-09-29T20%3A31%3A09.3447688Z'"`, same instant as `Timestamp`).
-pub fn etag_as(timestamp: EdmDateTime, flavor: Flavor) -> String {
+pub(crate) fn etag_as(timestamp: EdmDateTime, flavor: Flavor) -> String {
     let mut etag = String::with_capacity(48);
     etag.push_str("W/\"datetime'");
     etag_datetime_pieces(timestamp, flavor, |piece| etag.push_str(piece));
@@ -100,7 +100,11 @@ pub fn etag_as(timestamp: EdmDateTime, flavor: Flavor) -> String {
 
 /// Hands the ETag's datetime text to `push` in pieces: the Timestamp's text with `:`
 /// percent-encoded. Response encoders write it in place with this.
-pub fn etag_datetime_pieces(timestamp: EdmDateTime, flavor: Flavor, mut push: impl FnMut(&str)) {
+pub(crate) fn etag_datetime_pieces(
+    timestamp: EdmDateTime,
+    flavor: Flavor,
+    mut push: impl FnMut(&str),
+) {
     let text = timestamp.text_as(flavor);
     for (i, piece) in text.as_str().split(':').enumerate() {
         if i > 0 {
@@ -112,7 +116,7 @@ pub fn etag_datetime_pieces(timestamp: EdmDateTime, flavor: Flavor, mut push: im
 
 /// Parses an ETag of the `W/"datetime'…'"` form back to its Timestamp; `:` may be sent
 /// percent-encoded or not. `None` for anything else (the service answers 400 InvalidInput).
-pub fn parse_etag(etag: &str) -> Option<EdmDateTime> {
+pub(crate) fn parse_etag(etag: &str) -> Option<EdmDateTime> {
     let inner = etag
         .trim()
         .strip_prefix("W/\"datetime'")?

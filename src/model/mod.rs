@@ -2,8 +2,8 @@
 //! Depends on nothing else in the crate.
 
 pub mod edm;
-pub mod entity;
-pub mod flavor;
+pub(crate) mod entity;
+pub(crate) mod flavor;
 pub mod limits;
 pub mod names;
 pub mod request_units;

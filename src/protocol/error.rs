@@ -219,7 +219,7 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
-pub fn xml_escape(text: &str) -> Cow<'_, str> {
+pub(crate) fn xml_escape(text: &str) -> Cow<'_, str> {
     quick_xml::escape::escape(text)
 }
 

@@ -4,15 +4,15 @@
 
 pub mod batch;
 pub mod continuation;
-pub mod error;
+pub(crate) mod error;
 pub mod filter;
-pub mod flavor;
+pub(crate) mod flavor;
 pub mod headers;
 pub mod json;
 pub mod operation;
 pub mod service_properties;
 pub mod uri;
-pub mod write;
-pub mod xml_tree;
+pub(crate) mod write;
+pub(crate) mod xml_tree;
 
 pub use error::{ApiError, ErrorCode};

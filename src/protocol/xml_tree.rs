@@ -5,18 +5,21 @@ use quick_xml::events::Event;
 use quick_xml::Reader;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Element {
+pub(crate) struct Element {
     pub name: String,
     pub text: String,
     pub children: Vec<Element>,
 }
 
 impl Element {
-    pub fn child(&self, name: &str) -> Option<&Element> {
+    pub(crate) fn child(&self, name: &str) -> Option<&Element> {
         self.children.iter().find(|c| c.name == name)
     }
 
-    pub fn children_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Element> + 'a {
+    pub(crate) fn children_named<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Iterator<Item = &'a Element> + 'a {
         self.children.iter().filter(move |c| c.name == name)
     }
 }
@@ -24,7 +27,7 @@ impl Element {
 const MAX_DEPTH: usize = 16;
 
 /// Parses a document into its root element; `None` if it is not well-formed.
-pub fn parse(bytes: &[u8]) -> Option<Element> {
+pub(crate) fn parse(bytes: &[u8]) -> Option<Element> {
     let text = std::str::from_utf8(bytes).ok()?;
     let text = text.trim_start_matches('\u{feff}');
     let mut reader = Reader::from_str(text);

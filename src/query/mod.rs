@@ -9,7 +9,7 @@
 pub mod eval;
 pub mod plan;
 mod split;
-pub mod unordered;
+pub(crate) mod unordered;
 
 use std::time::{Duration, Instant};
 

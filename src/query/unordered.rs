@@ -15,14 +15,14 @@ use crate::store::{KeyRange, ReadJob, RowSource, StoreError, StoredRow, StoredRo
 /// Where a row sits in the unordered result: its seeded key hash, then its keys (which break
 /// ties, so the order is total).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct OrderKey {
+pub(crate) struct OrderKey {
     pub hash: u64,
     pub partition_key: String,
     pub row_key: String,
 }
 
 impl OrderKey {
-    pub fn of(seed: u64, partition_key: &str, row_key: &str) -> OrderKey {
+    pub(crate) fn of(seed: u64, partition_key: &str, row_key: &str) -> OrderKey {
         OrderKey {
             hash: key_hash(seed, &[partition_key.as_bytes(), row_key.as_bytes()]),
             partition_key: partition_key.to_string(),
@@ -35,7 +35,7 @@ impl OrderKey {
 /// 0xFF byte, which UTF-8 never contains, so part boundaries count), finished with
 /// SplitMix64's mixer so that nearby keys land far apart. Stable across builds and platforms,
 /// unlike `std`'s hasher, so tokens survive a restart.
-pub fn key_hash(seed: u64, parts: &[&[u8]]) -> u64 {
+pub(crate) fn key_hash(seed: u64, parts: &[&[u8]]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     for part in parts {
         for &b in part.iter().chain(std::iter::once(&0xFF)) {
@@ -50,7 +50,7 @@ pub fn key_hash(seed: u64, parts: &[&[u8]]) -> u64 {
 
 /// One unordered page: the rows, in order, and the order key of the last one when more follow.
 #[derive(Debug, Default)]
-pub struct UnorderedPage {
+pub(crate) struct UnorderedPage {
     pub rows: StoredRows,
     pub next: Option<OrderKey>,
     /// Rows read from the store for this page.
@@ -60,11 +60,11 @@ pub struct UnorderedPage {
 /// The stored bytes a Cosmos-flavoured page holds at most (its last row may pass it): Cosmos
 /// answers at most 4 MB per page ("Azure Cosmos DB service quotas": "Maximum response size
 /// (for example, paginated query)" 4 MB).
-pub const COSMOS_MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const COSMOS_MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Where the next page of an unordered result starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UnorderedNext {
+pub(crate) enum UnorderedNext {
     /// Past the row at this position.
     After(OrderKey),
     /// At the start of the result: the first page was cut to nothing (`--page-breaks`).
@@ -74,7 +74,7 @@ pub enum UnorderedNext {
 /// Where an unordered page began: its order's seed, and the position it resumed past
 /// (`None`: the start of the result).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnorderedStart {
+pub(crate) struct UnorderedStart {
     pub seed: u64,
     pub after: Option<OrderKey>,
 }
@@ -83,7 +83,7 @@ impl UnorderedStart {
     /// The continuation of a page that began here, cut to its first `n` rows (`keys`: the
     /// page's keys, in order): past the last row kept, or, with none kept, where the page
     /// began. Every row dropped is then the next page's, so none is lost or repeated.
-    pub fn next_after_cut(&self, keys: &[(String, String)], n: usize) -> UnorderedNext {
+    pub(crate) fn next_after_cut(&self, keys: &[(String, String)], n: usize) -> UnorderedNext {
         match n.checked_sub(1).and_then(|last| keys.get(last)) {
             Some((pk, rk)) => UnorderedNext::After(OrderKey::of(self.seed, pk, rk)),
             None => match &self.after {
@@ -97,7 +97,7 @@ impl UnorderedStart {
 /// One page of a query in seeded-hash order, as a read job: reads every row of `ranges`,
 /// keeps those `matches` accepts whose order key is past `after`, the `top` smallest, cut
 /// where their stored bytes pass `max_bytes` (a page holds at least one row).
-pub struct UnorderedPageRead<M> {
+pub(crate) struct UnorderedPageRead<M> {
     ranges: Vec<KeyRange>,
     matches: M,
     seed: u64,
@@ -111,7 +111,7 @@ impl<M> UnorderedPageRead<M>
 where
     M: Fn(&StoredRow<'_>) -> bool + Send + Sync + 'static,
 {
-    pub fn new(
+    pub(crate) fn new(
         ranges: Vec<KeyRange>,
         matches: M,
         seed: u64,
@@ -130,11 +130,11 @@ where
     }
 
     /// The page ends before the row that takes its stored bytes past `max_bytes`.
-    pub fn with_max_bytes(self, max_bytes: usize) -> UnorderedPageRead<M> {
+    pub(crate) fn with_max_bytes(self, max_bytes: usize) -> UnorderedPageRead<M> {
         UnorderedPageRead { max_bytes, ..self }
     }
 
-    pub fn into_page(self) -> UnorderedPage {
+    pub(crate) fn into_page(self) -> UnorderedPage {
         self.page
     }
 }
@@ -252,7 +252,7 @@ impl Ord for Candidate {
 
 /// Table names in seeded-hash order: of `names` (already filtered, each once), those past
 /// `after`, the `top` smallest, and the position of the last when more follow.
-pub fn unordered_table_page(
+pub(crate) fn unordered_table_page(
     names: Vec<String>,
     seed: u64,
     after: Option<&(u64, String)>,

@@ -273,17 +273,17 @@ struct Installed {
 
 /// The installed rules (none by default).
 #[derive(Default)]
-pub struct FaultRules {
+pub(crate) struct FaultRules {
     installed: Mutex<Option<Installed>>,
     any: AtomicBool,
 }
 
 impl FaultRules {
-    pub fn is_installed(&self) -> bool {
+    pub(crate) fn is_installed(&self) -> bool {
         self.any.load(Ordering::Relaxed)
     }
 
-    pub fn replace(&self, set: Option<FaultSet>) {
+    pub(crate) fn replace(&self, set: Option<FaultSet>) {
         let mut installed = self.installed.lock();
         *installed = set.filter(|s| !s.rules.is_empty()).map(|set| Installed {
             hits: vec![Hits::default(); set.rules.len()],
@@ -295,7 +295,7 @@ impl FaultRules {
 
     /// Every matching rule counts the request; in order, the first rule that fires decides
     /// (later rules do not roll).
-    pub fn decide(&self, facts: &RequestFacts) -> Verdict {
+    pub(crate) fn decide(&self, facts: &RequestFacts) -> Verdict {
         if !self.is_installed() {
             return Verdict::default();
         }
@@ -341,7 +341,7 @@ impl FaultRules {
     }
 
     /// `{"seed": …, "rules": [{…rule, "matched": n, "fired": n}]}`.
-    pub fn report(&self) -> serde_json::Value {
+    pub(crate) fn report(&self) -> serde_json::Value {
         let guard = self.installed.lock();
         let Some(installed) = guard.as_ref() else {
             return serde_json::json!({"seed": 0, "rules": []});

@@ -13,20 +13,20 @@ use crate::protocol::{ApiError, ErrorCode};
 /// Names deleted less than `purge` ago, per account (lower-cased: table names are
 /// case-insensitive). Entries expire and are dropped as new ones arrive, so the map holds
 /// only the names deleted within one purge period.
-pub struct DeletedNames {
+pub(crate) struct DeletedNames {
     purge: Duration,
     names: Mutex<HashMap<(String, String), Instant>>,
 }
 
 impl DeletedNames {
-    pub fn new(purge: Duration) -> DeletedNames {
+    pub(crate) fn new(purge: Duration) -> DeletedNames {
         DeletedNames {
             purge,
             names: Mutex::new(HashMap::new()),
         }
     }
 
-    pub fn remember(&self, facts: &RequestFacts) {
+    pub(crate) fn remember(&self, facts: &RequestFacts) {
         self.remember_at(facts, Instant::now());
     }
 
@@ -38,7 +38,7 @@ impl DeletedNames {
     }
 
     /// Refuses any operation on a table name still being purged.
-    pub fn check(&self, facts: &RequestFacts) -> Result<(), ApiError> {
+    pub(crate) fn check(&self, facts: &RequestFacts) -> Result<(), ApiError> {
         self.check_at(facts, Instant::now())
     }
 

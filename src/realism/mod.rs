@@ -10,20 +10,20 @@
 //! server hands it ([`RequestFacts`]); never on `server`, `store` or `query`.
 
 mod bucket;
-pub mod faults;
-pub mod lifecycle;
-pub mod paging;
-pub mod request_units;
-pub mod targets;
+pub(crate) mod faults;
+pub(crate) mod lifecycle;
+pub(crate) mod paging;
+pub(crate) mod request_units;
+pub(crate) mod targets;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::protocol::ApiError;
-pub use faults::{FaultAction, FaultSet};
-pub use paging::PageBreaks;
-pub use request_units::{Priced, PricedWrite, Served};
-pub use targets::{TargetError, TargetRates};
+pub(crate) use faults::FaultSet;
+pub(crate) use paging::PageBreaks;
+pub(crate) use request_units::{Priced, PricedWrite, Served};
+pub(crate) use targets::{TargetError, TargetRates};
 
 /// What kind of work a request is; fault rules match it by this name or by the Azure
 /// operation name.

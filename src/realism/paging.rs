@@ -20,13 +20,13 @@ pub enum PageBreaks {
 }
 
 /// The policy with its seeded RNG.
-pub struct PageBreaker {
+pub(crate) struct PageBreaker {
     mode: PageBreaks,
     rng: Mutex<Pcg64>,
 }
 
 impl PageBreaker {
-    pub fn new(mode: PageBreaks, seed: u64) -> PageBreaker {
+    pub(crate) fn new(mode: PageBreaks, seed: u64) -> PageBreaker {
         PageBreaker {
             mode,
             rng: Mutex::new(Pcg64::seed_from_u64(seed)),
@@ -35,7 +35,7 @@ impl PageBreaker {
 
     /// For a page whose rows have these partition keys (in order): `Some(n)` to keep only
     /// the first `n` (`n < len`), `None` to keep the page whole.
-    pub fn cut(&self, partition_keys: &[&str]) -> Option<usize> {
+    pub(crate) fn cut(&self, partition_keys: &[&str]) -> Option<usize> {
         let first = *partition_keys.first()?;
         match self.mode {
             PageBreaks::Partition => partition_keys.iter().position(|pk| *pk != first),

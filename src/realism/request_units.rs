@@ -23,7 +23,7 @@ use crate::protocol::{flavor, ApiError, ErrorCode};
 use super::targets::LOG_TARGET;
 
 /// Cosmos's default throughput for a new table, RU/s ("API for Table FAQ").
-pub const DEFAULT_TABLE_RUS: u32 = 400;
+pub(crate) const DEFAULT_TABLE_RUS: u32 = 400;
 
 /// Most table buckets kept; beyond it, full (idle) ones are forgotten.
 const MAX_TABLES: usize = 65_536;
@@ -118,14 +118,14 @@ pub struct Served {
 }
 
 /// The per-table budgets.
-pub struct RequestUnits {
+pub(crate) struct RequestUnits {
     /// RU per second per table.
     table_rus: f64,
     tables: Mutex<HashMap<(String, String), Bucket>>,
 }
 
 impl RequestUnits {
-    pub fn new(table_rus: f64) -> RequestUnits {
+    pub(crate) fn new(table_rus: f64) -> RequestUnits {
         RequestUnits {
             table_rus,
             tables: Mutex::new(HashMap::new()),
@@ -134,7 +134,7 @@ impl RequestUnits {
 
     /// Takes a request's upfront price from its table's budget, or refuses it with Cosmos's
     /// 429 (taking nothing). Requests without a table or a price pass.
-    pub fn admit(
+    pub(crate) fn admit(
         &self,
         account: &str,
         table: Option<&str>,
@@ -186,7 +186,13 @@ impl RequestUnits {
     }
 
     /// Takes what a request cost beyond its upfront price, once it ran.
-    pub fn settle(&self, account: &str, table: Option<&str>, priced: &Priced, served: &Served) {
+    pub(crate) fn settle(
+        &self,
+        account: &str,
+        table: Option<&str>,
+        priced: &Priced,
+        served: &Served,
+    ) {
         let Some(table) = table else { return };
         let more = priced.actual(served) - priced.upfront();
         if more <= 0.0 {
@@ -204,7 +210,7 @@ impl RequestUnits {
 /// wrapper, and diagnostics with `SubStatusCode: 3200` that end with the gateway's `SDK:`
 /// name. The throttled request is charged nothing here (Cosmos reported 0.38 RU), and no
 /// retry-after header is sent (the recorded 429s carry none).
-pub fn too_many_requests(operation_type: &str) -> ApiError {
+pub(crate) fn too_many_requests(operation_type: &str) -> ApiError {
     let text = format!(
         "Message: {{\"Errors\":[\"{} Learn more: http://aka.ms/cosmosdb-error-429\"]}}",
         ErrorCode::TooManyRequests.default_message()

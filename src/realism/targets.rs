@@ -16,7 +16,7 @@ use super::RequestFacts;
 use crate::protocol::{ApiError, ErrorCode};
 
 /// Log target of the "over target" lines (they name the hot partition).
-pub const LOG_TARGET: &str = "tablestore::realism";
+pub(crate) const LOG_TARGET: &str = "tablestore::realism";
 
 /// Which error an over-budget request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,13 +66,13 @@ struct Buckets {
 }
 
 /// The budgets and their buckets.
-pub struct Targets {
+pub(crate) struct Targets {
     rates: TargetRates,
     buckets: Mutex<Buckets>,
 }
 
 impl Targets {
-    pub fn new(rates: TargetRates) -> Targets {
+    pub(crate) fn new(rates: TargetRates) -> Targets {
         Targets {
             rates,
             buckets: Mutex::new(Buckets::default()),
@@ -80,7 +80,7 @@ impl Targets {
     }
 
     /// Charges a request against its partition, table and account budgets: all or nothing.
-    pub fn charge(&self, facts: &RequestFacts) -> Result<(), ApiError> {
+    pub(crate) fn charge(&self, facts: &RequestFacts) -> Result<(), ApiError> {
         self.charge_at(facts, Instant::now())
     }
 

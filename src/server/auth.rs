@@ -12,7 +12,7 @@ use crate::exec::authz_operation;
 use crate::protocol::operation::Operation;
 use crate::protocol::{ApiError, ErrorCode};
 
-pub fn auth_error(e: &AuthError) -> ApiError {
+pub(crate) fn auth_error(e: &AuthError) -> ApiError {
     let code = match e.code() {
         "AuthenticationFailed" => ErrorCode::AuthenticationFailed,
         "InvalidAuthenticationInfo" => ErrorCode::InvalidAuthenticationInfo,
@@ -55,7 +55,7 @@ async fn sas_policy_table(
 /// Authenticates and authorizes a request for `operation`. Returns the principal, whose SAS
 /// key range the executor enforces. `is_https` is whether the request came over TLS (SAS
 /// `spr=https`, bearer tokens).
-pub async fn check(
+pub(crate) async fn check(
     state: &AppState,
     parts: &Parts,
     ctx: &RequestContext,

@@ -21,7 +21,7 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 }

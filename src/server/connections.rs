@@ -69,17 +69,17 @@ impl Default for ServeLimits {
 /// Lets a request end its own connection without an answer (fault injection's dropped
 /// connection): the connection task closes the socket, dropping the request in flight.
 #[derive(Clone)]
-pub struct ConnectionAbort(Arc<Notify>);
+pub(crate) struct ConnectionAbort(Arc<Notify>);
 
 impl ConnectionAbort {
-    pub fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.0.notify_one();
     }
 }
 
 /// The error a request body yields when its [`ServeLimits::body_read_timeout`] runs out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BodyReadTimeout;
+pub(crate) struct BodyReadTimeout;
 
 impl std::fmt::Display for BodyReadTimeout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -90,7 +90,7 @@ impl std::fmt::Display for BodyReadTimeout {
 impl std::error::Error for BodyReadTimeout {}
 
 /// Whether `error` (or anything in its source chain) is a [`BodyReadTimeout`].
-pub fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
+pub(crate) fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool {
     let mut current = Some(error);
     while let Some(e) = current {
         if e.is::<BodyReadTimeout>() {
@@ -313,7 +313,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for 
 
 /// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` completes,
 /// then drains (bounded).
-pub async fn run(
+pub(crate) async fn run(
     listener: TcpListener,
     router: Router,
     tls: Option<Arc<rustls::ServerConfig>>,

@@ -32,7 +32,7 @@ fn http_date_now() -> HeaderValue {
     })
 }
 
-pub struct RequestContext {
+pub(crate) struct RequestContext {
     pub request_id: String,
     /// The request's `x-ms-version`, echoed back.
     pub version: String,
@@ -49,7 +49,7 @@ pub struct RequestContext {
 }
 
 impl RequestContext {
-    pub fn new(headers: &HeaderMap, flavor: Flavor) -> RequestContext {
+    pub(crate) fn new(headers: &HeaderMap, flavor: Flavor) -> RequestContext {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         let client_request_id = headers
             .get(headers::X_MS_CLIENT_REQUEST_ID)
@@ -70,7 +70,7 @@ impl RequestContext {
     }
 
     /// The account whose data is addressed (`-secondary` reads the primary's data).
-    pub fn data_account(&self) -> &str {
+    pub(crate) fn data_account(&self) -> &str {
         self.account
             .strip_suffix("-secondary")
             .unwrap_or(&self.account)
@@ -98,13 +98,13 @@ impl RequestContext {
     }
 
     /// The Content-Type of a JSON answer at `metadata`, as the flavour writes it.
-    pub fn json_content_type(&self, metadata: headers::Metadata) -> &'static str {
+    pub(crate) fn json_content_type(&self, metadata: headers::Metadata) -> &'static str {
         flavor::json_content_type(metadata, self.flavor)
     }
 
     /// A response with the standard headers plus the OData ones (`Cache-Control`,
     /// `X-Content-Type-Options`).
-    pub fn odata_response(&self, status: StatusCode) -> ResponseParts {
+    pub(crate) fn odata_response(&self, status: StatusCode) -> ResponseParts {
         let mut parts = self.plain_response(status);
         if !flavor::sends_storage_headers(self.flavor) {
             return parts;
@@ -120,7 +120,7 @@ impl RequestContext {
     }
 
     /// A response with only the standard headers (ACL, service properties).
-    pub fn plain_response(&self, status: StatusCode) -> ResponseParts {
+    pub(crate) fn plain_response(&self, status: StatusCode) -> ResponseParts {
         let mut parts = ResponseParts {
             status,
             headers: HeaderMap::new(),
@@ -132,7 +132,7 @@ impl RequestContext {
 
     /// Azure's error response. OData bodies also carry `x-ms-error-code` here (the issue
     /// asks for it on every error; SDKs read the body first, so it is harmless).
-    pub fn error_response(&self, error: &ApiError, format: ErrorFormat) -> Response {
+    pub(crate) fn error_response(&self, error: &ApiError, format: ErrorFormat) -> Response {
         // 501 NotImplemented is an answer, not a fault; only real faults are logged as errors.
         if error.status().is_server_error()
             && error.code != crate::protocol::ErrorCode::NotImplemented
@@ -160,13 +160,13 @@ impl RequestContext {
     }
 
     /// Error response in the format negotiated for OData operations.
-    pub fn error(&self, error: &ApiError) -> Response {
+    pub(crate) fn error(&self, error: &ApiError) -> Response {
         self.error_response(error, self.error_format)
     }
 }
 
 /// A response being built.
-pub struct ResponseParts {
+pub(crate) struct ResponseParts {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
@@ -175,21 +175,21 @@ pub struct ResponseParts {
 impl ResponseParts {
     /// Adds a header; values that are not valid header text are skipped (they cannot occur
     /// for the values the server writes, which are ASCII or percent-encoded).
-    pub fn header(&mut self, name: &'static str, value: &str) -> &mut Self {
+    pub(crate) fn header(&mut self, name: &'static str, value: &str) -> &mut Self {
         if let Ok(v) = HeaderValue::from_str(value) {
             self.headers.insert(HeaderName::from_static(name), v);
         }
         self
     }
 
-    pub fn body(&mut self, content_type: &'static str, body: Vec<u8>) -> &mut Self {
+    pub(crate) fn body(&mut self, content_type: &'static str, body: Vec<u8>) -> &mut Self {
         self.headers
             .insert("content-type", HeaderValue::from_static(content_type));
         self.body = body;
         self
     }
 
-    pub fn into_response(self) -> Response {
+    pub(crate) fn into_response(self) -> Response {
         let mut response = Response::new(Body::from(self.body));
         *response.status_mut() = self.status;
         *response.headers_mut() = self.headers;

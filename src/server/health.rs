@@ -10,11 +10,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Path of the readiness probe; `_` cannot start an account name, so it never collides.
-pub const HEALTH_PATH: &str = "/_health";
+pub(crate) const HEALTH_PATH: &str = "/_health";
 
 /// The address to probe for a listening address: a wildcard (`0.0.0.0`, `::`) means this
 /// machine, so the loopback address of the same family is probed.
-pub fn probe_host(listen_host: &str) -> &str {
+pub(crate) fn probe_host(listen_host: &str) -> &str {
     match listen_host.trim_start_matches('[').trim_end_matches(']') {
         "" | "0.0.0.0" => "127.0.0.1",
         "::" => "::1",
@@ -23,7 +23,7 @@ pub fn probe_host(listen_host: &str) -> &str {
 }
 
 /// Asks `http://{host}:{port}/_health`; `Ok` when it answers 200 within `timeout`.
-pub async fn probe(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+pub(crate) async fn probe(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
     let host = probe_host(host);
     let exchange = async {
         let stream = connect(host, port).await?;
@@ -36,7 +36,7 @@ pub async fn probe(host: &str, port: u16, timeout: Duration) -> Result<(), Strin
 /// it answers 200 within `timeout`. Any certificate is accepted: the probe checks that this
 /// machine's server is up, sends no credentials, and a self-signed certificate is the usual
 /// case.
-pub async fn probe_https(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+pub(crate) async fn probe_https(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
     let host = probe_host(host);
     let exchange = async {
         let tcp = connect(host, port).await?;

@@ -24,11 +24,11 @@ use crate::protocol::{ApiError, ErrorCode};
 use crate::store::Footprint;
 use subtle::ConstantTimeEq as _;
 
-pub const INSIGHT_PATH: &str = "/_tablestore/insight";
-pub const METRICS_PATH: &str = "/metrics";
+pub(super) const INSIGHT_PATH: &str = "/_tablestore/insight";
+pub(super) const METRICS_PATH: &str = "/metrics";
 /// Where browsers look for a site's icon. `favicon.ico` is no account name (those are letters
 /// and digits), so the path is never an account's.
-pub const FAVICON_PATH: &str = "/favicon.ico";
+pub(super) const FAVICON_PATH: &str = "/favicon.ico";
 
 /// A request a browser makes by itself (no signature, no `x-ms-version`): SDK-shaped requests
 /// to the same path keep the Table service's answer.
@@ -41,13 +41,13 @@ fn browser_shaped(parts: &Parts) -> bool {
 /// What the access log and the statistics learn about a request from dispatch: the REST
 /// operation and the account charged with a transaction (`None` before authentication).
 #[derive(Debug, Clone)]
-pub struct Charged {
+pub(super) struct Charged {
     pub operation: &'static str,
     pub account: Option<String>,
 }
 
 /// Answers the insight endpoints; `None` for any other path.
-pub async fn route(
+pub(super) async fn route(
     state: &AppState,
     parts: &Parts,
     ctx: &RequestContext,
@@ -211,7 +211,7 @@ fn console_file(state: &AppState, ctx: &RequestContext, path: &str) -> Option<Re
 
 /// The account the caller proved it holds the key of (`None` with authentication off). The
 /// rule of every `/_tablestore/` control endpoint (insight, faults): an account key only.
-pub fn caller(
+pub(super) fn caller(
     state: &AppState,
     parts: &Parts,
     peer: SocketAddr,
@@ -274,7 +274,7 @@ fn store_json(f: &Footprint) -> serde_json::Value {
 }
 
 /// The REST operation's name, a bounded label for metrics.
-pub fn operation_name(op: &Operation) -> &'static str {
+pub(super) fn operation_name(op: &Operation) -> &'static str {
     match op {
         Operation::QueryTables => "QueryTables",
         Operation::GetTable { .. } => "GetTable",

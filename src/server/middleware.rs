@@ -28,21 +28,25 @@ use crate::model::limits::MAX_REQUEST_BODY;
 use crate::protocol::headers::{X_MS_ERROR_CODE, X_MS_REQUEST_ID};
 
 /// The log target of the per-request access line.
-pub const REQUEST_LOG_TARGET: &str = "tablestore::request";
+pub(crate) const REQUEST_LOG_TARGET: &str = "tablestore::request";
 /// The log target of the `--debug` request and response trace.
-pub const DEBUG_LOG_TARGET: &str = "tablestore::debug";
+pub(crate) const DEBUG_LOG_TARGET: &str = "tablestore::debug";
 
 /// How a request was authenticated, for the access log's `auth` field (for example
 /// `SharedKey`, `SAS`, `anonymous`, or `denied`). The authentication layer puts it in the
 /// *response* extensions; the log shows `-` when it is absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthOutcome(pub String);
+pub(crate) struct AuthOutcome(pub String);
 
 /// Bodies longer than this are cut in the debug trace.
 const DEBUG_BODY_LIMIT: usize = 4096;
 
 /// The middleware function (see `server::app`).
-pub async fn request_log(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn request_log(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let start = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();

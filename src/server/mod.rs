@@ -5,22 +5,22 @@
 //! response: the request log and insight ([`middleware`]), CORS ([`cors`]); realism is
 //! consulted around the run ([`realism`]).
 
-pub mod auth;
+pub(crate) mod auth;
 mod call;
-pub mod connections;
-pub mod context;
+pub(crate) mod connections;
+pub(crate) mod context;
 mod cors;
 mod decode;
 mod dispatch;
 mod encode;
 mod error;
 mod front_page;
-pub mod health;
+pub(crate) mod health;
 mod insight;
 mod intake;
-pub mod middleware;
+pub(crate) mod middleware;
 pub mod realism;
-pub mod tls;
+pub(crate) mod tls;
 
 use std::future::Future;
 use std::sync::Arc;

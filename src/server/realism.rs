@@ -31,7 +31,7 @@ use crate::realism::{
 };
 
 /// The fault-rules endpoint (outside Azure's URL space: no account starts with `_`).
-pub const FAULTS_PATH: &str = "/_tablestore/faults";
+pub(crate) const FAULTS_PATH: &str = "/_tablestore/faults";
 
 /// Most bytes of a fault-rules document.
 const MAX_RULES_BODY: usize = 1024 * 1024;
@@ -435,7 +435,7 @@ fn served(response: &Response, succeeded: bool) -> Served {
 /// rules) on `/_tablestore/faults`. Authorised with an account key (Shared Key or Shared
 /// Key Lite, canonical resource `/{account}/_tablestore/faults`), or open with
 /// `--disable-auth`.
-pub async fn faults_endpoint(
+pub(crate) async fn faults_endpoint(
     state: &AppState,
     parts: Parts,
     body: Body,

@@ -19,16 +19,16 @@ use rustls::ServerConfig;
 use crate::config::Config;
 
 /// A handshake that has not finished within this time is dropped.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The crypto provider used everywhere in the crate (server, health probe).
-pub fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
+pub(crate) fn crypto_provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
 /// Which certificate files the configuration names, checked for consistency.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CertificateSource<'a> {
+pub(crate) enum CertificateSource<'a> {
     /// `--cert` (certificate chain, PEM) and `--key` (private key, PEM).
     Pem { cert: &'a Path, key: &'a Path },
     /// `--cert` (PKCS#12 archive) and `--pwd` (its password, possibly empty).
@@ -38,7 +38,7 @@ pub enum CertificateSource<'a> {
 /// The certificate the configuration asks for: `Ok(None)` for plain HTTP, an error message
 /// for an incomplete combination. `--key` wins over `--pwd` when both are given (the
 /// certificate is then PEM and the password unused, as in Azurite).
-pub fn certificate_source(config: &Config) -> Result<Option<CertificateSource<'_>>, String> {
+pub(crate) fn certificate_source(config: &Config) -> Result<Option<CertificateSource<'_>>, String> {
     match (&config.cert, &config.key, &config.pwd) {
         (None, None, None) => Ok(None),
         (None, Some(_), _) => Err("--key needs --cert (the certificate that goes with it)".into()),
@@ -55,7 +55,7 @@ pub fn certificate_source(config: &Config) -> Result<Option<CertificateSource<'_
 
 /// Builds the TLS configuration for the configured certificate (`Ok(None)`: plain HTTP).
 /// Every error names the file and what is wrong with it, for the start-up message.
-pub fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, String> {
+pub(crate) fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, String> {
     let Some(source) = certificate_source(config)? else {
         return Ok(None);
     };
@@ -177,7 +177,7 @@ fn read_pfx(path: &Path, password: &str) -> Result<Chain, String> {
 /// Client side, for the `--healthcheck` probe: a TLS configuration that accepts any server
 /// certificate. The probe runs on the server's own machine, sends no credentials and reads
 /// only a status line, so there is nothing for a forged certificate to learn.
-pub fn probe_client_config() -> Result<Arc<rustls::ClientConfig>, String> {
+pub(crate) fn probe_client_config() -> Result<Arc<rustls::ClientConfig>, String> {
     let provider = crypto_provider();
     let config = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()

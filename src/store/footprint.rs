@@ -21,7 +21,7 @@ pub struct Footprint {
 /// Running totals of the entity keyspace: updated by every applied write with the sizes of
 /// the entry it replaced or removed.
 #[derive(Debug, Default)]
-pub struct Totals {
+pub(crate) struct Totals {
     entities: AtomicI64,
     bytes: AtomicI64,
 }
@@ -32,7 +32,7 @@ const ENCODED_LEN: usize = 16;
 impl Totals {
     /// Counts the entries of a keyspace (a full scan: at start-up only); `value_len` says how
     /// long the value a stored entry holds is (a compressed entry counts uncompressed).
-    pub fn count<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+    pub(crate) fn count<K: AsRef<[u8]>, V: AsRef<[u8]>>(
         entries: impl Iterator<Item = Result<(K, V), StoreError>>,
         value_len: impl Fn(&[u8]) -> usize,
     ) -> Result<Totals, StoreError> {
@@ -46,7 +46,7 @@ impl Totals {
 
     /// Records that the value under a key of `key_len` bytes went from `old` to `new` bytes
     /// (`None`: absent).
-    pub fn change(&self, key_len: usize, old: Option<usize>, new: Option<usize>) {
+    pub(crate) fn change(&self, key_len: usize, old: Option<usize>, new: Option<usize>) {
         let size = |v: Option<usize>| v.map_or(0, |n| (key_len + n) as i64);
         let entities = i64::from(new.is_some()) - i64::from(old.is_some());
         if entities != 0 {
@@ -57,20 +57,20 @@ impl Totals {
     }
 
     /// Replaces the totals (after a recount).
-    pub fn set(&self, other: &Totals) {
+    pub(crate) fn set(&self, other: &Totals) {
         let (entities, bytes) = other.get();
         self.entities.store(entities as i64, Ordering::Relaxed);
         self.bytes.store(bytes as i64, Ordering::Relaxed);
     }
 
     /// (entities, logical bytes).
-    pub fn get(&self) -> (u64, u64) {
+    pub(crate) fn get(&self) -> (u64, u64) {
         let clamp = |v: &AtomicI64| v.load(Ordering::Relaxed).max(0) as u64;
         (clamp(&self.entities), clamp(&self.bytes))
     }
 
     /// The totals as stored at a clean shutdown: entities, then bytes, little-endian.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let (entities, bytes) = self.get();
         let mut out = Vec::with_capacity(ENCODED_LEN);
         out.extend_from_slice(&entities.to_le_bytes());
@@ -78,7 +78,7 @@ impl Totals {
         out
     }
 
-    pub fn decode(bytes: &[u8]) -> Option<Totals> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<Totals> {
         if bytes.len() != ENCODED_LEN {
             return None;
         }
@@ -95,7 +95,7 @@ impl Totals {
 
 /// Total size in bytes of the regular files under `dir`, subfolders included (symlinks are
 /// not followed); 0 for a folder that cannot be read.
-pub fn folder_bytes(dir: &std::path::Path) -> u64 {
+pub(crate) fn folder_bytes(dir: &std::path::Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };

@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// Reads the process's resident bytes now (`None`: unknown on this platform).
-pub type MemoryProbe = Arc<dyn Fn() -> Option<u64> + Send + Sync>;
+pub(crate) type MemoryProbe = Arc<dyn Fn() -> Option<u64> + Send + Sync>;
 
 /// The resident set the tier keeps the process under, and how it measures it.
 #[derive(Clone)]
@@ -47,7 +47,7 @@ impl fmt::Debug for ProcessLimit {
 }
 
 /// This process's resident set size (`VmRSS` of `/proc/self/status`, Linux); `None` elsewhere.
-pub fn resident_bytes() -> Option<u64> {
+pub(crate) fn resident_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     parse_vm_rss(&status)
 }

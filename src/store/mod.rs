@@ -13,20 +13,20 @@
 pub mod codec;
 #[cfg(any(test, feature = "testing"))]
 pub mod conformance;
-pub mod footprint;
+pub(crate) mod footprint;
 mod group_commit;
 pub(crate) mod intent;
 pub mod key;
 pub(crate) mod legacy_log;
 pub mod memory;
-pub mod memory_limit;
+pub(crate) mod memory_limit;
 pub mod open;
 pub mod postgres;
-pub mod read;
-pub mod row;
+pub(crate) mod read;
+pub(crate) mod row;
 pub mod sled_kv;
 pub mod tiered;
-pub mod value_lz4;
+pub(crate) mod value_lz4;
 
 use parking_lot::{Mutex, RwLock};
 use std::borrow::Cow;

@@ -50,7 +50,7 @@ pub async fn read_with<J: ReadJob>(
 }
 
 /// A read job made of a function: `read` reads the rows into a fresh `T` on each run.
-pub struct ReadFn<T, F> {
+pub(crate) struct ReadFn<T, F> {
     read: F,
     out: T,
 }

@@ -30,7 +30,7 @@ const MIN_COMPRESSED_LEN: usize = 64;
 const MAX_VALUE_LEN: usize = 16 * 1024 * 1024;
 
 /// The frame stored for `value`.
-pub fn encode(value: &[u8]) -> Vec<u8> {
+pub(crate) fn encode(value: &[u8]) -> Vec<u8> {
     if value.len() >= MIN_COMPRESSED_LEN && value.len() <= MAX_VALUE_LEN {
         let bound = lz4_flex::block::get_maximum_output_size(value.len());
         let mut frame = vec![0u8; LZ4_HEADER + bound];
@@ -51,7 +51,7 @@ pub fn encode(value: &[u8]) -> Vec<u8> {
 }
 
 /// The value a stored frame holds.
-pub fn decode(frame: &IVec) -> Result<IVec, StoreError> {
+pub(crate) fn decode(frame: &IVec) -> Result<IVec, StoreError> {
     match frame.first() {
         Some(&RAW) => Ok(frame.subslice(1, frame.len() - 1)),
         Some(&LZ4) => {
@@ -70,7 +70,7 @@ pub fn decode(frame: &IVec) -> Result<IVec, StoreError> {
 
 /// Length of the value a stored frame holds, without decompressing it (the store's logical
 /// size counts values, not frames). A damaged frame counts as its own length.
-pub fn value_len(frame: &[u8]) -> usize {
+pub(crate) fn value_len(frame: &[u8]) -> usize {
     match frame.first() {
         Some(&RAW) => frame.len() - 1,
         Some(&LZ4) => lz4_len(frame).unwrap_or(frame.len()),

@@ -201,7 +201,7 @@ impl Expr {
 
 /// Writes a literal in `$filter` syntax: `'it''s'`, `5`, `5L`, `5.0`, `true`,
 /// `datetime'…'`, `guid'…'`, `X'0a0b'`.
-pub fn write_literal(value: &EdmValue, out: &mut String) {
+pub(crate) fn write_literal(value: &EdmValue, out: &mut String) {
     match value {
         EdmValue::String(s) => {
             out.push('\'');

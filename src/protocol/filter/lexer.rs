@@ -11,7 +11,7 @@ use crate::model::edm::parse_guid;
 use crate::model::{EdmDateTime, EdmValue};
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum TokenKind<'a> {
+pub(crate) enum TokenKind<'a> {
     Ident(&'a str),
     Literal(EdmValue),
     LParen,
@@ -21,13 +21,13 @@ pub enum TokenKind<'a> {
 
 /// A token and its byte span in the filter text.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Token<'a> {
+pub(crate) struct Token<'a> {
     pub kind: TokenKind<'a>,
     pub start: usize,
     pub end: usize,
 }
 
-pub struct Lexer<'a> {
+pub(crate) struct Lexer<'a> {
     text: &'a str,
     pos: usize,
 }
@@ -41,11 +41,11 @@ fn is_ident_continue(c: char) -> bool {
 }
 
 impl<'a> Lexer<'a> {
-    pub fn new(text: &'a str) -> Lexer<'a> {
+    pub(crate) fn new(text: &'a str) -> Lexer<'a> {
         Lexer { text, pos: 0 }
     }
 
-    pub fn text(&self) -> &'a str {
+    pub(crate) fn text(&self) -> &'a str {
         self.text
     }
 
@@ -61,7 +61,7 @@ impl<'a> Lexer<'a> {
         FilterError::at(self.text, kind, byte_end)
     }
 
-    pub fn next_token(&mut self) -> Result<Token<'a>, FilterError> {
+    pub(crate) fn next_token(&mut self) -> Result<Token<'a>, FilterError> {
         while let Some(c) = self.peek() {
             if c.is_whitespace() {
                 self.pos += c.len_utf8();

@@ -10,9 +10,9 @@
 //! "The $filter expression must evaluate to a single boolean value." for a filter of just `1`
 //! (Azure/Azurite#1185). The texts for more than 15 comparisons and too deep nesting are ours.
 
-pub mod ast;
-pub mod lexer;
-pub mod parser;
+pub(crate) mod ast;
+pub(crate) mod lexer;
+pub(crate) mod parser;
 
 pub use ast::{CmpOp, Comparison, Expr, PropertyName};
 

@@ -43,7 +43,7 @@ const KEYWORDS: [&str; 10] = [
     "and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "null",
 ];
 
-pub struct Parser<'a> {
+pub(crate) struct Parser<'a> {
     lexer: Lexer<'a>,
     current: Token<'a>,
     /// Index of `current` in the token stream (0 = first token).
@@ -58,7 +58,7 @@ enum Operand {
 }
 
 impl<'a> Parser<'a> {
-    pub fn new(text: &'a str) -> Result<Parser<'a>, FilterError> {
+    pub(crate) fn new(text: &'a str) -> Result<Parser<'a>, FilterError> {
         let mut lexer = Lexer::new(text);
         let current = lexer.next_token()?;
         Ok(Parser {
@@ -71,7 +71,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses the whole text as one filter.
-    pub fn parse_filter(mut self) -> Result<Expr, FilterError> {
+    pub(crate) fn parse_filter(mut self) -> Result<Expr, FilterError> {
         let expr = self.or_expr()?;
         if self.current.kind != TokenKind::End {
             return Err(self.unexpected());

@@ -10,7 +10,7 @@ use crate::store::StoreError;
 
 /// A failed database call, sorted by what the store does about it.
 #[derive(Debug)]
-pub enum DbFailure {
+pub(super) enum DbFailure {
     /// Serialization failure (40001) or deadlock (40P01): run the transaction again.
     Retry,
     /// Anything else: give up with this error.
@@ -61,7 +61,7 @@ impl PgAddress {
 }
 
 /// Sorts a driver error raised while talking to the database at `target`.
-pub fn classify(target: &PgAddress, e: &tokio_postgres::Error) -> DbFailure {
+pub(super) fn classify(target: &PgAddress, e: &tokio_postgres::Error) -> DbFailure {
     match e.code() {
         Some(code) if *code == SqlState::T_R_SERIALIZATION_FAILURE => DbFailure::Retry,
         Some(code) if *code == SqlState::T_R_DEADLOCK_DETECTED => DbFailure::Retry,
@@ -72,7 +72,7 @@ pub fn classify(target: &PgAddress, e: &tokio_postgres::Error) -> DbFailure {
 
 /// A driver error as a store error: unreachable/lost databases are `Unavailable`, refusals a
 /// one-sentence `Io`.
-pub fn from_db_error(target: &PgAddress, e: &tokio_postgres::Error) -> StoreError {
+pub(super) fn from_db_error(target: &PgAddress, e: &tokio_postgres::Error) -> StoreError {
     let Some(db) = e.as_db_error() else {
         return unavailable(target, e);
     };
@@ -138,7 +138,7 @@ fn unavailable(target: &PgAddress, e: &tokio_postgres::Error) -> StoreError {
 }
 
 /// A failure to get a connection from the pool.
-pub fn from_pool_error(target: &PgAddress, e: PoolError) -> StoreError {
+pub(super) fn from_pool_error(target: &PgAddress, e: PoolError) -> StoreError {
     match e {
         PoolError::Backend(e) => from_db_error(target, &e),
         PoolError::Timeout(_) => StoreError::unavailable(format!(
