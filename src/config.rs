@@ -27,14 +27,14 @@ pub const DEV_ACCOUNT_KEY: &str =
 /// The Table port of the Azure Cosmos DB emulator (`/TablePort`'s default; Azure docs: "Command-line
 /// and PowerShell reference for Azure Cosmos DB emulator"): `--flavor cosmos` listens there
 /// unless told otherwise.
-pub const COSMOS_EMULATOR_PORT: u16 = 8902;
+pub(crate) const COSMOS_EMULATOR_PORT: u16 = 8902;
 
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
 pub const STORE_DIR_NAME: &str = "__tablestore__";
 
 /// Azurite's switch for skipping the version check by environment; only the exact value
 /// `true` enables it (Azurite README, "Skip API Version Check with an Environment Variable").
-pub const AZURITE_SKIP_API_VERSION_CHECK: &str = "AZURITE_SKIP_API_VERSION_CHECK";
+pub(crate) const AZURITE_SKIP_API_VERSION_CHECK: &str = "AZURITE_SKIP_API_VERSION_CHECK";
 
 /// `--flavor`: which service the server answers as (docs/cosmos.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -55,7 +55,7 @@ impl From<FlavorArg> for Flavor {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DurabilityArg {
+pub(crate) enum DurabilityArg {
     /// Every acknowledged write is flushed to disk first (concurrent writes share a flush).
     Durable,
     /// Writes are flushed in the background every 500 ms.
@@ -65,7 +65,7 @@ pub enum DurabilityArg {
 /// Whether the RAM tier keeps the whole process near its budget (`--tier-process-limit`,
 /// tests only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TierProcessLimitArg {
+pub(crate) enum TierProcessLimitArg {
     On,
     Off,
 }
@@ -95,7 +95,7 @@ impl From<CompressionArg> for Compression {
 
 /// The store `--store` names.
 #[derive(Clone, PartialEq, Eq)]
-pub enum StoreArg {
+pub(crate) enum StoreArg {
     /// sled in `<location>/__tablestore__` (or memory with `--inMemoryPersistence`).
     Sled,
     Memory,
@@ -135,7 +135,7 @@ fn parse_store(text: &str) -> Result<StoreArg, String> {
 
 /// Set to a PostgreSQL URL, `Config::for_tests` servers use that database, each in a fresh
 /// schema of its own (scripts/ci/postgres.sh runs integration tests so).
-pub const TEST_STORE_ENV: &str = "TABLESTORE_TEST_STORE";
+pub(crate) const TEST_STORE_ENV: &str = "TABLESTORE_TEST_STORE";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OAuthLevel {
@@ -172,7 +172,7 @@ pub struct Config {
         default_value = "127.0.0.1",
         value_name = "HOST"
     )]
-    pub host: String,
+    pub(crate) host: String,
 
     /// Port to listen on (10002 is the Table port the SDKs and tools expect, 8902 with
     /// `--flavor cosmos`; 0 picks a free one).
@@ -235,11 +235,11 @@ pub struct Config {
         value_parser = parse_store,
         hide_default_value = false
     )]
-    pub store: StoreArg,
+    pub(crate) store: StoreArg,
 
     /// When acknowledged writes reach the disk.
     #[arg(long, env = "TABLESTORE_DURABILITY", value_enum, default_value_t = DurabilityArg::Durable)]
-    pub durability: DurabilityArg,
+    pub(crate) durability: DurabilityArg,
 
     /// Log filter (error, warn, info, debug, trace, or a tracing directive).
     #[arg(
@@ -248,7 +248,7 @@ pub struct Config {
         default_value = "info",
         value_name = "FILTER"
     )]
-    pub log_level: String,
+    pub(crate) log_level: String,
 
     /// Page cache of the on-disk store, in MiB.
     #[arg(
@@ -257,7 +257,7 @@ pub struct Config {
         default_value_t = 32,
         value_name = "MIB"
     )]
-    pub cache_mb: u64,
+    pub(crate) cache_mb: u64,
 
     /// RAM tier of the on-disk store, in MiB: tables that fit are read from an in-memory
     /// copy kept in step with the disk (the least recently read ones leave it first); 0 reads
@@ -268,7 +268,7 @@ pub struct Config {
         default_value_t = 256,
         value_name = "MIB"
     )]
-    pub memory_budget: u64,
+    pub(crate) memory_budget: u64,
 
     /// Tests only: `off` stops the RAM tier from also keeping the whole process near
     /// `--memory-budget` + 64 MiB, so that a tiny budget still loads and evicts tables (no real
@@ -281,7 +281,7 @@ pub struct Config {
         value_enum,
         default_value_t = TierProcessLimitArg::On
     )]
-    pub tier_process_limit: TierProcessLimitArg,
+    pub(crate) tier_process_limit: TierProcessLimitArg,
 
     /// Removed (the write-ahead log it sized): kept only to answer its use with a sentence.
     #[arg(
@@ -290,7 +290,7 @@ pub struct Config {
         hide = true,
         value_name = "MIB"
     )]
-    pub removed_write_buffer: Option<String>,
+    pub(crate) removed_write_buffer: Option<String>,
 
     /// Compression of a new data folder: lz4 (default) compresses each entity on its own (a
     /// folder 1.2–2.3× the data); zstd compresses sled's whole log (0.7–1.3×, writes about
@@ -302,18 +302,18 @@ pub struct Config {
     /// No access log: one line per request is not printed.
     #[arg(short = 's', long, env = "TABLESTORE_SILENT",
         value_parser = BoolishValueParser::new())]
-    pub silent: bool,
+    pub(crate) silent: bool,
 
     /// Append a debug log (every request and response with headers and bodies, and debug
     /// events) to FILE.
     #[arg(short = 'd', long, env = "TABLESTORE_DEBUG", value_name = "FILE")]
-    pub debug: Option<PathBuf>,
+    pub(crate) debug: Option<PathBuf>,
 
     /// Loose mode: ignore unsupported headers and query parameters. tablestore always does,
     /// so this is accepted for Azurite compatibility.
     #[arg(short = 'L', long, env = "TABLESTORE_LOOSE",
         value_parser = BoolishValueParser::new())]
-    pub loose: bool,
+    pub(crate) loose: bool,
 
     /// Accept any x-ms-version value instead of answering 400 InvalidHeaderValue
     /// (also enabled by AZURITE_SKIP_API_VERSION_CHECK=true).
@@ -354,7 +354,7 @@ pub struct Config {
         hide_env_values = true,
         value_name = "TOKEN"
     )]
-    pub metrics_token: Option<String>,
+    pub(crate) metrics_token: Option<String>,
 
     /// Accounts and keys, Azurite's format `name:key1[:key2];name2:key1[:key2]` (base64 keys).
     /// When set, these replace devstoreaccount1.
@@ -391,23 +391,23 @@ pub struct Config {
     /// Probe GET /_health on the configured host and port, then exit 0 (ready) or 1.
     /// For container health checks.
     #[arg(long)]
-    pub healthcheck: bool,
+    pub(crate) healthcheck: bool,
 
     /// Import an export (a .jsonl/.csv file or an export folder) before listening. Entities
     /// that exist are left as they are; an on-disk store records what it seeded, so restarting
     /// with the same seed does nothing (docs/data.md).
     #[arg(long, env = "TABLESTORE_SEED", value_name = "PATH")]
-    pub seed: Option<PathBuf>,
+    pub(crate) seed: Option<PathBuf>,
 
     /// Like --seed, but a missing PATH is no error (the Docker image seeds from /seed this way).
     #[arg(long, env = "TABLESTORE_SEED_IF_PRESENT", value_name = "PATH")]
-    pub seed_if_present: Option<PathBuf>,
+    pub(crate) seed_if_present: Option<PathBuf>,
 
     /// When the --location folder holds Azurite's table database (__azurite_db_table__.json),
     /// import it before listening, once (entities that exist are left as they are).
     #[arg(long, env = "TABLESTORE_IMPORT_AZURITE_IF_PRESENT",
         value_parser = BoolishValueParser::new())]
-    pub import_azurite_if_present: bool,
+    pub(crate) import_azurite_if_present: bool,
 
     /// Print version.
     #[arg(short = 'v', visible_short_alias = 'V', long, action = ArgAction::Version)]
@@ -417,7 +417,7 @@ pub struct Config {
     pub realism: RealismArgs,
 
     #[command(flatten)]
-    pub azurite: AzuriteOptions,
+    pub(crate) azurite: AzuriteOptions,
 
     /// Whether `--location` was given on the command line (not by default or environment).
     #[arg(skip)]
@@ -429,14 +429,14 @@ pub struct Config {
 
     /// The Azurite command this process was started as, if any (its readiness line is printed).
     #[arg(skip)]
-    pub started_as: StartedAs,
+    pub(crate) started_as: StartedAs,
 }
 
 /// The command a server was started as: `tablestore`, or one of Azurite's, named by the
 /// program's own name (a link called `azurite-table`) or by a leading word
 /// (`tablestore azurite-table …`, as in a command written for Azurite's image).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum StartedAs {
+pub(crate) enum StartedAs {
     #[default]
     Tablestore,
     /// `azurite`, the all-in-one command.
@@ -456,7 +456,7 @@ pub enum PageBreaksArg {
 
 /// `--target-error`: the answer to a request over a scalability target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TargetErrorArg {
+pub(crate) enum TargetErrorArg {
     /// 503 ServerBusy.
     ServerBusy,
     /// 500 OperationTimedOut.
@@ -489,7 +489,7 @@ pub struct RealismArgs {
         default_value_t = 20000,
         value_name = "N"
     )]
-    pub target_table_rate: u32,
+    pub(crate) target_table_rate: u32,
 
     /// Per-account target, transactions per second.
     #[arg(
@@ -498,11 +498,11 @@ pub struct RealismArgs {
         default_value_t = 20000,
         value_name = "N"
     )]
-    pub target_account_rate: u32,
+    pub(crate) target_account_rate: u32,
 
     /// The answer over a target.
     #[arg(long, env = "TABLESTORE_TARGET_ERROR", value_enum, default_value_t = TargetErrorArg::ServerBusy)]
-    pub target_error: TargetErrorArg,
+    pub(crate) target_error: TargetErrorArg,
 
     /// With --flavor cosmos, --simulate-targets throttles by request units instead of the
     /// targets above: each table's budget, RU per second [default: 400, Cosmos's default
@@ -569,43 +569,43 @@ impl Default for RealismArgs {
 /// lines written for the all-in-one Azurite image keep working.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Azurite options accepted and ignored")]
-pub struct AzuriteOptions {
+pub(crate) struct AzuriteOptions {
     /// Azurite table keep-alive timeout in seconds (not applied: an idle connection is closed
     /// after 30 s without a request).
     #[arg(long = "tableKeepAliveTimeout", value_name = "SECONDS")]
-    pub table_keep_alive_timeout: Option<u64>,
+    pub(crate) table_keep_alive_timeout: Option<u64>,
 
     /// Azurite telemetry switch (tablestore collects no telemetry).
     #[arg(long = "disableTelemetry")]
-    pub disable_telemetry: bool,
+    pub(crate) disable_telemetry: bool,
 
     /// Blob service address (blob is not served).
     #[arg(long = "blobHost", value_name = "HOST")]
-    pub blob_host: Option<String>,
+    pub(crate) blob_host: Option<String>,
 
     /// Blob service port (blob is not served).
     #[arg(long = "blobPort", value_name = "PORT")]
-    pub blob_port: Option<u16>,
+    pub(crate) blob_port: Option<u16>,
 
     /// Blob keep-alive timeout (blob is not served).
     #[arg(long = "blobKeepAliveTimeout", value_name = "SECONDS")]
-    pub blob_keep_alive_timeout: Option<u64>,
+    pub(crate) blob_keep_alive_timeout: Option<u64>,
 
     /// Queue service address (queue is not served).
     #[arg(long = "queueHost", value_name = "HOST")]
-    pub queue_host: Option<String>,
+    pub(crate) queue_host: Option<String>,
 
     /// Queue service port (queue is not served).
     #[arg(long = "queuePort", value_name = "PORT")]
-    pub queue_port: Option<u16>,
+    pub(crate) queue_port: Option<u16>,
 
     /// Queue keep-alive timeout (queue is not served).
     #[arg(long = "queueKeepAliveTimeout", value_name = "SECONDS")]
-    pub queue_keep_alive_timeout: Option<u64>,
+    pub(crate) queue_keep_alive_timeout: Option<u64>,
 
     /// In-memory blob/queue content limit (blob and queue are not served).
     #[arg(long = "extentMemoryLimit", value_name = "MEGABYTES")]
-    pub extent_memory_limit: Option<u64>,
+    pub(crate) extent_memory_limit: Option<u64>,
 }
 
 impl Config {
@@ -667,7 +667,7 @@ impl Config {
     }
 
     /// The PostgreSQL store's URL and schema, when `--store` names one.
-    pub fn postgres(&self) -> Option<(&str, Option<&str>)> {
+    pub(crate) fn postgres(&self) -> Option<(&str, Option<&str>)> {
         match &self.store {
             StoreArg::Postgres { url, schema } => Some((url, schema.as_deref())),
             _ => None,
@@ -675,18 +675,18 @@ impl Config {
     }
 
     /// Whether the store keeps nothing after exit (`--inMemoryPersistence`, `--store memory`).
-    pub fn is_in_memory(&self) -> bool {
+    pub(crate) fn is_in_memory(&self) -> bool {
         self.in_memory || self.store == StoreArg::Memory
     }
 
     /// Whether data lives in a folder under `--location` (sled).
-    pub fn is_on_disk(&self) -> bool {
+    pub(crate) fn is_on_disk(&self) -> bool {
         !self.is_in_memory() && self.postgres().is_none()
     }
 
     /// Parses the process's command line and environment; prints help, the version or the
     /// error and exits when clap says so.
-    pub fn from_env_and_args() -> Config {
+    pub(crate) fn from_env_and_args() -> Config {
         match Config::try_parse_args(std::env::args_os(), |name| std::env::var(name).ok()) {
             Ok(config) => config,
             Err(e) => e.exit(),
@@ -740,7 +740,7 @@ impl Config {
 
     /// Whether `--host` or `--port` was given on the command line (not by default or
     /// environment).
-    pub fn endpoint_on_command_line(&self) -> bool {
+    pub(crate) fn endpoint_on_command_line(&self) -> bool {
         self.endpoint_on_command_line
     }
 
@@ -748,7 +748,7 @@ impl Config {
     /// `/proc/<pid>/cmdline`), read with this process's environment; `None` when the command
     /// is not a `tablestore` server. `--healthcheck` uses it to find the port that the
     /// container's main process (PID 1) listens on.
-    pub fn of_server_command_line(
+    pub(crate) fn of_server_command_line(
         cmdline: &[u8],
         env: impl Fn(&str) -> Option<String>,
     ) -> Option<Config> {
@@ -769,11 +769,11 @@ impl Config {
     }
 
     /// How a data folder created now is compressed.
-    pub fn new_folder_compression(&self) -> Compression {
+    pub(crate) fn new_folder_compression(&self) -> Compression {
         self.compression.into()
     }
 
-    pub fn durability(&self) -> Durability {
+    pub(crate) fn durability(&self) -> Durability {
         match self.durability {
             DurabilityArg::Durable => Durability::Durable,
             DurabilityArg::Relaxed => Durability::Relaxed,
@@ -781,14 +781,14 @@ impl Config {
     }
 
     /// The service the server answers as.
-    pub fn flavor(&self) -> Flavor {
+    pub(crate) fn flavor(&self) -> Flavor {
         self.flavor.into()
     }
 
     /// The accounts served (data of different accounts never mix): `--accounts` /
     /// `AZURITE_ACCOUNTS` if given, else the development account (`localhost`, the Cosmos DB
     /// emulator's, with `--flavor cosmos`).
-    pub fn accounts(&self) -> Result<crate::auth::Accounts, String> {
+    pub(crate) fn accounts(&self) -> Result<crate::auth::Accounts, String> {
         match self
             .accounts_env
             .as_deref()
@@ -804,7 +804,7 @@ impl Config {
     /// The account that start-up output and test fixtures show, with its base64 key1:
     /// `devstoreaccount1` (`localhost` with `--flavor cosmos`) when it is served, otherwise
     /// the first configured account (in name order).
-    pub fn default_account(&self) -> Result<(String, String), String> {
+    pub(crate) fn default_account(&self) -> Result<(String, String), String> {
         use base64::Engine as _;
         let accounts = self.accounts()?;
         let preferred = match self.flavor() {
@@ -827,17 +827,17 @@ impl Config {
     }
 
     /// `true` when a certificate is configured (the server then speaks HTTPS only).
-    pub fn https(&self) -> bool {
+    pub(crate) fn https(&self) -> bool {
         self.cert.is_some()
     }
 
     /// The folder of the on-disk store: `<location>/__tablestore__`.
-    pub fn store_dir(&self) -> PathBuf {
+    pub(crate) fn store_dir(&self) -> PathBuf {
         self.location.join(STORE_DIR_NAME)
     }
 
     /// `--metrics-token`, checked: a token Prometheus can send in one header.
-    pub fn checked_metrics_token(&self) -> Result<Option<&str>, String> {
+    pub(crate) fn checked_metrics_token(&self) -> Result<Option<&str>, String> {
         match self.metrics_token.as_deref() {
             None => Ok(None),
             Some(t) if t.is_empty() || t.len() > 1024 || !t.bytes().all(|b| b.is_ascii_graphic()) => Err(
@@ -848,7 +848,7 @@ impl Config {
     }
 
     /// The store to open (`crate::store::open`).
-    pub fn store_options(&self) -> StoreOptions {
+    pub(crate) fn store_options(&self) -> StoreOptions {
         if let Some((url, schema)) = self.postgres() {
             return StoreOptions::Postgres {
                 url: url.to_string(),
@@ -978,7 +978,8 @@ fn skip_azurite_program_word(
 
 /// The connection string a client pastes to reach `endpoint` (e.g. `http://127.0.0.1:10002`
 /// or `https://…`; `DefaultEndpointsProtocol` follows the endpoint's scheme).
-pub fn connection_string(endpoint: &str, account: &str, key: &str) -> String {
+#[cfg(test)]
+pub(crate) fn connection_string(endpoint: &str, account: &str, key: &str) -> String {
     connection_string_for(Flavor::Storage, endpoint, account, key)
 }
 
@@ -986,7 +987,12 @@ pub fn connection_string(endpoint: &str, account: &str, key: &str) -> String {
 /// segment, as in the emulator's own connection string
 /// (`…;TableEndpoint=http://localhost:8902/;`); `endpoint` should then name `localhost`, the
 /// host the SDKs take for a Cosmos endpoint.
-pub fn connection_string_for(flavor: Flavor, endpoint: &str, account: &str, key: &str) -> String {
+pub(crate) fn connection_string_for(
+    flavor: Flavor,
+    endpoint: &str,
+    account: &str,
+    key: &str,
+) -> String {
     let protocol = if endpoint.starts_with("https://") {
         "https"
     } else {

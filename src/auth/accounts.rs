@@ -11,9 +11,9 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 
 /// Name of the well-known development account.
-pub const DEV_ACCOUNT_NAME: &str = "devstoreaccount1";
+pub(crate) const DEV_ACCOUNT_NAME: &str = "devstoreaccount1";
 /// Base64 key of the well-known development account.
-pub const DEV_ACCOUNT_KEY: &str =
+pub(crate) const DEV_ACCOUNT_KEY: &str =
     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
 
 /// The account name of the Azure Cosmos DB emulator's Table endpoint: its connection string
@@ -41,12 +41,12 @@ impl AccountKeys {
     }
 
     /// Key bytes in order: key1, then key2 if configured.
-    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8]> {
         self.keys.iter().map(Vec::as_slice)
     }
 
     /// key1 (always present).
-    pub fn primary(&self) -> &[u8] {
+    pub(crate) fn primary(&self) -> &[u8] {
         // `from_base64` always stores key1 first.
         &self.keys[0]
     }
@@ -131,7 +131,7 @@ impl Accounts {
     }
 
     /// Only the Cosmos DB emulator's account `localhost` with its well-known key.
-    pub fn cosmos_emulator() -> Self {
+    pub(crate) fn cosmos_emulator() -> Self {
         let mut accounts = Accounts::empty();
         let keys = AccountKeys::from_base64(COSMOS_EMULATOR_ACCOUNT_KEY, None)
             .expect("the Cosmos DB emulator key is a valid base64 constant");
@@ -188,17 +188,17 @@ impl Accounts {
     }
 
     /// Keys of `name` (exact, case-sensitive match: account names are lower case in Azure).
-    pub fn get(&self, name: &str) -> Option<&AccountKeys> {
+    pub(crate) fn get(&self, name: &str) -> Option<&AccountKeys> {
         self.accounts.get(name)
     }
 
     /// `true` when `name` is configured.
-    pub fn contains(&self, name: &str) -> bool {
+    pub(crate) fn contains(&self, name: &str) -> bool {
         self.accounts.contains_key(name)
     }
 
     /// Configured account names, sorted.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
         self.accounts.keys().map(String::as_str)
     }
 }

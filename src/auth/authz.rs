@@ -125,7 +125,7 @@ impl AuthzOperation {
     }
 
     /// `true` for operations that do not change state (allowed on the secondary endpoint).
-    pub fn is_read_only(self) -> bool {
+    pub(crate) fn is_read_only(self) -> bool {
         use AuthzOperation::*;
         matches!(
             self,
@@ -140,7 +140,7 @@ impl AuthzOperation {
 
     /// Azure's secondary endpoint is read-only: a state-changing operation sent there is 403
     /// `InsufficientAccountPermissions`.
-    pub fn check_secondary(self, is_secondary: bool) -> Result<(), AuthError> {
+    pub(crate) fn check_secondary(self, is_secondary: bool) -> Result<(), AuthError> {
         if is_secondary && !self.is_read_only() {
             Err(AuthError::InsufficientAccountPermissions)
         } else {
@@ -211,7 +211,8 @@ fn authorize_sas(
 
 impl Principal {
     /// The account this principal was authenticated for.
-    pub fn account(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn account(&self) -> &str {
         match self {
             Principal::SharedKey { account } | Principal::Bearer { account, .. } => account,
             Principal::Sas(grant) => &grant.account,
@@ -219,7 +220,7 @@ impl Principal {
     }
 
     /// The SAS grant, when the principal is a SAS (for key-range clipping).
-    pub fn sas(&self) -> Option<&SasGrant> {
+    pub(crate) fn sas(&self) -> Option<&SasGrant> {
         match self {
             Principal::Sas(grant) => Some(grant),
             _ => None,

@@ -44,7 +44,7 @@ use super::error::{AuthError, AuthFailure};
 use super::RequestView;
 
 /// Allowed clock skew on `nbf`/`exp`.
-pub const BEARER_CLOCK_SKEW_SECONDS: i64 = 300;
+pub(crate) const BEARER_CLOCK_SKEW_SECONDS: i64 = 300;
 
 /// Azure Storage's application id, an accepted audience.
 pub const STORAGE_APP_ID: &str = "e406a681-f3d4-42a8-90b6-c2b029497af1";
@@ -60,21 +60,21 @@ const TABLE_SUFFIXES: [&str; 4] = [
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BearerClaims {
     /// The audience that matched.
-    pub audience: String,
+    pub(crate) audience: String,
     /// `iss`: an Entra ID issuer (see [`is_entra_issuer`]).
-    pub issuer: Option<String>,
+    pub(crate) issuer: Option<String>,
     /// `sub`.
-    pub subject: Option<String>,
+    pub(crate) subject: Option<String>,
     /// `oid`.
-    pub object_id: Option<String>,
+    pub(crate) object_id: Option<String>,
     /// `tid`.
-    pub tenant_id: Option<String>,
+    pub(crate) tenant_id: Option<String>,
     /// `appid` (v1 tokens) or `azp` (v2 tokens).
-    pub app_id: Option<String>,
+    pub(crate) app_id: Option<String>,
     /// `exp`.
-    pub expires_at: DateTime<Utc>,
+    pub(crate) expires_at: DateTime<Utc>,
     /// `nbf`, if present.
-    pub not_before: Option<DateTime<Utc>>,
+    pub(crate) not_before: Option<DateTime<Utc>>,
 }
 
 fn malformed() -> AuthError {
@@ -105,7 +105,7 @@ fn string_claim(payload: &serde_json::Map<String, Value>, name: &str) -> Option<
 }
 
 /// `true` when `audience` names Azure Storage or this account's table endpoint.
-pub fn is_storage_audience(audience: &str, account: &str) -> bool {
+pub(crate) fn is_storage_audience(audience: &str, account: &str) -> bool {
     let audience = audience.strip_suffix('/').unwrap_or(audience);
     if audience.eq_ignore_ascii_case("https://storage.azure.com")
         || audience.eq_ignore_ascii_case(STORAGE_APP_ID)
@@ -148,7 +148,7 @@ const PPE_ISSUER_PREFIX: &str = "https://sts.windows-ppe.net/";
 /// `true` when `issuer` is a Microsoft Entra ID token issuer (global, sovereign or
 /// pre-production cloud, v1 or v2 form) for some tenant. The tenant is one non-empty path
 /// segment.
-pub fn is_entra_issuer(issuer: &str) -> bool {
+pub(crate) fn is_entra_issuer(issuer: &str) -> bool {
     let tenant_ok = |t: &str| !t.is_empty() && !t.contains('/');
     let v1 = V1_ISSUER_PREFIXES.iter().any(|p| {
         issuer

@@ -90,23 +90,23 @@ pub struct ServiceSasFields<'a> {
 }
 
 /// First signed version with `sip`/`spr` in the string-to-sign and account SAS.
-pub const SAS_VERSION_2015_04_05: &str = "2015-04-05";
+pub(crate) const SAS_VERSION_2015_04_05: &str = "2015-04-05";
 /// First signed version whose service-SAS canonicalized resource starts with `/table`.
-pub const SAS_VERSION_2015_02_21: &str = "2015-02-21";
+pub(crate) const SAS_VERSION_2015_02_21: &str = "2015-02-21";
 /// First signed version whose account-SAS string-to-sign carries `ses`.
-pub const SAS_VERSION_2020_12_06: &str = "2020-12-06";
+pub(crate) const SAS_VERSION_2020_12_06: &str = "2020-12-06";
 /// Oldest signed version of a table service SAS.
-pub const SAS_VERSION_2012_02_12: &str = "2012-02-12";
+pub(crate) const SAS_VERSION_2012_02_12: &str = "2012-02-12";
 
 /// `true` when `version` (a `YYYY-MM-DD` string) is at least `minimum`. Versions are compared
 /// as text, which orders well-formed dates correctly.
-pub fn version_at_least(version: &str, minimum: &str) -> bool {
+pub(crate) fn version_at_least(version: &str, minimum: &str) -> bool {
     version >= minimum
 }
 
 /// The canonicalized resource of a table service SAS (Azure docs: "Create a service SAS"):
 /// `/table/{account}/{table lowercase}` for `sv` ≥ 2015-02-21, otherwise `/{account}/{table}`.
-pub fn service_sas_canonicalized_resource(account: &str, table: &str, sv: &str) -> String {
+pub(crate) fn service_sas_canonicalized_resource(account: &str, table: &str, sv: &str) -> String {
     let table = table.to_lowercase();
     if version_at_least(sv, SAS_VERSION_2015_02_21) {
         format!("/table/{account}/{table}")
@@ -159,7 +159,7 @@ pub fn account_sas_string_to_sign(account: &str, f: &AccountSasFields<'_>) -> St
 }
 
 /// Raw HMAC-SHA256 of `message` under `key`.
-pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
+pub(crate) fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key)
         .expect("HMAC accepts keys of any length; InvalidLength is never returned for SHA-256");
     mac.update(message);
@@ -173,7 +173,7 @@ pub fn compute_signature(key: &[u8], string_to_sign: &str) -> String {
 
 /// The `Authorization` header of a Shared Key Lite request: `SharedKeyLite account:signature`
 /// over `x-ms-date` (`date`) and the canonicalized resource of `raw_path` and `raw_query`.
-pub fn shared_key_lite_authorization(
+pub(crate) fn shared_key_lite_authorization(
     account: &str,
     key: &[u8],
     date: &str,

@@ -165,7 +165,7 @@ impl AuthError {
     }
 
     /// The HTTP status.
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         match self {
             AuthError::AuthenticationFailed(AuthFailure::PolicyFieldConflict) => 400,
             AuthError::InvalidAuthenticationInfo(InvalidAuthInfo::MalformedHeader { .. }) => 400,
@@ -177,7 +177,7 @@ impl AuthError {
     }
 
     /// Azure's human message text, without the `RequestId`/`Time` lines the server appends.
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
             AuthError::AuthenticationFailed(_) => AUTHENTICATION_FAILED_MESSAGE.to_string(),
             AuthError::InvalidAuthenticationInfo(InvalidAuthInfo::MalformedHeader { .. }) => {
@@ -206,7 +206,7 @@ impl AuthError {
     }
 
     /// The `<AuthenticationErrorDetail>` text Azure adds to XML error bodies, if any.
-    pub fn authentication_error_detail(&self) -> Option<String> {
+    pub(crate) fn authentication_error_detail(&self) -> Option<String> {
         match self {
             AuthError::AuthenticationFailed(reason) => reason.detail(),
             AuthError::InvalidAuthenticationInfo(
@@ -231,7 +231,7 @@ impl AuthError {
 
     /// Value for a `WWW-Authenticate` response header: Azure sends a bearer challenge with its
     /// 401 answers. The tenant is not knowable here, so the `common` authority is used [emu].
-    pub fn www_authenticate(&self) -> Option<String> {
+    pub(crate) fn www_authenticate(&self) -> Option<String> {
         match self {
             AuthError::InvalidAuthenticationInfo(InvalidAuthInfo::BearerTokenRejected {
                 ..
@@ -244,7 +244,8 @@ impl AuthError {
     }
 
     /// `true` for the anonymous-request case (no credentials at all).
-    pub fn is_anonymous(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_anonymous(&self) -> bool {
         matches!(
             self,
             AuthError::AuthenticationFailed(AuthFailure::Anonymous)
@@ -272,7 +273,7 @@ impl AuthError {
 
 impl AuthFailure {
     /// The `<AuthenticationErrorDetail>` text for this reason, when Azure sends one.
-    pub fn detail(&self) -> Option<String> {
+    pub(crate) fn detail(&self) -> Option<String> {
         Some(match self {
             // No detail text is known for these; send none rather than invent one.
             AuthFailure::Anonymous

@@ -41,13 +41,13 @@ pub use acl::{
     decode_signed_identifiers, encode_signed_identifiers, AccessPolicy, AclError, SignedIdentifier,
 };
 pub use authz::AuthzOperation;
-pub use bearer::BearerClaims;
+pub(crate) use bearer::BearerClaims;
 pub use error::{AuthError, AuthFailure, InvalidAuthInfo};
 pub use sas::{
     IpRange, ResourceTypes, SasGrant, SasKeyBound, SasKeyRange, SasKind, SasPermissions,
     SasProtocol, Services,
 };
-pub use shared_key::SharedKeyScheme;
+pub(crate) use shared_key::SharedKeyScheme;
 
 /// What authentication needs to know about a request. The server fills it in from the raw
 /// request; nothing here is decoded or normalised beforehand.
@@ -94,7 +94,7 @@ pub trait PolicyLookup {
 /// A [`PolicyLookup`] that knows no policies (every `si` fails with
 /// "SAS identifier cannot be found…").
 #[derive(Debug, Clone, Copy, Default)]
-pub struct NoPolicies;
+pub(crate) struct NoPolicies;
 
 impl PolicyLookup for NoPolicies {
     fn policy(&self, _account: &str, _table: &str, _id: &str) -> Option<AccessPolicy> {
@@ -116,9 +116,9 @@ where
 pub struct AuthOptions {
     /// Maximum distance between the request's `x-ms-date`/`Date` and `now` for Shared Key
     /// requests; `None` turns the check off. Default: 15 minutes, as Azure.
-    pub max_clock_skew: Option<chrono::Duration>,
+    pub(crate) max_clock_skew: Option<chrono::Duration>,
     /// Accept `Authorization: Bearer` tokens at all. Default: `true`.
-    pub allow_bearer: bool,
+    pub(crate) allow_bearer: bool,
 }
 
 impl Default for AuthOptions {

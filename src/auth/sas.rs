@@ -41,33 +41,33 @@ pub enum SasKind {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SasPermissions {
     /// `r`: query/get entities (account SAS: read service properties, stats).
-    pub read: bool,
+    pub(crate) read: bool,
     /// `a`: insert entities.
-    pub add: bool,
+    pub(crate) add: bool,
     /// `u`: update/merge entities.
-    pub update: bool,
+    pub(crate) update: bool,
     /// `d`: delete entities (account SAS: also tables).
-    pub delete: bool,
+    pub(crate) delete: bool,
     /// `w` (account SAS): write service properties, create tables.
-    pub write: bool,
+    pub(crate) write: bool,
     /// `l` (account SAS): list tables.
-    pub list: bool,
+    pub(crate) list: bool,
     /// `c` (account SAS): create tables.
-    pub create: bool,
+    pub(crate) create: bool,
     /// `p` (account SAS): process (queue messages; unused by tables).
-    pub process: bool,
+    pub(crate) process: bool,
 }
 
 impl SasPermissions {
     /// Parses a table service SAS permission string: letters from `raud`, each at most once, in
     /// that order (Azure validates the order; the legacy emulator raised
     /// "Invalid order of permission").
-    pub fn parse_table_ordered(text: &str) -> Option<Self> {
+    pub(crate) fn parse_table_ordered(text: &str) -> Option<Self> {
         Self::parse_table(text, true)
     }
 
     /// Parses `raud` letters in any order, each at most once (stored access policies).
-    pub fn parse_table_any_order(text: &str) -> Option<Self> {
+    pub(crate) fn parse_table_any_order(text: &str) -> Option<Self> {
         Self::parse_table(text, false)
     }
 
@@ -98,7 +98,7 @@ impl SasPermissions {
     /// Parses an account SAS permission string. Letters `r w d l a c u p` set the flags; the
     /// blob/file-only letters `y t f i x` are accepted and ignored; anything else, or a repeated
     /// letter, is an error. Any order is accepted [emu] (the value is signed as sent).
-    pub fn parse_account(text: &str) -> Option<Self> {
+    pub(crate) fn parse_account(text: &str) -> Option<Self> {
         let mut p = SasPermissions::default();
         let mut seen = String::new();
         for c in text.chars() {
@@ -127,16 +127,16 @@ impl SasPermissions {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ResourceTypes {
     /// `s`: service-level operations (properties, stats).
-    pub service: bool,
+    pub(crate) service: bool,
     /// `c`: container-level operations (tables).
-    pub container: bool,
+    pub(crate) container: bool,
     /// `o`: object-level operations (entities).
-    pub object: bool,
+    pub(crate) object: bool,
 }
 
 impl ResourceTypes {
     /// Parses `srt` (letters `s c o`, any order, no repeats).
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let mut r = ResourceTypes::default();
         for c in text.chars() {
             let flag = match c {
@@ -154,7 +154,7 @@ impl ResourceTypes {
     }
 
     /// All three types (what a service SAS implicitly scopes is decided elsewhere).
-    pub fn all() -> Self {
+    pub(crate) fn all() -> Self {
         ResourceTypes {
             service: true,
             container: true,
@@ -166,15 +166,15 @@ impl ResourceTypes {
 /// Account SAS `ss`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Services {
-    pub blob: bool,
-    pub queue: bool,
-    pub table: bool,
-    pub file: bool,
+    pub(crate) blob: bool,
+    pub(crate) queue: bool,
+    pub(crate) table: bool,
+    pub(crate) file: bool,
 }
 
 impl Services {
     /// Parses `ss` (letters `b q t f`, any order, no repeats).
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let mut s = Services::default();
         for c in text.chars() {
             let flag = match c {
@@ -193,7 +193,7 @@ impl Services {
     }
 
     /// Only the table service (what a table service SAS implies).
-    pub fn table_only() -> Self {
+    pub(crate) fn table_only() -> Self {
         Services {
             table: true,
             ..Services::default()
@@ -212,7 +212,7 @@ pub enum SasProtocol {
 
 impl SasProtocol {
     /// Parses `spr`; plain `http` is not allowed.
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         match text {
             "https" => Some(SasProtocol::HttpsOnly),
             "https,http" | "http,https" => Some(SasProtocol::HttpsOrHttp),
@@ -224,14 +224,14 @@ impl SasProtocol {
 /// `sip`: one address or an inclusive range `a.b.c.d-e.f.g.h`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IpRange {
-    pub start: IpAddr,
-    pub end: IpAddr,
+    pub(crate) start: IpAddr,
+    pub(crate) end: IpAddr,
 }
 
 impl IpRange {
     /// Parses `a.b.c.d` or `a.b.c.d-e.f.g.h` (IPv6 addresses are accepted too; both ends must
     /// be of the same family and in order).
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let (start, end) = match text.split_once('-') {
             Some((a, b)) => (a.trim().parse().ok()?, b.trim().parse().ok()?),
             None => {
@@ -249,7 +249,7 @@ impl IpRange {
 
     /// `true` when `ip` lies in the range. IPv4-mapped IPv6 client addresses are compared as
     /// IPv4.
-    pub fn contains(&self, ip: IpAddr) -> bool {
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
         let ip = match ip {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
             v4 => v4,
@@ -281,18 +281,18 @@ pub struct SasKeyBound {
 /// Keys compare as Rust strings (Unicode code-point order), the same order the store uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SasKeyRange {
-    pub start: Option<SasKeyBound>,
-    pub end: Option<SasKeyBound>,
+    pub(crate) start: Option<SasKeyBound>,
+    pub(crate) end: Option<SasKeyBound>,
 }
 
 impl SasKeyRange {
     /// `true` when no bound is set.
-    pub fn is_unbounded(&self) -> bool {
+    pub(crate) fn is_unbounded(&self) -> bool {
         self.start.is_none() && self.end.is_none()
     }
 
     /// `true` when the entity `(partition_key, row_key)` lies inside the range.
-    pub fn contains(&self, partition_key: &str, row_key: &str) -> bool {
+    pub(crate) fn contains(&self, partition_key: &str, row_key: &str) -> bool {
         let after_start = match &self.start {
             None => true,
             Some(SasKeyBound {
@@ -330,37 +330,37 @@ impl SasKeyRange {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SasGrant {
     /// The account the SAS was verified for.
-    pub account: String,
+    pub(crate) account: String,
     pub kind: SasKind,
     /// `sv`.
-    pub version: String,
+    pub(crate) version: String,
     /// Effective permissions (after merging a stored access policy).
-    pub permissions: SasPermissions,
+    pub(crate) permissions: SasPermissions,
     /// `tn` as given (service SAS only); compared case-insensitively.
-    pub table_name: Option<String>,
+    pub(crate) table_name: Option<String>,
     /// `srt` (account SAS); all types for a service SAS, whose scope is its table.
-    pub resource_types: ResourceTypes,
+    pub(crate) resource_types: ResourceTypes,
     /// `ss` (account SAS); table only for a service SAS.
-    pub services: Services,
+    pub(crate) services: Services,
     /// Effective start (after merging), if any.
-    pub start: Option<DateTime<Utc>>,
+    pub(crate) start: Option<DateTime<Utc>>,
     /// Effective expiry (after merging).
-    pub expiry: DateTime<Utc>,
+    pub(crate) expiry: DateTime<Utc>,
     /// `sip`, if any.
-    pub ip_range: Option<IpRange>,
+    pub(crate) ip_range: Option<IpRange>,
     /// `spr`.
-    pub protocol: SasProtocol,
+    pub(crate) protocol: SasProtocol,
     /// Service SAS key range (unbounded for an account SAS).
-    pub key_range: SasKeyRange,
+    pub(crate) key_range: SasKeyRange,
     /// `si`, if the SAS referenced a stored access policy.
-    pub identifier: Option<String>,
+    pub(crate) identifier: Option<String>,
     /// `ses` (account SAS), if any.
-    pub encryption_scope: Option<String>,
+    pub(crate) encryption_scope: Option<String>,
 }
 
 impl SasGrant {
     /// The key range queries must be clipped to and writes checked against.
-    pub fn key_range(&self) -> &SasKeyRange {
+    pub(crate) fn key_range(&self) -> &SasKeyRange {
         &self.key_range
     }
 

@@ -28,14 +28,14 @@ use super::{AuthOptions, RequestView};
 
 /// Which Shared Key flavour the header named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SharedKeyScheme {
+pub(crate) enum SharedKeyScheme {
     SharedKey,
     SharedKeyLite,
 }
 
 impl SharedKeyScheme {
     /// The scheme word as written in the header.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SharedKeyScheme::SharedKey => "SharedKey",
             SharedKeyScheme::SharedKeyLite => "SharedKeyLite",

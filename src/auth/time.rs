@@ -16,7 +16,7 @@ pub fn parse_http_date(text: &str) -> Option<DateTime<Utc>> {
 
 /// Formats a time as RFC 1123 (`Mon, 27 Jun 2016 15:25:14 GMT`), the `ToString("R")` form
 /// Azure uses inside authentication error details.
-pub fn format_http_date(time: DateTime<Utc>) -> String {
+pub(crate) fn format_http_date(time: DateTime<Utc>) -> String {
     time.format("%a, %d %b %Y %H:%M:%S GMT").to_string()
 }
 
@@ -65,7 +65,7 @@ pub fn parse_iso8601(text: &str) -> Option<DateTime<Utc>> {
 
 /// Formats a time the way Azure writes stored-access-policy times: seven fractional digits and
 /// `Z` (`2021-07-08T09:10:09.0000000Z`).
-pub fn format_iso8601_7(time: DateTime<Utc>) -> String {
+pub(crate) fn format_iso8601_7(time: DateTime<Utc>) -> String {
     format!(
         "{}.{:07}Z",
         time.format("%Y-%m-%dT%H:%M:%S"),

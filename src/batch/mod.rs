@@ -66,8 +66,8 @@ pub(crate) fn check_rules(ops: &[(&str, &WriteOp)]) -> Result<(), (usize, RuleVi
 /// named, `tables[i]` (kept apart so the store gets the writes as one slice).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ChangeSet {
-    pub tables: Vec<String>,
-    pub ops: Vec<WriteOp>,
+    pub(crate) tables: Vec<String>,
+    pub(crate) ops: Vec<WriteOp>,
 }
 
 impl ChangeSet {
@@ -96,16 +96,16 @@ pub(crate) enum Failure {
 /// A change set that failed at operation `index`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Failed {
-    pub index: usize,
-    pub failure: Failure,
+    pub(crate) index: usize,
+    pub(crate) failure: Failure,
 }
 
 /// A change set that was applied (as durably as the store promises): the table and each
 /// operation's Timestamp.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Applied {
-    pub table: TableInfo,
-    pub stamps: Vec<EdmDateTime>,
+    pub(crate) table: TableInfo,
+    pub(crate) stamps: Vec<EdmDateTime>,
 }
 
 /// Checks a change set against the rules (see [`check_rules`]).

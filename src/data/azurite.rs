@@ -24,10 +24,10 @@ const TABLES_COLLECTION: &str = "$TABLES_COLLECTION$";
 
 /// One table of the database with its entities.
 pub(crate) struct Table {
-    pub account: String,
-    pub name: String,
+    pub(crate) account: String,
+    pub(crate) name: String,
     /// The stored access policies as a Set Table ACL body, if any.
-    pub acl: Option<String>,
+    pub(crate) acl: Option<String>,
     pub entities: Vec<Entity>,
 }
 

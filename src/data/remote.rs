@@ -42,11 +42,11 @@ pub(crate) enum Credential {
 #[derive(Clone)]
 pub(crate) struct RemoteAccount {
     /// `scheme://host[:port]`.
-    pub origin: String,
+    pub(crate) origin: String,
     /// The path before table names: `/devstoreaccount1` in path style, empty in host style.
-    pub prefix: String,
-    pub account: String,
-    pub credential: Credential,
+    pub(crate) prefix: String,
+    pub(crate) account: String,
+    pub(crate) credential: Credential,
 }
 
 impl RemoteAccount {

@@ -72,21 +72,21 @@ impl Format {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ManifestTable {
     /// The name as created.
-    pub name: String,
+    pub(crate) name: String,
     /// The file, relative to the manifest.
-    pub file: String,
+    pub(crate) file: String,
     pub entities: u64,
     /// Stored access policies (a Set Table ACL body).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acl: Option<String>,
+    pub(crate) acl: Option<String>,
 }
 
 /// `manifest.json` of one account's export.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Manifest {
-    pub account: String,
-    pub format: Format,
-    pub tables: Vec<ManifestTable>,
+    pub(crate) account: String,
+    pub(crate) format: Format,
+    pub(crate) tables: Vec<ManifestTable>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -133,11 +133,11 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, Dat
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ExportOptions {
     /// Tables to export (any case); empty for all.
-    pub tables: Vec<String>,
+    pub(crate) tables: Vec<String>,
     /// A `$filter` applied to every table.
-    pub filter: Option<String>,
-    pub format: Format,
-    pub resume: bool,
+    pub(crate) filter: Option<String>,
+    pub(crate) format: Format,
+    pub(crate) resume: bool,
 }
 
 /// What a transfer did.
@@ -146,7 +146,7 @@ pub struct Summary {
     pub tables: usize,
     pub entities: u64,
     /// Entities an import left as they were (`--mode skip`).
-    pub skipped: u64,
+    pub(crate) skipped: u64,
 }
 
 /// The tables of `source` an export takes, names as created; a named table that does not
@@ -443,12 +443,12 @@ fn export_table(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SourceTable {
     /// The account folder it came from, if any.
-    pub account: Option<String>,
-    pub table: String,
-    pub file: PathBuf,
-    pub format: Format,
+    pub(crate) account: Option<String>,
+    pub(crate) table: String,
+    pub(crate) file: PathBuf,
+    pub(crate) format: Format,
     pub entities: Option<u64>,
-    pub acl: Option<String>,
+    pub(crate) acl: Option<String>,
 }
 
 /// The table files under `path`: a single file (its table named by `table` or the file
@@ -543,8 +543,8 @@ pub(crate) fn read_file(
 /// How an import writes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ImportOptions {
-    pub mode: Mode,
-    pub resume: bool,
+    pub(crate) mode: Mode,
+    pub(crate) resume: bool,
     /// Record progress for `--resume` (off for `--seed`).
     pub checkpoints: bool,
     /// The limits a JSON Lines entity is read against (Cosmos's for `--flavor cosmos`).
@@ -568,7 +568,7 @@ pub(crate) fn import_progress_path(path: &Path) -> PathBuf {
 /// Entities committed per table (`account/table`), for `--resume`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct ImportProgress {
-    pub committed: std::collections::BTreeMap<String, u64>,
+    pub(crate) committed: std::collections::BTreeMap<String, u64>,
 }
 
 /// Imports table files into the targets: a file from an account folder goes to the target

@@ -71,12 +71,12 @@ pub(crate) enum BatchOutcome {
 #[derive(Debug)]
 pub(crate) struct AppliedChangeSet {
     /// The table, named as created.
-    pub table: TableRef,
+    pub(crate) table: TableRef,
     /// The writes in order, and each one's Timestamp.
-    pub ops: Vec<WriteOp>,
-    pub stamps: Vec<EdmDateTime>,
+    pub(crate) ops: Vec<WriteOp>,
+    pub(crate) stamps: Vec<EdmDateTime>,
     /// The request body's size in bytes.
-    pub size: usize,
+    pub(crate) size: usize,
 }
 
 pub(crate) async fn execute(

@@ -20,14 +20,14 @@ use crate::store::{read_with, Store, StoreError, StoredRow, TableInfo};
 #[derive(Debug)]
 pub(crate) struct EntityQuery {
     /// The table as the URL names it.
-    pub table: String,
-    pub filter: Option<Expr>,
+    pub(crate) table: String,
+    pub(crate) filter: Option<Expr>,
     /// Most entities in the page (0..=1000).
-    pub top: usize,
+    pub(crate) top: usize,
     /// Where the page starts, from a continuation.
-    pub resume: Resume,
+    pub(crate) resume: Resume,
     /// Count the pages the whole result takes from here (opt-in debugging).
-    pub count_pages: bool,
+    pub(crate) count_pages: bool,
 }
 
 /// Where a page of Query Entities starts.
@@ -47,23 +47,23 @@ pub(crate) enum Resume {
 #[derive(Debug)]
 pub(crate) struct EntityPage {
     /// The table, named as created.
-    pub table: TableRef,
+    pub(crate) table: TableRef,
     /// The matching entities as stored, where the next page starts, and how many were read.
-    pub page: RawPage,
+    pub(crate) page: RawPage,
     /// The plan executed: the filter's key ranges, narrowed to the caller's SAS range.
-    pub plan: Plan,
-    pub filter: Option<Arc<Expr>>,
+    pub(crate) plan: Plan,
+    pub(crate) filter: Option<Arc<Expr>>,
     /// The pages the whole result takes from here (counted up to [`MAX_COUNTED_PAGES`]),
     /// when the query asked for them.
-    pub pages: Option<u64>,
+    pub(crate) pages: Option<u64>,
     /// In hashed order (`page.next` is then `None`): where the next page starts.
     pub hashed_next: Option<UnorderedNext>,
     /// In hashed order: where this page began (a page cut short continues from it).
     pub hashed_start: Option<UnorderedStart>,
     /// The query's first page (no continuation was given).
-    pub first_page: bool,
+    pub(crate) first_page: bool,
     /// The most entities the page could hold (`$top`, or the 1,000-entity page limit).
-    pub top: usize,
+    pub(crate) top: usize,
 }
 
 /// Pages counted before giving up (the count then reads `1000+`).
@@ -73,8 +73,8 @@ pub(crate) const MAX_COUNTED_PAGES: u64 = 1000;
 #[derive(Debug)]
 pub(crate) struct Written {
     /// The table, named as created.
-    pub table: TableRef,
-    pub op: WriteOp,
+    pub(crate) table: TableRef,
+    pub(crate) op: WriteOp,
     pub timestamp: EdmDateTime,
 }
 

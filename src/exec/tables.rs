@@ -12,7 +12,7 @@ use crate::store::{Store, StoreError, TableInfo};
 /// Query Tables as the request asks it.
 #[derive(Debug)]
 pub(crate) struct TableQuery {
-    pub filter: Option<Expr>,
+    pub(crate) filter: Option<Expr>,
     /// Most tables in the page (0..=1000).
     pub top: usize,
     /// The identity the page starts at (the lower-cased name), from a continuation (key order).
@@ -25,10 +25,10 @@ pub(crate) struct TableQuery {
 /// One page of Query Tables in an account.
 #[derive(Debug)]
 pub(crate) struct TablesPage {
-    pub account: String,
-    pub page: TablePage,
+    pub(crate) account: String,
+    pub(crate) page: TablePage,
     /// In hashed order (`page.next` is then `None`): where the next page starts.
-    pub hashed_next: Option<(u64, String)>,
+    pub(crate) hashed_next: Option<(u64, String)>,
 }
 
 pub(crate) async fn query(

@@ -85,14 +85,14 @@ pub(crate) enum Rule {
 /// What a rule says and where the guide says it.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub(crate) struct RuleInfo {
-    pub rule: Rule,
+    pub(crate) rule: Rule,
     pub id: &'static str,
     /// The public Azure documentation page.
-    pub guide_page: &'static str,
+    pub(crate) guide_page: &'static str,
     /// The section of that page, by its heading.
-    pub guide_section: &'static str,
-    pub problem: &'static str,
-    pub suggestion: &'static str,
+    pub(crate) guide_section: &'static str,
+    pub(crate) problem: &'static str,
+    pub(crate) suggestion: &'static str,
 }
 
 impl Rule {

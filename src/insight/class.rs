@@ -10,7 +10,7 @@ use crate::store::KeyBound;
 
 /// How a query reaches its entities.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum QueryClass {
+pub(crate) enum QueryClass {
     /// PartitionKey and RowKey both pinned to one value: one entity.
     Point,
     /// One PartitionKey, a RowKey range (other properties may filter inside it).
@@ -27,7 +27,7 @@ pub enum QueryClass {
 }
 
 impl QueryClass {
-    pub const ALL: [QueryClass; 6] = [
+    pub(crate) const ALL: [QueryClass; 6] = [
         QueryClass::Point,
         QueryClass::Range,
         QueryClass::PartitionScan,
@@ -37,7 +37,7 @@ impl QueryClass {
     ];
 
     /// The guide's phrase, as shown in headers, logs, JSON and metrics labels.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             QueryClass::Point => "point query",
             QueryClass::Range => "range query",
@@ -49,7 +49,7 @@ impl QueryClass {
     }
 
     /// The same phrase as a metrics label value (`point_query`, `table_scan`, …).
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             QueryClass::Point => "point_query",
             QueryClass::Range => "range_query",
@@ -60,12 +60,12 @@ impl QueryClass {
         }
     }
 
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 
     /// Classifies an entity query from its plan.
-    pub fn of_plan(plan: &Plan) -> QueryClass {
+    pub(crate) fn of_plan(plan: &Plan) -> QueryClass {
         let kinds = plan.kinds();
         match kinds.as_slice() {
             [] => QueryClass::Empty,
@@ -82,7 +82,7 @@ impl QueryClass {
 
     /// Classifies a Query Tables plan description (`scan`, `names(N)`, each maybe `+filter`):
     /// exact table names are point lookups in the account's table list, anything else scans it.
-    pub fn of_table_plan(plan: &str) -> QueryClass {
+    pub(crate) fn of_table_plan(plan: &str) -> QueryClass {
         let base = plan.strip_suffix("+filter").unwrap_or(plan);
         match base {
             "names(0)" => QueryClass::Empty,

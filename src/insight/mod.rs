@@ -40,14 +40,14 @@ pub(crate) const ADVICE_LOG_TARGET: &str = "tablestore::advice";
 
 /// What one successful request did to one table.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Observation {
-    pub account: String,
-    pub table: String,
-    pub event: Event,
+pub(crate) struct Observation {
+    pub(crate) account: String,
+    pub(crate) table: String,
+    pub(crate) event: Event,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Event {
+pub(crate) enum Event {
     /// Query Entities (or Query Tables, with the account's table list as `table`).
     Query {
         class: QueryClass,
@@ -72,25 +72,25 @@ pub enum Event {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EntityFacts {
-    pub partition: String,
+pub(crate) struct EntityFacts {
+    pub(crate) partition: String,
     /// Size by the service's accounting formula.
-    pub size: usize,
+    pub(crate) size: usize,
     pub properties: usize,
     /// Insert (or an upsert): counts towards the prepend/append rule.
-    pub inserted: bool,
-    pub deleted: bool,
+    pub(crate) inserted: bool,
+    pub(crate) deleted: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BatchFacts {
-    pub operations: usize,
-    pub body_bytes: usize,
+pub(crate) struct BatchFacts {
+    pub(crate) operations: usize,
+    pub(crate) body_bytes: usize,
 }
 
 impl Observation {
     /// A query's observation.
-    pub fn query(
+    pub(crate) fn query(
         account: &str,
         table: &str,
         class: QueryClass,
@@ -181,7 +181,7 @@ impl Observation {
     }
 
     /// The observation of committed writes (`batch` for an entity group transaction).
-    pub fn writes(
+    pub(crate) fn writes(
         account: &str,
         table: &str,
         ops: &[WriteOp],
@@ -210,15 +210,15 @@ impl Observation {
 
 /// One finished request, as the server reports it.
 #[derive(Debug, Clone)]
-pub struct Report {
+pub(crate) struct Report {
     /// The REST operation's name (`QueryEntities`, …) or `Other`.
-    pub operation: &'static str,
-    pub status: u16,
-    pub latency: Duration,
+    pub(crate) operation: &'static str,
+    pub(crate) status: u16,
+    pub(crate) latency: Duration,
     /// The account that was charged a transaction (authenticated requests only).
-    pub account: Option<String>,
+    pub(crate) account: Option<String>,
     /// Present when the request succeeded and touched a table.
-    pub observation: Option<Observation>,
+    pub(crate) observation: Option<Observation>,
 }
 
 struct Shared {
@@ -229,7 +229,7 @@ struct Shared {
 
 /// The handle the server keeps: queue reports, read snapshots.
 #[derive(Clone)]
-pub struct Insight {
+pub(crate) struct Insight {
     queue: SyncSender<Report>,
     shared: Arc<Shared>,
 }
@@ -237,12 +237,13 @@ pub struct Insight {
 impl Insight {
     /// Starts the statistics thread for a Table storage server; it ends when the last
     /// handle is dropped.
-    pub fn start() -> Insight {
+    #[cfg(test)]
+    pub(crate) fn start() -> Insight {
         Insight::start_as(Flavor::Storage)
     }
 
     /// Starts the statistics thread, its advice for the service the server answers as.
-    pub fn start_as(flavor: Flavor) -> Insight {
+    pub(crate) fn start_as(flavor: Flavor) -> Insight {
         let (queue, rx) = sync_channel(QUEUE);
         let shared = Arc::new(Shared {
             started: Instant::now(),
@@ -259,7 +260,7 @@ impl Insight {
     }
 
     /// Queues a finished request's report without waiting.
-    pub fn report(&self, report: Report) {
+    pub(crate) fn report(&self, report: Report) {
         match self.queue.try_send(report) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => self.shared.metrics.dropped(),
@@ -272,14 +273,14 @@ impl Insight {
     }
 
     /// The statistics and advice (of one account when given) as JSON.
-    pub fn snapshot(&self, account: Option<&str>) -> serde_json::Value {
+    pub(crate) fn snapshot(&self, account: Option<&str>) -> serde_json::Value {
         let stats = self.shared.stats.lock();
         stats.snapshot(self.now(), account)
     }
 
     /// The Prometheus text exposition, with the group commit's flush count and the store's
     /// size read by the caller at scrape time.
-    pub fn metrics(&self, flushes: u64, store: Option<crate::store::Footprint>) -> String {
+    pub(crate) fn metrics(&self, flushes: u64, store: Option<crate::store::Footprint>) -> String {
         let advice = {
             let stats = self.shared.stats.lock();
             stats.active_advice().len()
@@ -289,7 +290,7 @@ impl Insight {
 
     /// Waits until every report queued so far has been counted (tests and the endpoint's
     /// `?sync` option read their own writes with it); gives up after `timeout`.
-    pub fn settle(&self, timeout: Duration) -> bool {
+    pub(crate) fn settle(&self, timeout: Duration) -> bool {
         let (tx, rx) = std::sync::mpsc::channel();
         let marker = Report {
             operation: SETTLE,

@@ -27,9 +27,9 @@ const HOT_STREAKS: usize = 16;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub(crate) struct Summary {
-    pub count: u64,
-    pub sum: u64,
-    pub max: u64,
+    pub(crate) count: u64,
+    pub(crate) sum: u64,
+    pub(crate) max: u64,
 }
 
 impl Summary {
@@ -44,14 +44,14 @@ impl Summary {
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Advice {
     #[serde(flatten)]
-    pub info: advice::RuleInfo,
+    pub(crate) info: advice::RuleInfo,
     /// Observations that met the rule's condition.
-    pub count: u64,
+    pub(crate) count: u64,
     /// Seconds since start of the first and the latest such observation.
-    pub first_seen_s: u64,
-    pub last_seen_s: u64,
+    pub(crate) first_seen_s: u64,
+    pub(crate) last_seen_s: u64,
     /// What was observed the first time (a partition, a property, a size).
-    pub example: String,
+    pub(crate) example: String,
 }
 
 #[derive(Debug, Clone)]
@@ -192,18 +192,18 @@ pub(crate) struct Stats {
     tables: HashMap<(String, String), TableStats>,
     accounts: HashMap<String, AccountStats>,
     /// Observations that did not fit the queue and were not counted.
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// Callers of `Insight::settle` waiting for the queue to drain.
-    pub settle_waiters: Vec<std::sync::mpsc::Sender<()>>,
+    pub(crate) settle_waiters: Vec<std::sync::mpsc::Sender<()>>,
 }
 
 /// A fired rule the caller should log (once per table and rule).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NewAdvice {
-    pub account: String,
-    pub table: Option<String>,
-    pub rule: Rule,
-    pub example: String,
+    pub(crate) account: String,
+    pub(crate) table: Option<String>,
+    pub(crate) rule: Rule,
+    pub(crate) example: String,
 }
 
 fn fire(

@@ -13,7 +13,7 @@ pub(crate) const MAX_KEY_BYTES: usize = 128;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Counted {
     pub key: String,
-    pub count: u64,
+    pub(crate) count: u64,
     /// Upper bound of how much of `count` belongs to keys evicted before this one.
     pub error: u64,
 }

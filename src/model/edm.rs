@@ -19,7 +19,7 @@ pub enum EdmType {
 
 impl EdmType {
     /// The `Edm.*` name used in `@odata.type` annotations.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             EdmType::String => "Edm.String",
             EdmType::Int32 => "Edm.Int32",
@@ -33,7 +33,7 @@ impl EdmType {
     }
 
     /// Parses an `Edm.*` annotation value (exact, case-sensitive as the service treats it).
-    pub fn parse(name: &str) -> Option<EdmType> {
+    pub(crate) fn parse(name: &str) -> Option<EdmType> {
         Some(match name {
             "Edm.String" => EdmType::String,
             "Edm.Int32" => EdmType::Int32,
@@ -79,7 +79,7 @@ impl EdmValueRef<'_> {
     /// Orders two values of the same EDM type (strings by UTF-16 code units, Guid and Binary
     /// by bytes); `None` across types or with a NaN. Filters on stored bytes and on decoded
     /// entities both come here.
-    pub fn compare(self, other: EdmValueRef<'_>) -> Option<Ordering> {
+    pub(crate) fn compare(self, other: EdmValueRef<'_>) -> Option<Ordering> {
         match (self, other) {
             (EdmValueRef::String(a), EdmValueRef::String(b)) => Some(compare_ordinal(a, b)),
             (EdmValueRef::Int32(a), EdmValueRef::Int32(b)) => Some(a.cmp(&b)),
@@ -93,7 +93,7 @@ impl EdmValueRef<'_> {
         }
     }
 
-    pub fn to_owned_value(self) -> EdmValue {
+    pub(crate) fn to_owned_value(self) -> EdmValue {
         match self {
             EdmValueRef::String(s) => EdmValue::String(s.to_string()),
             EdmValueRef::Int32(v) => EdmValue::Int32(v),
@@ -108,7 +108,7 @@ impl EdmValueRef<'_> {
 }
 
 impl EdmValue {
-    pub fn as_value_ref(&self) -> EdmValueRef<'_> {
+    pub(crate) fn as_value_ref(&self) -> EdmValueRef<'_> {
         match self {
             EdmValue::String(s) => EdmValueRef::String(s),
             EdmValue::Int32(v) => EdmValueRef::Int32(*v),
@@ -121,7 +121,7 @@ impl EdmValue {
         }
     }
 
-    pub fn edm_type(&self) -> EdmType {
+    pub(crate) fn edm_type(&self) -> EdmType {
         match self {
             EdmValue::String(_) => EdmType::String,
             EdmValue::Int32(_) => EdmType::Int32,
@@ -136,12 +136,12 @@ impl EdmValue {
 
     /// Typed comparison: `None` when the two values are of different EDM types (a `$filter`
     /// comparison between them does not match) or when either Double is NaN.
-    pub fn compare(&self, other: &EdmValue) -> Option<Ordering> {
+    pub(crate) fn compare(&self, other: &EdmValue) -> Option<Ordering> {
         self.as_value_ref().compare(other.as_value_ref())
     }
 
     /// Bytes this value counts for in the service's entity-size formula.
-    pub fn size_for_limit(&self) -> usize {
+    pub(crate) fn size_for_limit(&self) -> usize {
         match self {
             EdmValue::String(s) => 4 + 2 * utf16_len(s),
             EdmValue::Binary(b) => 4 + b.len(),
@@ -154,7 +154,7 @@ impl EdmValue {
 }
 
 /// Number of UTF-16 code units of `s` (the unit the service's string limits count in).
-pub fn utf16_len(s: &str) -> usize {
+pub(crate) fn utf16_len(s: &str) -> usize {
     if s.is_ascii() {
         return s.len();
     }
@@ -164,7 +164,7 @@ pub fn utf16_len(s: &str) -> usize {
 /// Ordinal string comparison by UTF-16 code units, as .NET's `string.CompareOrdinal` (the order
 /// Azure sorts keys in). Differs from Rust's `str` order only for U+E000..U+FFFF versus
 /// supplementary-plane characters.
-pub fn compare_ordinal(a: &str, b: &str) -> Ordering {
+pub(crate) fn compare_ordinal(a: &str, b: &str) -> Ordering {
     if a.is_ascii() && b.is_ascii() {
         return a.cmp(b);
     }
@@ -172,12 +172,12 @@ pub fn compare_ordinal(a: &str, b: &str) -> Ordering {
 }
 
 /// Formats a GUID as lowercase `8-4-4-4-12` hex.
-pub fn format_guid(g: &[u8; 16]) -> String {
+pub(crate) fn format_guid(g: &[u8; 16]) -> String {
     write_guid(g, &mut [0u8; 36]).to_string()
 }
 
 /// [`format_guid`] into a caller's buffer, without allocating.
-pub fn write_guid<'b>(g: &[u8; 16], buf: &'b mut [u8; 36]) -> &'b str {
+pub(crate) fn write_guid<'b>(g: &[u8; 16], buf: &'b mut [u8; 36]) -> &'b str {
     uuid::Uuid::from_bytes(*g).hyphenated().encode_lower(buf)
 }
 
@@ -208,9 +208,9 @@ pub enum DateTimeError {
 
 impl EdmDateTime {
     /// 1601-01-01T00:00:00Z, the earliest value the service accepts.
-    pub const MIN: EdmDateTime = EdmDateTime(-116_444_736_000_000_000);
+    pub(crate) const MIN: EdmDateTime = EdmDateTime(-116_444_736_000_000_000);
     /// 9999-12-31T23:59:59.9999999Z.
-    pub const MAX: EdmDateTime = EdmDateTime(3_155_378_975_999_999_999 - UNIX_EPOCH_TICKS);
+    pub(crate) const MAX: EdmDateTime = EdmDateTime(3_155_378_975_999_999_999 - UNIX_EPOCH_TICKS);
 
     pub fn now() -> EdmDateTime {
         let now = chrono::Utc::now();
@@ -325,7 +325,7 @@ impl EdmDateTime {
     /// Azure's text form, `YYYY-MM-DDTHH:MM:SS[.f…]Z`: up to 7 fractional digits with
     /// trailing zeros dropped, no fraction when it is zero. Formatted on the stack: responses
     /// write two or three of these per entity.
-    pub fn text(self) -> DateTimeText {
+    pub(crate) fn text(self) -> DateTimeText {
         let (secs, frac) = self.split();
         let days = secs.div_euclid(86_400);
         let sod = secs.rem_euclid(86_400);
@@ -362,7 +362,7 @@ impl EdmDateTime {
     /// The text form the flavour writes: Storage's [`EdmDateTime::text`], or Cosmos DB's,
     /// which always has 7 fractional digits (`1973-10-04T00:00:00.0000000Z`; the Python SDK's
     /// Cosmos test recordings, e.g. `test_table_entity_cosmos…test_datetime_milliseconds`).
-    pub fn text_as(self, flavor: super::Flavor) -> DateTimeText {
+    pub(crate) fn text_as(self, flavor: super::Flavor) -> DateTimeText {
         match flavor {
             super::Flavor::Storage => self.text(),
             super::Flavor::Cosmos => self.text_fixed7(),
@@ -370,7 +370,7 @@ impl EdmDateTime {
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.fffffffZ`, always 7 fractional digits.
-    pub fn text_fixed7(self) -> DateTimeText {
+    pub(crate) fn text_fixed7(self) -> DateTimeText {
         let mut t = self.text();
         let (_, frac) = self.split();
         put_digits(&mut t.buf[20..27], frac as u32);
@@ -381,7 +381,7 @@ impl EdmDateTime {
     }
 
     /// RFC 1123 form for HTTP headers (`Mon, 27 Jun 2016 15:25:14 GMT`).
-    pub fn to_rfc1123(self) -> String {
+    pub(crate) fn to_rfc1123(self) -> String {
         let (secs, _) = self.split();
         chrono::DateTime::from_timestamp(secs, 0)
             .unwrap_or_default()
@@ -390,7 +390,7 @@ impl EdmDateTime {
     }
 
     /// Seven-digit form used in error messages (`Time:2014-06-04T16:18:20.4307735Z`).
-    pub fn to_fixed7(self) -> String {
+    pub(crate) fn to_fixed7(self) -> String {
         let (secs, frac) = self.split();
         let dt = chrono::DateTime::from_timestamp(secs, 0).unwrap_or_default();
         format!("{}.{frac:07}Z", dt.format("%Y-%m-%dT%H:%M:%S"))
@@ -405,13 +405,13 @@ impl fmt::Display for EdmDateTime {
 
 /// [`EdmDateTime::text`]'s result: at most 28 ASCII bytes, no allocation.
 #[derive(Clone, Copy)]
-pub struct DateTimeText {
+pub(crate) struct DateTimeText {
     buf: [u8; 28],
     len: usize,
 }
 
 impl DateTimeText {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         // Only ASCII digits and separators are ever written.
         std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
     }

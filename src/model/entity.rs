@@ -27,12 +27,13 @@ pub struct Entity {
 }
 
 impl Entity {
-    pub fn etag(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn etag(&self) -> String {
         etag_for(self.timestamp)
     }
 
     /// A custom property by name (system properties are the struct's own fields).
-    pub fn property(&self, name: &str) -> Option<&EdmValue> {
+    pub(crate) fn property(&self, name: &str) -> Option<&EdmValue> {
         self.properties
             .iter()
             .find(|p| p.name == name)
@@ -51,7 +52,7 @@ pub struct EntityView<'a> {
 }
 
 impl<'a> EntityView<'a> {
-    pub fn of(entity: &'a Entity) -> EntityView<'a> {
+    pub(crate) fn of(entity: &'a Entity) -> EntityView<'a> {
         EntityView {
             partition_key: Cow::Borrowed(&entity.partition_key),
             row_key: Cow::Borrowed(&entity.row_key),
@@ -64,7 +65,7 @@ impl<'a> EntityView<'a> {
         }
     }
     /// The entity with everything copied out of what the view borrows.
-    pub fn into_entity(self) -> Entity {
+    pub(crate) fn into_entity(self) -> Entity {
         Entity {
             partition_key: self.partition_key.into_owned(),
             row_key: self.row_key.into_owned(),
@@ -84,6 +85,7 @@ impl<'a> EntityView<'a> {
 /// The weak ETag Azure derives from a Timestamp: `W/"datetime'2021-02-12T08%3A28%3A27.47468Z'"`.
 /// The datetime text is the Timestamp's text with `:` percent-encoded; the Python SDK rebuilds
 /// ETags the same way, so the two must agree exactly.
+#[cfg(test)]
 pub(crate) fn etag_for(timestamp: EdmDateTime) -> String {
     etag_as(timestamp, Flavor::Storage)
 }

@@ -14,15 +14,7 @@ pub enum Flavor {
 }
 
 impl Flavor {
-    pub fn is_cosmos(self) -> bool {
+    pub(crate) fn is_cosmos(self) -> bool {
         self == Flavor::Cosmos
-    }
-
-    /// The flavour's name as `--flavor` spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Flavor::Storage => "storage",
-            Flavor::Cosmos => "cosmos",
-        }
     }
 }

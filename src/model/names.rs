@@ -71,12 +71,13 @@ impl TableName {
         Ok(TableName(name.to_string()))
     }
 
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
     /// The case-insensitive identity under which the table is stored.
-    pub fn folded(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn folded(&self) -> String {
         self.0.to_ascii_lowercase()
     }
 }

@@ -10,20 +10,20 @@ macro_rules! error_codes {
     ($($name:ident => ($status:ident, $message:literal),)*) => {
         /// Azure error codes, spelled exactly as the service spells them.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum ErrorCode { $($name,)* }
+        pub(crate) enum ErrorCode { $($name,)* }
 
         impl ErrorCode {
-            pub fn as_str(self) -> &'static str {
+            pub(crate) fn as_str(self) -> &'static str {
                 match self { $(ErrorCode::$name => stringify!($name),)* }
             }
-            pub fn status(self) -> StatusCode {
+            pub(crate) fn status(self) -> StatusCode {
                 match self { $(ErrorCode::$name => StatusCode::$status,)* }
             }
-            pub fn default_message(self) -> &'static str {
+            pub(crate) fn default_message(self) -> &'static str {
                 match self { $(ErrorCode::$name => $message,)* }
             }
             /// The code spelled as Azure spells it (exact match), if it is one of ours.
-            pub fn parse(name: &str) -> Option<ErrorCode> {
+            pub(crate) fn parse(name: &str) -> Option<ErrorCode> {
                 match name { $(stringify!($name) => Some(ErrorCode::$name),)* _ => None }
             }
         }
@@ -92,7 +92,7 @@ error_codes! {
 
 /// How an error body is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorFormat {
+pub(crate) enum ErrorFormat {
     /// `{"odata.error":…}` — OData operations that negotiated JSON.
     Json,
     /// `<error xmlns=…metadata>` — OData operations whose Accept was not JSON (e.g. `*/*`).
@@ -103,14 +103,14 @@ pub enum ErrorFormat {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
-    pub code: ErrorCode,
-    pub message: Cow<'static, str>,
+    pub(crate) code: ErrorCode,
+    pub(crate) message: Cow<'static, str>,
     /// Extra diagnostic text written after the message (e.g. the string-to-sign the server
     /// used, which Azure reports as `AuthenticationErrorDetail`).
-    pub detail: Option<String>,
+    pub(crate) detail: Option<String>,
     /// The status when it differs from the code's usual one (e.g. 401 for a rejected bearer
     /// token under `InvalidAuthenticationInfo`).
-    pub status_override: Option<StatusCode>,
+    pub(crate) status_override: Option<StatusCode>,
     /// A `WWW-Authenticate` value to send (Azure's bearer challenge on a 401).
     pub challenge: Option<String>,
     /// Cosmos DB's diagnostics, written after the text as `\r\nActivityId: <request id>,
@@ -120,7 +120,7 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(code: ErrorCode) -> ApiError {
+    pub(crate) fn new(code: ErrorCode) -> ApiError {
         ApiError {
             code,
             message: Cow::Borrowed(code.default_message()),
@@ -131,7 +131,7 @@ impl ApiError {
         }
     }
 
-    pub fn with_message(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> ApiError {
+    pub(crate) fn with_message(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> ApiError {
         ApiError {
             code,
             message: message.into(),
@@ -142,7 +142,7 @@ impl ApiError {
         }
     }
 
-    pub fn with_detail(mut self, detail: Option<String>) -> ApiError {
+    pub(crate) fn with_detail(mut self, detail: Option<String>) -> ApiError {
         self.detail = detail;
         self
     }
@@ -156,18 +156,22 @@ impl ApiError {
         self.status_override.unwrap_or_else(|| self.code.status())
     }
 
-    pub fn with_status(mut self, status: StatusCode) -> ApiError {
+    pub(crate) fn with_status(mut self, status: StatusCode) -> ApiError {
         self.status_override = Some(status);
         self
     }
 
-    pub fn with_challenge(mut self, challenge: Option<String>) -> ApiError {
+    pub(crate) fn with_challenge(mut self, challenge: Option<String>) -> ApiError {
         self.challenge = challenge;
         self
     }
 
     /// The body of this error: `message` is the full message value (text, request id, time).
-    pub fn render_body(&self, format: ErrorFormat, message: &str) -> (&'static str, Vec<u8>) {
+    pub(crate) fn render_body(
+        &self,
+        format: ErrorFormat,
+        message: &str,
+    ) -> (&'static str, Vec<u8>) {
         match format {
             ErrorFormat::Json => {
                 let body = serde_json::json!({
@@ -203,7 +207,7 @@ impl ApiError {
     }
 
     /// Azure's message value: the text, then `RequestId:` and `Time:` lines.
-    pub fn full_message(&self, request_id: &str, time: &str) -> String {
+    pub(crate) fn full_message(&self, request_id: &str, time: &str) -> String {
         match &self.detail {
             Some(d) => format!("{}\nRequestId:{request_id}\nTime:{time}\n{d}", self.message),
             None => format!("{}\nRequestId:{request_id}\nTime:{time}", self.message),

@@ -272,7 +272,7 @@ pub fn decode_entity_as(body: &[u8], limits: EntityLimits) -> Result<EntityBody,
 }
 
 /// Checks the whole-entity limits of a decoded body (property count, total size).
-pub fn check_entity_limits(
+pub(crate) fn check_entity_limits(
     partition_key: &str,
     row_key: &str,
     properties: &[Property],
@@ -306,7 +306,7 @@ pub fn entity_limit_error(e: EntityLimitError) -> ApiError {
 }
 
 /// Key values: ≤ 1024 UTF-16 units and none of `/ \ # ?` or control characters (Azure docs: "Understanding the Table service data model").
-pub fn validate_key(key: &str) -> Result<(), ApiError> {
+pub(crate) fn validate_key(key: &str) -> Result<(), ApiError> {
     if utf16_len(key) > MAX_KEY_UTF16 {
         return Err(ApiError::new(ErrorCode::KeyValueTooLarge));
     }
@@ -363,11 +363,12 @@ fn type_mismatch(name: &str, ty: EdmType) -> ApiError {
 }
 
 /// Azure's message for a property value it cannot read as the declared type.
-pub const UNREADABLE_VALUE_MESSAGE: &str = "An error occurred while processing this request.";
+pub(crate) const UNREADABLE_VALUE_MESSAGE: &str =
+    "An error occurred while processing this request.";
 
 /// Decodes a property value given as text with its type (a CSV cell, where every value is
 /// text): the rules of an annotated JSON string, and `true` / `false` (any case) for Boolean.
-pub fn decode_text_value(name: &str, text: &str, ty: EdmType) -> Result<EdmValue, ApiError> {
+pub(crate) fn decode_text_value(name: &str, text: &str, ty: EdmType) -> Result<EdmValue, ApiError> {
     match ty {
         EdmType::Boolean if text.eq_ignore_ascii_case("true") => Ok(EdmValue::Boolean(true)),
         EdmType::Boolean if text.eq_ignore_ascii_case("false") => Ok(EdmValue::Boolean(false)),
@@ -608,7 +609,7 @@ fn is_selected(ctx: &EntityContext, name: &str) -> bool {
 }
 
 /// Writes one entity object. `element` adds the single-entity `odata.metadata` member.
-pub fn write_entity(out: &mut Vec<u8>, entity: &Entity, ctx: &EntityContext, element: bool) {
+pub(crate) fn write_entity(out: &mut Vec<u8>, entity: &Entity, ctx: &EntityContext, element: bool) {
     write_entity_view(out, &EntityView::of(entity), ctx, element);
 }
 
@@ -805,7 +806,7 @@ fn write_property(
 /// operations): the keys, optionally the Timestamp (which decoding ignores), and every property
 /// with an `@odata.type` annotation wherever JSON does not imply its type. Exports write one of
 /// these per line, so every Edm type and value reads back exactly.
-pub fn write_entity_body(out: &mut Vec<u8>, entity: &EntityView, timestamp: bool) {
+pub(crate) fn write_entity_body(out: &mut Vec<u8>, entity: &EntityView, timestamp: bool) {
     let mut first = true;
     out.push(b'{');
     push_member(out, &mut first, "PartitionKey");
@@ -912,14 +913,19 @@ fn write_table(
 }
 
 /// Create Table response body.
-pub fn encode_table(name: &str, metadata: Metadata, base_url: &str, account: &str) -> Vec<u8> {
+pub(crate) fn encode_table(
+    name: &str,
+    metadata: Metadata,
+    base_url: &str,
+    account: &str,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     write_table(&mut out, name, metadata, base_url, account, true);
     out
 }
 
 /// Query Tables response body.
-pub fn encode_table_page<'a>(
+pub(crate) fn encode_table_page<'a>(
     names: impl Iterator<Item = &'a str>,
     metadata: Metadata,
     base_url: &str,
@@ -941,7 +947,7 @@ pub fn encode_table_page<'a>(
 
 /// Parses `$select` (comma-separated, spaces tolerated). `None` means all properties: absent,
 /// empty, blank or `*`.
-pub fn parse_select(raw: Option<&str>) -> Option<Vec<String>> {
+pub(crate) fn parse_select(raw: Option<&str>) -> Option<Vec<String>> {
     let raw = raw?.trim();
     if raw.is_empty() || raw == "*" {
         return None;

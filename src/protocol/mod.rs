@@ -15,4 +15,4 @@ pub mod uri;
 pub(crate) mod write;
 pub(crate) mod xml_tree;
 
-pub use error::{ApiError, ErrorCode};
+pub(crate) use error::{ApiError, ErrorCode};

@@ -8,7 +8,7 @@ use crate::model::IfMatch;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntityRef {
-    pub table: String,
+    pub(crate) table: String,
     pub partition_key: String,
     pub row_key: String,
 }
@@ -37,7 +37,7 @@ pub enum Operation {
 
 impl Operation {
     /// The table an operation addresses, if any.
-    pub fn table(&self) -> Option<&str> {
+    pub(crate) fn table(&self) -> Option<&str> {
         match self {
             Operation::GetTable { table }
             | Operation::DeleteTable { table }
@@ -56,7 +56,7 @@ impl Operation {
     }
 
     /// Whether the operation changes anything (refused on the read-only secondary endpoint).
-    pub fn is_write(&self) -> bool {
+    pub(crate) fn is_write(&self) -> bool {
         !matches!(
             self,
             Operation::GetServiceProperties

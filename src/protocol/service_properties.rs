@@ -6,43 +6,43 @@ use super::error::{xml_escape, ApiError, ErrorCode};
 use super::xml_tree::{self, Element};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RetentionPolicy {
-    pub enabled: bool,
-    pub days: Option<u32>,
+pub(crate) struct RetentionPolicy {
+    pub(crate) enabled: bool,
+    pub(crate) days: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Logging {
-    pub version: String,
-    pub delete: bool,
-    pub read: bool,
-    pub write: bool,
-    pub retention: RetentionPolicy,
+pub(crate) struct Logging {
+    pub(crate) version: String,
+    pub(crate) delete: bool,
+    pub(crate) read: bool,
+    pub(crate) write: bool,
+    pub(crate) retention: RetentionPolicy,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Metrics {
-    pub version: String,
-    pub enabled: bool,
-    pub include_apis: Option<bool>,
-    pub retention: RetentionPolicy,
+pub(crate) struct Metrics {
+    pub(crate) version: String,
+    pub(crate) enabled: bool,
+    pub(crate) include_apis: Option<bool>,
+    pub(crate) retention: RetentionPolicy,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CorsRule {
-    pub allowed_origins: String,
-    pub allowed_methods: String,
-    pub max_age_in_seconds: u64,
-    pub exposed_headers: String,
-    pub allowed_headers: String,
+pub(crate) struct CorsRule {
+    pub(crate) allowed_origins: String,
+    pub(crate) allowed_methods: String,
+    pub(crate) max_age_in_seconds: u64,
+    pub(crate) exposed_headers: String,
+    pub(crate) allowed_headers: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceProperties {
-    pub logging: Logging,
-    pub hour_metrics: Metrics,
-    pub minute_metrics: Metrics,
-    pub cors: Vec<CorsRule>,
+    pub(crate) logging: Logging,
+    pub(crate) hour_metrics: Metrics,
+    pub(crate) minute_metrics: Metrics,
+    pub(crate) cors: Vec<CorsRule>,
 }
 
 impl Default for ServiceProperties {
@@ -173,16 +173,16 @@ fn cors_rule(el: &Element) -> Result<CorsRule, ApiError> {
 /// The body of a Set Table Service Properties request: each top-level element present
 /// replaces the stored one, the others stay.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PropertiesUpdate {
-    pub logging: Option<Logging>,
-    pub hour_metrics: Option<Metrics>,
-    pub minute_metrics: Option<Metrics>,
-    pub cors: Option<Vec<CorsRule>>,
+pub(crate) struct PropertiesUpdate {
+    pub(crate) logging: Option<Logging>,
+    pub(crate) hour_metrics: Option<Metrics>,
+    pub(crate) minute_metrics: Option<Metrics>,
+    pub(crate) cors: Option<Vec<CorsRule>>,
 }
 
 impl PropertiesUpdate {
     /// Decodes a Set request body.
-    pub fn decode(body: &[u8]) -> Result<PropertiesUpdate, ApiError> {
+    pub(crate) fn decode(body: &[u8]) -> Result<PropertiesUpdate, ApiError> {
         let root = xml_tree::parse(body).ok_or_else(invalid)?;
         if root.name != "StorageServiceProperties" {
             return Err(invalid());
@@ -223,7 +223,7 @@ impl PropertiesUpdate {
 
 impl ServiceProperties {
     /// The properties after `update`.
-    pub fn apply(&self, update: PropertiesUpdate) -> ServiceProperties {
+    pub(crate) fn apply(&self, update: PropertiesUpdate) -> ServiceProperties {
         let current = self.clone();
         ServiceProperties {
             logging: update.logging.unwrap_or(current.logging),
@@ -298,7 +298,7 @@ impl ServiceProperties {
 
     /// The first rule that allows `origin` with `method` (Azure docs: "Preflight Table Request": rules in stored order;
     /// the first whose origin and method match decides).
-    pub fn matching_cors_rule(&self, origin: &str, method: &str) -> Option<&CorsRule> {
+    pub(crate) fn matching_cors_rule(&self, origin: &str, method: &str) -> Option<&CorsRule> {
         self.cors.iter().find(|r| {
             let origin_ok = r
                 .allowed_origins
@@ -317,7 +317,7 @@ impl ServiceProperties {
 
 impl CorsRule {
     /// Whether every requested header is allowed (literal or `prefix*`, case-insensitive).
-    pub fn allows_headers(&self, requested: &str) -> bool {
+    pub(crate) fn allows_headers(&self, requested: &str) -> bool {
         let allowed: Vec<String> = self
             .allowed_headers
             .split(',')
@@ -338,7 +338,7 @@ impl CorsRule {
             })
     }
 
-    pub fn allows_any_origin(&self) -> bool {
+    pub(crate) fn allows_any_origin(&self) -> bool {
         self.allowed_origins.split(',').any(|o| o.trim() == "*")
     }
 }

@@ -6,9 +6,9 @@ use quick_xml::Reader;
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Element {
-    pub name: String,
-    pub text: String,
-    pub children: Vec<Element>,
+    pub(crate) name: String,
+    pub(crate) text: String,
+    pub(crate) children: Vec<Element>,
 }
 
 impl Element {

@@ -69,8 +69,8 @@ impl Row for StoredRow<'_> {
 
 /// A table as Query Tables filters it: a row with the single String property `TableName`,
 /// holding the name with the casing used at creation.
-pub struct TableRow<'a> {
-    pub name: &'a str,
+pub(crate) struct TableRow<'a> {
+    pub(crate) name: &'a str,
 }
 
 impl Row for TableRow<'_> {
@@ -82,7 +82,7 @@ impl Row for TableRow<'_> {
     }
 }
 
-pub fn holds(comparison: &Comparison, row: &impl Row) -> bool {
+pub(crate) fn holds(comparison: &Comparison, row: &impl Row) -> bool {
     row.compare(&comparison.property, &comparison.value)
         .is_some_and(|ordering| comparison.op.holds(ordering))
 }
@@ -99,7 +99,7 @@ pub fn matches(expr: &Expr, row: &impl Row) -> bool {
 }
 
 /// `matches` for an optional filter (no filter matches everything).
-pub fn matches_opt(expr: Option<&Expr>, row: &impl Row) -> bool {
+pub(crate) fn matches_opt(expr: Option<&Expr>, row: &impl Row) -> bool {
     expr.is_none_or(|e| matches(e, row))
 }
 

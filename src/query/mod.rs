@@ -25,12 +25,12 @@ use crate::store::{
 #[derive(Debug, Clone, Copy)]
 pub struct PageLimits {
     /// Most entities returned (0..=1000; the handler answers 0 without reading).
-    pub top: usize,
+    pub(crate) top: usize,
     /// Most entities examined before the page ends early with a continuation token (Azure
     /// ends a page after 5 s of work; a count keeps our pages predictable).
-    pub max_examined: u64,
+    pub(crate) max_examined: u64,
     /// Wall-clock bound on one page's scan.
-    pub max_duration: Duration,
+    pub(crate) max_duration: Duration,
 }
 
 impl Default for PageLimits {
@@ -49,13 +49,13 @@ impl Default for PageLimits {
 pub struct RawPage {
     pub rows: StoredRows,
     /// Where the next page starts (PartitionKey, RowKey), if more entities may match.
-    pub next: Option<(String, String)>,
+    pub(crate) next: Option<(String, String)>,
     /// Entities read from the store for this page (including the look-ahead).
     pub examined: u64,
 }
 
 /// A row predicate that scan threads share.
-pub type Matcher<'a> = dyn Fn(&StoredRow<'_>) -> bool + Sync + 'a;
+pub(crate) type Matcher<'a> = dyn Fn(&StoredRow<'_>) -> bool + Sync + 'a;
 
 /// One page of a query as a read job: reads `ranges` (sorted, non-overlapping) in order
 /// starting at `resume`, keeps the rows for which `matches` holds, as stored. Rows are
@@ -90,7 +90,7 @@ where
     }
 
     /// The page the last run read.
-    pub fn into_page(self) -> RawPage {
+    pub(crate) fn into_page(self) -> RawPage {
         self.page
     }
 }
@@ -221,13 +221,13 @@ impl PageBuilder {
 #[derive(Debug, Default)]
 pub struct TablePage {
     /// Names with the casing used at creation.
-    pub names: Vec<String>,
+    pub(crate) names: Vec<String>,
     /// Lower-cased name of the table the next page starts at.
-    pub next: Option<String>,
+    pub(crate) next: Option<String>,
     /// Tables read from the store for this page.
     pub examined: u64,
     /// `scan`, `names(N)` (exact lookups), with `+filter` when a filter is applied.
-    pub plan: String,
+    pub(crate) plan: String,
 }
 
 /// Tables read from the store at a time while a filter skips some.

@@ -30,17 +30,17 @@ use crate::store::{KeyBound, KeyRange};
 
 /// Cells kept before a subtree falls back to "everything" (15 comparisons bound the real
 /// number far below this; the cap only guards pathological shapes).
-pub const MAX_CELLS: usize = 256;
+pub(crate) const MAX_CELLS: usize = 256;
 
 /// An interval of strings in ordinal (UTF-16) order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Interval {
-    pub lo: Bound<String>,
-    pub hi: Bound<String>,
+pub(crate) struct Interval {
+    pub(crate) lo: Bound<String>,
+    pub(crate) hi: Bound<String>,
 }
 
 impl Interval {
-    pub fn all() -> Interval {
+    pub(crate) fn all() -> Interval {
         Interval {
             lo: Bound::Unbounded,
             hi: Bound::Unbounded,
@@ -61,7 +61,7 @@ impl Interval {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         match (&self.lo, &self.hi) {
             (Bound::Unbounded, _) | (_, Bound::Unbounded) => false,
             (Bound::Included(a), Bound::Included(b)) => compare_ordinal(a, b) == Ordering::Greater,
@@ -72,7 +72,7 @@ impl Interval {
     }
 
     /// The single value of a closed point interval.
-    pub fn point(&self) -> Option<&str> {
+    pub(crate) fn point(&self) -> Option<&str> {
         match (&self.lo, &self.hi) {
             (Bound::Included(a), Bound::Included(b)) if a == b => Some(a),
             _ => None,
@@ -111,13 +111,13 @@ fn tighter(a: &Bound<String>, b: &Bound<String>, prefer: Ordering) -> Bound<Stri
 
 /// `first ∈ I₁ ∧ second ∈ I₂` — for entities, first = PartitionKey and second = RowKey.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cell {
-    pub first: Interval,
-    pub second: Interval,
+pub(crate) struct Cell {
+    pub(crate) first: Interval,
+    pub(crate) second: Interval,
 }
 
 impl Cell {
-    pub fn all() -> Cell {
+    pub(crate) fn all() -> Cell {
         Cell {
             first: Interval::all(),
             second: Interval::all(),
@@ -135,14 +135,18 @@ impl Cell {
 
 /// Which key dimension a property is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dim {
+pub(crate) enum Dim {
     First,
     Second,
 }
 
 /// A superset of the rows satisfying `expr` (or its negation), as a union of cells.
 /// `dim` says which properties are key dimensions; those always exist and are Strings.
-pub fn region(expr: &Expr, negate: bool, dim: &dyn Fn(&PropertyName) -> Option<Dim>) -> Vec<Cell> {
+pub(crate) fn region(
+    expr: &Expr,
+    negate: bool,
+    dim: &dyn Fn(&PropertyName) -> Option<Dim>,
+) -> Vec<Cell> {
     match expr {
         Expr::Compare(c) => {
             let Some(d) = dim(&c.property) else {
@@ -226,7 +230,7 @@ fn union(mut a: Vec<Cell>, b: Vec<Cell>) -> Vec<Cell> {
 
 /// What a plan reads, for logs and the debug header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RangeKind {
+pub(crate) enum RangeKind {
     /// The whole table.
     Scan,
     /// One entity.
@@ -277,11 +281,11 @@ impl RangeKind {
 pub struct Plan {
     pub ranges: Vec<KeyRange>,
     /// Whether a filter is evaluated on what the ranges yield.
-    pub filtered: bool,
+    pub(crate) filtered: bool,
 }
 
 impl Plan {
-    pub fn kinds(&self) -> Vec<RangeKind> {
+    pub(crate) fn kinds(&self) -> Vec<RangeKind> {
         self.ranges.iter().map(RangeKind::of).collect()
     }
 }
@@ -421,7 +425,7 @@ fn is_empty_range(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
 }
 
 /// Sorts ranges by start and merges those that overlap or touch, dropping empty ones.
-pub fn normalize(ranges: Vec<KeyRange>) -> Vec<KeyRange> {
+pub(crate) fn normalize(ranges: Vec<KeyRange>) -> Vec<KeyRange> {
     let mut placed: Vec<Placed> = ranges
         .into_iter()
         .map(|range| {

@@ -16,7 +16,7 @@ use crate::store::{KeyRange, ReadJob, RowSource, StoreError, StoredRow, StoredRo
 /// ties, so the order is total).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct OrderKey {
-    pub hash: u64,
+    pub(crate) hash: u64,
     pub partition_key: String,
     pub row_key: String,
 }
@@ -52,7 +52,7 @@ pub(crate) fn key_hash(seed: u64, parts: &[&[u8]]) -> u64 {
 #[derive(Debug, Default)]
 pub(crate) struct UnorderedPage {
     pub rows: StoredRows,
-    pub next: Option<OrderKey>,
+    pub(crate) next: Option<OrderKey>,
     /// Rows read from the store for this page.
     pub examined: u64,
 }

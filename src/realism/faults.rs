@@ -29,7 +29,7 @@ use crate::protocol::{ApiError, ErrorCode};
 /// What a firing rule does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum FaultAction {
+pub(crate) enum FaultAction {
     /// Answer `error` (with `status`, default the code's own).
     Error,
     /// Wait `latency_ms`, then handle the request normally.
@@ -44,41 +44,41 @@ pub enum FaultAction {
 /// One rule as written in a file or a PUT body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FaultRule {
+pub(crate) struct FaultRule {
     /// A label shown in reports and logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub account: Option<String>,
+    pub(crate) account: Option<String>,
     /// Table name (case-insensitive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub table: Option<String>,
+    pub(crate) table: Option<String>,
     /// `read`, `write`, `batch`, `admin`, an Azure operation name (`InsertEntity`), or `*`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operation: Option<String>,
+    pub(crate) operation: Option<String>,
     /// HTTP method as sent (`GET`, `POST`, `PUT`, `MERGE`, `PATCH`, `DELETE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
     /// Fire on each match with this probability (0..=1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probability: Option<f64>,
+    pub(crate) probability: Option<f64>,
     /// Fire on the Nth match only (1-based).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nth: Option<u64>,
+    pub(crate) nth: Option<u64>,
     /// Fire at most this many times.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub times: Option<u64>,
-    pub action: FaultAction,
+    pub(crate) times: Option<u64>,
+    pub(crate) action: FaultAction,
     /// Azure error code for `action = "error"` (`ServerBusy`, `InternalError`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// HTTP status for the error, when not the code's usual one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
+    pub(crate) status: Option<u16>,
     /// Delay in milliseconds: the whole effect of `latency`, or a wait before any other
     /// action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency_ms: Option<u64>,
+    pub(crate) latency_ms: Option<u64>,
 }
 
 /// A validated set of rules with the seed of their RNG.
@@ -86,14 +86,14 @@ pub struct FaultRule {
 #[serde(deny_unknown_fields)]
 pub struct FaultSet {
     #[serde(default)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     #[serde(default, alias = "rule")]
-    pub rules: Vec<FaultRule>,
+    pub(crate) rules: Vec<FaultRule>,
 }
 
 impl FaultSet {
     /// Parses a file: JSON if it starts with `{`, TOML otherwise.
-    pub fn parse(text: &str) -> Result<FaultSet, String> {
+    pub(crate) fn parse(text: &str) -> Result<FaultSet, String> {
         if text.trim_start().starts_with('{') {
             FaultSet::parse_json(text.as_bytes())
         } else {
@@ -101,13 +101,13 @@ impl FaultSet {
         }
     }
 
-    pub fn parse_json(bytes: &[u8]) -> Result<FaultSet, String> {
+    pub(crate) fn parse_json(bytes: &[u8]) -> Result<FaultSet, String> {
         let set: FaultSet = serde_json::from_slice(bytes)
             .map_err(|e| format!("invalid fault rules (JSON): {e}"))?;
         set.validated()
     }
 
-    pub fn parse_toml(text: &str) -> Result<FaultSet, String> {
+    pub(crate) fn parse_toml(text: &str) -> Result<FaultSet, String> {
         let set: FaultSet = toml::from_str(text).map_err(|e| {
             // One line: where, then what (toml's Display draws the line with a caret).
             let at = e.span().map(|span| {

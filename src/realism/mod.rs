@@ -28,7 +28,7 @@ pub(crate) use targets::{TargetError, TargetRates};
 /// What kind of work a request is; fault rules match it by this name or by the Azure
 /// operation name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OperationKind {
+pub(crate) enum OperationKind {
     /// Get Entity, Query Entities, Query Tables, Get Table, ACL and service reads.
     Read,
     /// Insert, Update, Merge, Delete, Insert Or Replace, Insert Or Merge.
@@ -40,7 +40,7 @@ pub enum OperationKind {
 }
 
 impl OperationKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OperationKind::Read => "read",
             OperationKind::Write => "write",
@@ -52,16 +52,16 @@ impl OperationKind {
 
 /// What the server knows about a request when realism is consulted.
 #[derive(Debug, Clone)]
-pub struct RequestFacts {
+pub(crate) struct RequestFacts {
     /// The account whose data is addressed.
-    pub account: String,
+    pub(crate) account: String,
     /// The table addressed (for Create Table, the name in the body), if any.
-    pub table: Option<String>,
+    pub(crate) table: Option<String>,
     /// Azure's operation name (`InsertEntity`, `QueryEntities`, `Batch`, …).
-    pub operation: &'static str,
+    pub(crate) operation: &'static str,
     pub kind: OperationKind,
     /// The HTTP method as sent (`POST` for a tunnelled MERGE).
-    pub method: String,
+    pub(crate) method: String,
     /// The PartitionKey the request touches, when it touches exactly one.
     pub partition_key: Option<String>,
     /// Entities the request writes or reads by key (a change set counts each of its
@@ -73,15 +73,15 @@ pub struct RequestFacts {
 
 /// What to do with a request before it is dispatched.
 #[derive(Debug, Default)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// Wait this long first (injected latency).
-    pub delay: Option<Duration>,
-    pub disposition: Disposition,
+    pub(crate) delay: Option<Duration>,
+    pub(crate) disposition: Disposition,
 }
 
 /// The course a request takes, as realism decides it.
 #[derive(Debug, Default)]
-pub enum Disposition {
+pub(crate) enum Disposition {
     /// Handle the request normally.
     #[default]
     Proceed,
@@ -103,15 +103,15 @@ pub struct RealismOptions {
     pub table_rus: Option<f64>,
     pub page_breaks: Option<PageBreaks>,
     /// How long a deleted table's name stays unusable (`--simulate-lifecycle`).
-    pub lifecycle: Option<Duration>,
+    pub(crate) lifecycle: Option<Duration>,
     /// Fault rules loaded at start (`--faults FILE`).
     pub faults: Option<FaultSet>,
     /// Seed of the page-break RNG (fault files carry their own seed).
-    pub seed: u64,
+    pub(crate) seed: u64,
 }
 
 /// The realism state shared by every request.
-pub struct Realism {
+pub(crate) struct Realism {
     targets: Option<targets::Targets>,
     request_units: Option<request_units::RequestUnits>,
     page_breaks: Option<paging::PageBreaker>,
@@ -122,7 +122,7 @@ pub struct Realism {
 }
 
 impl Realism {
-    pub fn new(options: RealismOptions) -> Realism {
+    pub(crate) fn new(options: RealismOptions) -> Realism {
         let fixed = options.targets.is_some()
             || options.table_rus.is_some()
             || options.page_breaks.is_some()
@@ -144,33 +144,25 @@ impl Realism {
     }
 
     /// Everything off: the server's pipeline is exactly what it is without realism.
-    pub fn off() -> Realism {
+    #[cfg(test)]
+    pub(crate) fn off() -> Realism {
         Realism::new(RealismOptions::default())
     }
 
     /// Whether any realism is on; when not, the server skips every hook.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.active.load(Ordering::Relaxed)
     }
 
-    /// Whether the targets or the lifecycle need the request's partition, entity count or
-    /// created table name (worth decoding a body for).
-    pub fn needs_request_details(&self) -> bool {
-        self.targets.is_some()
-            || self.request_units.is_some()
-            || self.lifecycle.is_some()
-            || self.faults.is_installed()
-    }
-
     /// Whether requests are priced in request units (worth describing [`RequestFacts::priced`]).
-    pub fn prices_requests(&self) -> bool {
+    pub(crate) fn prices_requests(&self) -> bool {
         self.request_units.is_some()
     }
 
     /// Before dispatch: fault rules first (they are explicit), then the deleted-name
     /// memory, then the scalability budgets or request units (charged only for requests
     /// that will run).
-    pub fn before_dispatch(&self, facts: &RequestFacts) -> Verdict {
+    pub(crate) fn before_dispatch(&self, facts: &RequestFacts) -> Verdict {
         let mut verdict = self.faults.decide(facts);
         if !matches!(
             verdict.disposition,
@@ -200,7 +192,7 @@ impl Realism {
 
     /// After the request ran: charges what it cost beyond its upfront price (a read's or a
     /// query's answer).
-    pub fn after_run(&self, facts: &RequestFacts, served: &Served) {
+    pub(crate) fn after_run(&self, facts: &RequestFacts, served: &Served) {
         if let Some(units) = &self.request_units {
             units.settle(
                 &facts.account,
@@ -213,7 +205,7 @@ impl Realism {
 
     /// After commit: remembers a deleted table's name (`succeeded`: the operation was
     /// answered with a success status).
-    pub fn after_commit(&self, facts: &RequestFacts, succeeded: bool) {
+    pub(crate) fn after_commit(&self, facts: &RequestFacts, succeeded: bool) {
         if let Some(names) = &self.lifecycle {
             if succeeded && facts.operation == "DeleteTable" {
                 names.remember(facts);
@@ -223,12 +215,12 @@ impl Realism {
 
     /// Where a query page of rows with these partition keys should end early: `Some(n)`
     /// keeps the first `n` rows (0: an empty page) and continues at row `n`.
-    pub fn page_cut(&self, partition_keys: &[&str]) -> Option<usize> {
+    pub(crate) fn page_cut(&self, partition_keys: &[&str]) -> Option<usize> {
         self.page_breaks.as_ref()?.cut(partition_keys)
     }
 
     /// Installs (or with `None` removes) the fault rules; counters and the RNG restart.
-    pub fn replace_faults(&self, set: Option<FaultSet>) {
+    pub(crate) fn replace_faults(&self, set: Option<FaultSet>) {
         self.faults.replace(set);
         let fixed = self.targets.is_some()
             || self.request_units.is_some()
@@ -239,7 +231,7 @@ impl Realism {
     }
 
     /// The installed rules with their counters, as JSON (`GET /_tablestore/faults`).
-    pub fn faults_report(&self) -> serde_json::Value {
+    pub(crate) fn faults_report(&self) -> serde_json::Value {
         self.faults.report()
     }
 }

@@ -30,7 +30,7 @@ const MAX_TABLES: usize = 65_536;
 
 /// How a write is priced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WriteKind {
+pub(crate) enum WriteKind {
     Insert,
     /// Update, Merge, Insert Or Replace, Insert Or Merge.
     Replace,
@@ -40,14 +40,14 @@ pub enum WriteKind {
 /// One entity write as priced before it runs: its kind, the bytes of its JSON as sent and
 /// the properties it carries (keys included: Cosmos indexes them too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PricedWrite {
+pub(crate) struct PricedWrite {
     pub kind: WriteKind,
     pub item_bytes: usize,
     pub indexed_properties: usize,
 }
 
 impl PricedWrite {
-    pub fn charge(&self) -> f64 {
+    pub(crate) fn charge(&self) -> f64 {
         match self.kind {
             WriteKind::Insert => charge::insert(self.item_bytes, self.indexed_properties),
             WriteKind::Replace => charge::replace(self.item_bytes, self.indexed_properties),
@@ -58,7 +58,7 @@ impl PricedWrite {
 
 /// What a request is priced by, as the server describes it before it runs.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub enum Priced {
+pub(crate) enum Priced {
     /// Not charged: table and service operations (Cosmos's metadata budget).
     #[default]
     Free,
@@ -72,7 +72,7 @@ pub enum Priced {
 
 impl Priced {
     /// The price known before the request runs (taken at admission).
-    pub fn upfront(&self) -> f64 {
+    pub(crate) fn upfront(&self) -> f64 {
         match self {
             Priced::Free => 0.0,
             Priced::PointRead | Priced::Query => charge::MINIMUM,
@@ -81,7 +81,7 @@ impl Priced {
     }
 
     /// The whole price once the request ran and was answered with `served`.
-    pub fn actual(&self, served: &Served) -> f64 {
+    pub(crate) fn actual(&self, served: &Served) -> f64 {
         match self {
             Priced::PointRead if served.succeeded => charge::point_read(served.body_bytes),
             Priced::Query if served.succeeded => {
@@ -107,7 +107,7 @@ impl Priced {
 
 /// What an answered request did, for its final price.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Served {
+pub(crate) struct Served {
     /// Answered with a success status.
     pub succeeded: bool,
     /// Bytes of the answer's body (the item, or the page of items, as returned).

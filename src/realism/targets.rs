@@ -31,9 +31,9 @@ pub enum TargetError {
 /// The budgets, per second.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TargetRates {
-    pub partition_entities: f64,
-    pub table_transactions: f64,
-    pub account_transactions: f64,
+    pub(crate) partition_entities: f64,
+    pub(crate) table_transactions: f64,
+    pub(crate) account_transactions: f64,
     pub error: TargetError,
 }
 

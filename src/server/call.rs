@@ -11,13 +11,13 @@ use crate::protocol::uri::QueryParams;
 
 /// Everything the pipeline needs from the request.
 pub(crate) struct Call {
-    pub ctx: RequestContext,
+    pub(crate) ctx: RequestContext,
     /// The account addressed and who is calling; the executor enforces its SAS grant.
-    pub scope: Scope,
-    pub headers: HeaderMap,
-    pub query: QueryParams,
+    pub(crate) scope: Scope,
+    pub(crate) headers: HeaderMap,
+    pub(crate) query: QueryParams,
     pub body: Bytes,
-    pub is_head: bool,
+    pub(crate) is_head: bool,
 }
 
 impl Call {

@@ -33,15 +33,15 @@ fn http_date_now() -> HeaderValue {
 }
 
 pub(crate) struct RequestContext {
-    pub request_id: String,
+    pub(crate) request_id: String,
     /// The request's `x-ms-version`, echoed back.
-    pub version: String,
-    pub client_request_id: Option<HeaderValue>,
-    pub error_format: ErrorFormat,
+    pub(crate) version: String,
+    pub(crate) client_request_id: Option<HeaderValue>,
+    pub(crate) error_format: ErrorFormat,
     /// Account as addressed (may end in `-secondary`).
-    pub account: String,
+    pub(crate) account: String,
     /// `{base}`: scheme, host and (path style) account, no trailing slash.
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// The service the server answers as (`--flavor`).
     pub flavor: Flavor,
     /// Read, plain POST or other write (Cosmos types errors by it).
@@ -167,8 +167,8 @@ impl RequestContext {
 
 /// A response being built.
 pub(crate) struct ResponseParts {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
     pub body: Vec<u8>,
 }
 

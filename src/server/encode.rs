@@ -36,23 +36,23 @@ use crate::store::TableInfo;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Reply {
     /// The OData metadata level (`Accept`, `$format`).
-    pub metadata: Metadata,
+    pub(crate) metadata: Metadata,
     /// The `Prefer` header's return preference (inserts).
-    pub prefer: Option<ReturnPreference>,
+    pub(crate) prefer: Option<ReturnPreference>,
     /// The `$select` list, parsed.
-    pub select: Option<Vec<String>>,
+    pub(crate) select: Option<Vec<String>>,
     /// Whether the query plan headers were asked for (`x-tablestore-debug-plan: true`).
-    pub debug_plan: bool,
+    pub(crate) debug_plan: bool,
     /// `$batch`: how each sub-request wants its sub-response.
-    pub subs: Vec<SubReply>,
+    pub(crate) subs: Vec<SubReply>,
 }
 
 /// How one `$batch` sub-request wants its sub-response.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct SubReply {
-    pub prefer: Option<ReturnPreference>,
+    pub(crate) prefer: Option<ReturnPreference>,
     /// `None` when its `Accept` could not be met (its operation then failed).
-    pub metadata: Option<Metadata>,
+    pub(crate) metadata: Option<Metadata>,
 }
 
 /// The answer to `outcome`.

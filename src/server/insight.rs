@@ -42,8 +42,8 @@ fn browser_shaped(parts: &Parts) -> bool {
 /// operation and the account charged with a transaction (`None` before authentication).
 #[derive(Debug, Clone)]
 pub(super) struct Charged {
-    pub operation: &'static str,
-    pub account: Option<String>,
+    pub(crate) operation: &'static str,
+    pub(crate) account: Option<String>,
 }
 
 /// Answers the insight endpoints; `None` for any other path.

@@ -35,11 +35,11 @@ use crate::protocol::{ApiError, ErrorCode};
 /// A request let in: the call for the handler, its operation, how its errors are rendered
 /// and how it was authenticated (for the access log).
 pub(crate) struct Admitted {
-    pub call: Call,
-    pub operation: Operation,
-    pub error_format: ErrorFormat,
-    pub auth_outcome: AuthOutcome,
-    pub method: Method,
+    pub(crate) call: Call,
+    pub(crate) operation: Operation,
+    pub(crate) error_format: ErrorFormat,
+    pub(crate) auth_outcome: AuthOutcome,
+    pub(crate) method: Method,
 }
 
 /// Admits a request, or answers it (health probe, preflight, any refusal).

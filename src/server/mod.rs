@@ -35,18 +35,18 @@ pub use connections::ServeLimits;
 
 /// Shared by every request.
 #[derive(Clone)]
-pub struct AppState {
-    pub store: Arc<dyn Store>,
-    pub config: Arc<Config>,
-    pub accounts: Arc<Accounts>,
+pub(crate) struct AppState {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) config: Arc<Config>,
+    pub(crate) accounts: Arc<Accounts>,
     /// Query classes, statistics, advice and metrics (fed by `middleware::request_log`).
-    pub insight: crate::insight::Insight,
+    pub(crate) insight: crate::insight::Insight,
     /// Production realism (targets, page breaks, lifecycle, faults); off by default.
     pub realism: Arc<crate::realism::Realism>,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
+    pub(crate) fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
         let accounts = config.accounts()?;
         // The binary states what realism is on in its start-up lines (`realism::summary`).
         let realism =
@@ -65,13 +65,13 @@ impl AppState {
 
 /// Opens the store the configuration asks for (a PostgreSQL store's connections live on
 /// the runtime this is awaited on).
-pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+pub(crate) async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     crate::store::open::open(&config.store_options()).await
 }
 
 /// The whole HTTP application: the catch-all dispatch route behind the CORS and
 /// request-log layers.
-pub fn app(state: AppState) -> Router {
+pub(crate) fn app(state: AppState) -> Router {
     Router::new()
         .fallback(dispatch::dispatch)
         .layer(axum::middleware::from_fn_with_state(
@@ -89,18 +89,18 @@ pub fn app(state: AppState) -> Router {
 /// request's extensions; a request without the extension came over plain HTTP. SAS `spr=https`,
 /// bearer tokens and the URLs in responses depend on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scheme {
+pub(crate) enum Scheme {
     Http,
     Https,
 }
 
 impl Scheme {
     /// The scheme of a request (from its extensions; `Http` when none was set).
-    pub fn of(extensions: &axum::http::Extensions) -> Scheme {
+    pub(crate) fn of(extensions: &axum::http::Extensions) -> Scheme {
         extensions.get::<Scheme>().copied().unwrap_or(Scheme::Http)
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Scheme::Http => "http",
             Scheme::Https => "https",
@@ -109,7 +109,7 @@ impl Scheme {
 }
 
 /// Serves plain HTTP until `shutdown` completes, then flushes the store.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -118,7 +118,7 @@ pub async fn serve(
 }
 
 /// [`serve`] with explicit connection limits and timeouts.
-pub async fn serve_with_limits(
+pub(crate) async fn serve_with_limits(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -129,7 +129,7 @@ pub async fn serve_with_limits(
 
 /// Serves HTTPS with `tls` until `shutdown` completes, then flushes the store. Requests carry
 /// [`Scheme::Https`] and, as over HTTP, `ConnectInfo<SocketAddr>` with the client's address.
-pub async fn serve_tls(
+pub(crate) async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     state: AppState,

@@ -153,10 +153,10 @@ fn table_rus(args: &RealismArgs) -> u32 {
 /// A request as realism sees it: the call, its HTTP method, its connection (to drop) and the
 /// format its errors are answered in.
 pub(crate) struct Guarded<'a> {
-    pub call: &'a Call,
-    pub method: &'a Method,
-    pub abort: Option<&'a ConnectionAbort>,
-    pub format: ErrorFormat,
+    pub(crate) call: &'a Call,
+    pub(crate) method: &'a Method,
+    pub(crate) abort: Option<&'a ConnectionAbort>,
+    pub(crate) format: ErrorFormat,
 }
 
 /// Realism around an admitted request: consulted before `answer` runs (it may delay the

@@ -128,7 +128,7 @@ pub fn encode_entity(timestamp: EdmDateTime, properties: &[Property]) -> Vec<u8>
 }
 
 /// Reads only the Timestamp of an encoded entity.
-pub fn decode_entity_timestamp(bytes: &[u8]) -> Option<EdmDateTime> {
+pub(crate) fn decode_entity_timestamp(bytes: &[u8]) -> Option<EdmDateTime> {
     let mut r = Reader { buf: bytes };
     if r.u8()? != ENTITY_V1 {
         return None;
@@ -151,15 +151,15 @@ pub fn decode_entity(bytes: &[u8]) -> Option<(EdmDateTime, Vec<Property>)> {
 
 /// Table metadata as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableRecord {
+pub(crate) struct TableRecord {
     pub id: u64,
     /// The name with the casing used at creation.
-    pub name: String,
+    pub(crate) name: String,
     /// Stored access policies, opaque to the store (the auth layer's encoding).
-    pub acl: Vec<u8>,
+    pub(crate) acl: Vec<u8>,
 }
 
-pub fn encode_table(record: &TableRecord) -> Vec<u8> {
+pub(crate) fn encode_table(record: &TableRecord) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + record.name.len() + record.acl.len());
     out.push(TABLE_V1);
     out.extend_from_slice(&record.id.to_le_bytes());
@@ -168,7 +168,7 @@ pub fn encode_table(record: &TableRecord) -> Vec<u8> {
     out
 }
 
-pub fn decode_table(bytes: &[u8]) -> Option<TableRecord> {
+pub(crate) fn decode_table(bytes: &[u8]) -> Option<TableRecord> {
     let mut r = Reader { buf: bytes };
     if r.u8()? != TABLE_V1 {
         return None;
@@ -237,7 +237,7 @@ mod tests {
 }
 
 /// A property value read in place from an encoded entity, without allocating.
-pub type RawValue<'a> = EdmValueRef<'a>;
+pub(crate) type RawValue<'a> = EdmValueRef<'a>;
 
 /// An encoded entity value viewed in place: filters read the properties they name from the
 /// bytes, and only matching entities are decoded in full.
@@ -251,7 +251,7 @@ impl<'a> RawEntity<'a> {
         RawEntity { bytes }
     }
 
-    pub fn timestamp(&self) -> Option<EdmDateTime> {
+    pub(crate) fn timestamp(&self) -> Option<EdmDateTime> {
         decode_entity_timestamp(self.bytes)
     }
 
@@ -271,7 +271,7 @@ impl<'a> RawEntity<'a> {
 
     /// The Timestamp and every property in stored order, borrowed from the bytes; `None` if
     /// the bytes are not a well-formed entity.
-    pub fn properties(&self) -> Option<(EdmDateTime, Vec<(&'a str, RawValue<'a>)>)> {
+    pub(crate) fn properties(&self) -> Option<(EdmDateTime, Vec<(&'a str, RawValue<'a>)>)> {
         let mut r = Reader { buf: self.bytes };
         let (timestamp, count) = r.entity_header()?;
         let mut properties = Vec::with_capacity(count.min(256));

@@ -32,7 +32,7 @@ use super::{Footprint, KeyBound, KeyRange, Store, StoreError, TableId};
 pub(crate) mod model_check;
 
 /// A store being opened.
-pub type Opening = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
+pub(crate) type Opening = Pin<Box<dyn Future<Output = Arc<dyn Store>> + Send>>;
 
 /// How the suite reaches one store.
 pub struct Harness {
@@ -40,7 +40,7 @@ pub struct Harness {
     dir: PathBuf,
     open: Box<dyn Fn(PathBuf) -> Opening + Send + Sync>,
     /// Whether data written before a close is there after the next open.
-    pub durable: bool,
+    pub(crate) durable: bool,
 }
 
 impl Harness {
@@ -58,7 +58,7 @@ impl Harness {
     }
 
     /// Opens the store over this check's data.
-    pub async fn open(&self) -> Arc<dyn Store> {
+    pub(crate) async fn open(&self) -> Arc<dyn Store> {
         (self.open)(self.dir.clone()).await
     }
 }

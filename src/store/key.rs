@@ -16,7 +16,7 @@ const TERMINATOR: [u8; 2] = [0x00, 0x01];
 /// escaped NUL continuing the partition key) and below any non-zero byte.
 const PARTITION_END: [u8; 2] = [0x00, 0x02];
 
-pub fn encode_component(text: &str, out: &mut Vec<u8>) {
+pub(crate) fn encode_component(text: &str, out: &mut Vec<u8>) {
     out.reserve(text.len() + 2);
     for &b in text.as_bytes() {
         match b {
@@ -30,7 +30,7 @@ pub fn encode_component(text: &str, out: &mut Vec<u8>) {
 }
 
 /// Decodes one component from the front of `bytes`; returns it and the rest.
-pub fn decode_component(bytes: &[u8]) -> Option<(String, &[u8])> {
+pub(crate) fn decode_component(bytes: &[u8]) -> Option<(String, &[u8])> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
@@ -60,7 +60,7 @@ pub fn decode_component(bytes: &[u8]) -> Option<(String, &[u8])> {
     None
 }
 
-pub fn table_prefix(table_id: u64) -> [u8; 8] {
+pub(crate) fn table_prefix(table_id: u64) -> [u8; 8] {
     table_id.to_be_bytes()
 }
 
@@ -117,7 +117,8 @@ impl KeyRange {
         }
     }
 
-    pub fn point(partition_key: &str, row_key: &str) -> KeyRange {
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn point(partition_key: &str, row_key: &str) -> KeyRange {
         KeyRange {
             start: KeyBound::Included(partition_key.to_string(), row_key.to_string()),
             end: KeyBound::Included(partition_key.to_string(), row_key.to_string()),
@@ -125,7 +126,7 @@ impl KeyRange {
     }
 
     /// The byte bounds of this range inside table `table_id`.
-    pub fn to_bytes(&self, table_id: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    pub(crate) fn to_bytes(&self, table_id: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
         let prefix = table_prefix(table_id);
         let partition = |pk: &str, suffix: [u8; 2]| {
             let mut k = prefix.to_vec();
@@ -235,7 +236,7 @@ mod tests {
 
 impl KeyRange {
     /// This range limited to keys at or after `(pk, rk)`; `None` when nothing is left.
-    pub fn resume_from(&self, partition_key: &str, row_key: &str) -> Option<KeyRange> {
+    pub(crate) fn resume_from(&self, partition_key: &str, row_key: &str) -> Option<KeyRange> {
         let resume = entity_key(0, partition_key, row_key);
         let (start, end) = self.to_bytes(0);
         let start_before_resume = match &start {
@@ -282,7 +283,7 @@ mod resume_tests {
 
 impl KeyRange {
     /// The keys in both ranges; `None` when they do not overlap.
-    pub fn intersect(&self, other: &KeyRange) -> Option<KeyRange> {
+    pub(crate) fn intersect(&self, other: &KeyRange) -> Option<KeyRange> {
         let (s1, e1) = self.to_bytes(0);
         let (s2, e2) = other.to_bytes(0);
         // The later start and the earlier end win; on equal bytes an excluded bound is tighter.

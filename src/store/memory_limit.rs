@@ -15,20 +15,20 @@ pub(crate) type MemoryProbe = Arc<dyn Fn() -> Option<u64> + Send + Sync>;
 
 /// The resident set the tier keeps the process under, and how it measures it.
 #[derive(Clone)]
-pub struct ProcessLimit {
+pub(crate) struct ProcessLimit {
     /// Resident bytes of the whole process the tier tries to stay under.
-    pub limit_bytes: u64,
+    pub(crate) limit_bytes: u64,
     /// The margin the tier keeps below the limit, as the process can grow between two probes:
     /// within one headroom of the limit a load stops and growing tables are given back until
     /// an estimated two headrooms are free; a load starts only with two headrooms free.
-    pub headroom_bytes: u64,
-    pub probe: MemoryProbe,
+    pub(crate) headroom_bytes: u64,
+    pub(crate) probe: MemoryProbe,
 }
 
 impl ProcessLimit {
     /// The server's limit for a tier of `budget_mib`: the budget plus 64 MiB for everything
     /// else, measured with [`resident_bytes`].
-    pub fn for_budget_mib(budget_mib: u64) -> ProcessLimit {
+    pub(crate) fn for_budget_mib(budget_mib: u64) -> ProcessLimit {
         ProcessLimit {
             limit_bytes: budget_mib.saturating_add(64).saturating_mul(1024 * 1024),
             headroom_bytes: 16 * 1024 * 1024,

@@ -40,7 +40,7 @@ use crate::model::limits::{check_entity_as, EntityLimitError};
 use crate::model::{EdmDateTime, Entity, IfMatch, Property, WriteKind, WriteOp};
 pub use crate::model::{TableId, TableRef};
 use codec::TableRecord;
-pub use footprint::Footprint;
+pub(crate) use footprint::Footprint;
 use group_commit::GroupCommit;
 pub use key::{KeyBound, KeyRange};
 use read::ReadPool;
@@ -92,12 +92,12 @@ pub enum StoreError {
 
 /// The cause of a [`StoreError`], shared so that the error stays cheap to clone (a failed
 /// flush is reported to every writer that waited for it).
-pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
+pub(crate) type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
 
 impl StoreError {
     /// Whether the store failed, rather than refused the request: the request was not at
     /// fault and may succeed when retried.
-    pub fn is_failure(&self) -> bool {
+    pub(crate) fn is_failure(&self) -> bool {
         !matches!(
             self,
             StoreError::TableNotFound
@@ -118,7 +118,7 @@ impl StoreError {
     }
 
     /// The database refused: `message` is one sentence for the user.
-    pub fn database(message: impl Into<String>) -> StoreError {
+    pub(crate) fn database(message: impl Into<String>) -> StoreError {
         StoreError::Database {
             message: message.into(),
             source: None,
@@ -126,7 +126,7 @@ impl StoreError {
     }
 
     /// The database cannot be reached now: `message` is one sentence for the user.
-    pub fn unavailable(message: impl Into<String>) -> StoreError {
+    pub(crate) fn unavailable(message: impl Into<String>) -> StoreError {
         StoreError::Unavailable {
             message: message.into(),
             source: None,
@@ -134,7 +134,7 @@ impl StoreError {
     }
 
     /// The kind of the I/O error behind this one, if an I/O error caused it.
-    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+    pub(crate) fn io_kind(&self) -> Option<std::io::ErrorKind> {
         let mut cause = std::error::Error::source(self);
         while let Some(e) = cause {
             if let Some(io) = e.downcast_ref::<std::io::Error>() {
@@ -219,7 +219,7 @@ impl Eq for StoreError {}
 /// Failure of one operation of a [`Store::commit`]; nothing of the commit was applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitError {
-    pub index: usize,
+    pub(crate) index: usize,
     pub error: StoreError,
 }
 
@@ -232,7 +232,7 @@ pub struct TableInfo {
     /// The identity it is stored under ([`crate::model::names::table_identity`]).
     pub identity: String,
     /// Stored access policies (opaque bytes owned by the auth layer).
-    pub acl: Vec<u8>,
+    pub(crate) acl: Vec<u8>,
 }
 
 /// The store contract: tables addressed by [`TableRef`], entities by the [`TableId`] a table
@@ -385,7 +385,7 @@ pub trait Kv: Send + Sync + 'static {
 
 /// Lends the entries of `entries` in order to `visit` until it returns false (the body of
 /// [`Kv::visit`] for a backend that reads ranges as iterators).
-pub fn visit_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(
+pub(crate) fn visit_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     entries: impl Iterator<Item = Result<(K, V), StoreError>>,
     visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<(), StoreError> {
@@ -450,14 +450,14 @@ fn service_properties_key(account: &str) -> Vec<u8> {
 /// Hands out Timestamps in ticks: now, but later than every one handed out before by this
 /// clock and than a given previous one, so no two writes share a Timestamp (and an ETag).
 #[derive(Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     last: AtomicI64,
 }
 
 impl Clock {
     /// A Timestamp later than `previous` (when given) and than every one this clock handed
     /// out, and not before now.
-    pub fn stamp_after(&self, previous: Option<EdmDateTime>) -> EdmDateTime {
+    pub(crate) fn stamp_after(&self, previous: Option<EdmDateTime>) -> EdmDateTime {
         let floor = EdmDateTime::now().0.max(previous.map_or(0, |p| p.0 + 1));
         let mut last = self.last.load(Ordering::Relaxed);
         loop {
@@ -476,7 +476,6 @@ impl Clock {
 /// The single [`Store`] implementation over a key-value backend, generic over the backend.
 pub struct KvStore<B: Kv> {
     kv: Arc<B>,
-    durability: Durability,
     /// Serialises table creation/deletion and id allocation.
     table_lock: Mutex<()>,
     next_table_id: AtomicU64,
@@ -612,7 +611,6 @@ impl<B: Kv> KvStore<B> {
         };
         let store = Arc::new(KvStore {
             kv,
-            durability,
             table_lock: Mutex::new(()),
             next_table_id: AtomicU64::new(next),
             partition_locks: (0..LOCK_STRIPES).map(|_| Mutex::new(())).collect(),
@@ -642,11 +640,6 @@ impl<B: Kv> KvStore<B> {
             store.spawn_purge(id);
         }
         Ok(store)
-    }
-
-    /// The durability the store was opened with.
-    pub fn durability(&self) -> Durability {
-        self.durability
     }
 
     /// One table's rows as read jobs see them, read directly on the calling thread (not
@@ -892,7 +885,7 @@ impl<B: Kv> KvStore<B> {
 /// current stored bytes and the Timestamp the write gets: checks the operation's precondition
 /// (insert-must-not-exist, If-Match) and, for merges, the whole-entity limits. Shared by every
 /// store so that all of them apply writes alike.
-pub fn apply_write(
+pub(crate) fn apply_write(
     op: &WriteOp,
     current: Option<&[u8]>,
     ts: EdmDateTime,

@@ -19,7 +19,7 @@ pub struct StoredRow<'a> {
 
 impl<'a> StoredRow<'a> {
     /// A row from its stored entity key and encoded value (see `key.rs` and `codec.rs`).
-    pub fn new(key: &'a [u8], value: &'a [u8]) -> StoredRow<'a> {
+    pub(crate) fn new(key: &'a [u8], value: &'a [u8]) -> StoredRow<'a> {
         StoredRow {
             key,
             value: RawEntity::new(value),
@@ -38,17 +38,17 @@ impl<'a> StoredRow<'a> {
     }
 
     /// The entity's Timestamp, if the stored value is well formed.
-    pub fn timestamp(&self) -> Option<EdmDateTime> {
+    pub(crate) fn timestamp(&self) -> Option<EdmDateTime> {
         self.value.timestamp()
     }
 
     /// The value of property `name`, read in place, if the entity has it.
-    pub fn property(&self, name: &str) -> Option<EdmValueRef<'a>> {
+    pub(crate) fn property(&self, name: &str) -> Option<EdmValueRef<'a>> {
         self.value.property(name)
     }
 
     /// The whole entity, its properties borrowed from the stored bytes.
-    pub fn view(&self) -> Result<EntityView<'a>, StoreError> {
+    pub(crate) fn view(&self) -> Result<EntityView<'a>, StoreError> {
         let (partition_key, row_key) = self.keys()?;
         let (timestamp, properties) = self
             .value
@@ -73,7 +73,7 @@ pub struct StoredRows {
 }
 
 impl StoredRows {
-    pub fn push(&mut self, row: &StoredRow<'_>) {
+    pub(crate) fn push(&mut self, row: &StoredRow<'_>) {
         self.bytes.extend_from_slice(row.key);
         let key_end = self.bytes.len();
         self.bytes.extend_from_slice(row.value_bytes);
@@ -89,7 +89,7 @@ impl StoredRows {
     }
 
     /// Keeps the first `n` rows (a page cut short, see `server::realism::cut_page`).
-    pub fn truncate(&mut self, n: usize) {
+    pub(crate) fn truncate(&mut self, n: usize) {
         if n < self.ends.len() {
             let end = if n == 0 { 0 } else { self.ends[n - 1].1 };
             self.ends.truncate(n);
@@ -98,12 +98,12 @@ impl StoredRows {
     }
 
     /// The rows as entities that borrow their properties from the stored bytes.
-    pub fn entities(&self) -> Result<Vec<EntityView<'_>>, StoreError> {
+    pub(crate) fn entities(&self) -> Result<Vec<EntityView<'_>>, StoreError> {
         self.iter().map(|row| row.view()).collect()
     }
 
     /// Each row, in the order it was pushed.
-    pub fn iter(&self) -> impl Iterator<Item = StoredRow<'_>> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = StoredRow<'_>> {
         let mut start = 0;
         self.ends.iter().map(move |&(key_end, value_end)| {
             let row = StoredRow::new(&self.bytes[start..key_end], &self.bytes[key_end..value_end]);

@@ -144,7 +144,7 @@ impl Compression {
 
 impl Layout {
     /// sled's segment size with the given compression.
-    pub const fn new(compression: Compression) -> Layout {
+    pub(crate) const fn new(compression: Compression) -> Layout {
         Layout {
             segment_size: 512 * 1024,
             compression,
@@ -163,7 +163,7 @@ impl Default for Layout {
 const ZSTD_LEVEL: i32 = 1;
 
 /// How the data folder at `path` is compressed (`None`: no folder there yet).
-pub fn folder_compression(path: &Path) -> Option<Compression> {
+pub(crate) fn folder_compression(path: &Path) -> Option<Compression> {
     existing_layout(path).map(|layout| layout.compression)
 }
 

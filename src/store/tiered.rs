@@ -159,10 +159,11 @@ pub struct TieredKv<B: Kv> {
 
 /// Resident bytes and tables, for metrics and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TierUsage {
-    pub budget_bytes: u64,
-    pub used_bytes: u64,
-    pub resident_tables: usize,
+#[cfg(test)]
+pub(crate) struct TierUsage {
+    pub(crate) budget_bytes: u64,
+    pub(crate) used_bytes: u64,
+    pub(crate) resident_tables: usize,
 }
 
 /// The table a key belongs to (its first 8 bytes).
@@ -522,18 +523,20 @@ impl<B: Kv> TieredKv<B> {
     /// Keeps the whole process under `limit` too: the loader thread probes its resident set
     /// every [`PROBE_INTERVAL`] and gives tables back while it is above; loads stop at it.
     /// Set once (a second call is ignored).
-    pub fn limit_process_memory(&self, limit: ProcessLimit) {
+    pub(crate) fn limit_process_memory(&self, limit: ProcessLimit) {
         let _ = self.shared.process_limit.set(limit);
         self.shared.keep_within_process_limit();
     }
 
     /// Checks the process limit now (what the loader thread does every [`PROBE_INTERVAL`]).
-    pub fn keep_within_process_limit(&self) {
+    #[cfg(test)]
+    pub(crate) fn keep_within_process_limit(&self) {
         self.shared.keep_within_process_limit();
     }
 
     /// Bytes and tables resident now.
-    pub fn usage(&self) -> TierUsage {
+    #[cfg(test)]
+    pub(crate) fn usage(&self) -> TierUsage {
         let state = self.shared.lock();
         TierUsage {
             budget_bytes: self.shared.options.budget_bytes,
@@ -547,7 +550,8 @@ impl<B: Kv> TieredKv<B> {
     }
 
     /// Whether table `id` is served from RAM now.
-    pub fn is_resident(&self, id: u64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_resident(&self, id: u64) -> bool {
         matches!(
             self.shared.lock().tables.get(&id),
             Some(Slot::Resident { .. })
@@ -555,7 +559,8 @@ impl<B: Kv> TieredKv<B> {
     }
 
     /// Waits (up to `timeout`) until every load asked for so far has finished.
-    pub fn wait_for_loads(&self, timeout: Duration) -> bool {
+    #[cfg(test)]
+    pub(crate) fn wait_for_loads(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         while self.shared.loads_done.load(Ordering::Acquire)
             < self.shared.loads_requested.load(Ordering::Acquire)
@@ -569,7 +574,8 @@ impl<B: Kv> TieredKv<B> {
     }
 
     /// Evicts table `id` now (tests: eviction at a chosen moment).
-    pub fn evict(&self, id: u64) {
+    #[cfg(test)]
+    pub(crate) fn evict(&self, id: u64) {
         self.shared.lock().evict(id);
     }
 

@@ -47,7 +47,10 @@ use crate::model::Flavor;
 /// Encodes the response to a change set batch. Returns the outer `Content-Type`
 /// (`multipart/mixed; boundary=batchresponse_<uuid>`) and the body. `responses` are written
 /// in order; on failure the caller passes only the failed operation's sub-response.
-pub fn encode_changeset_response(responses: &[SubResponse], flavor: Flavor) -> (String, Vec<u8>) {
+pub(crate) fn encode_changeset_response(
+    responses: &[SubResponse],
+    flavor: Flavor,
+) -> (String, Vec<u8>) {
     let batch = format!("batchresponse_{}", uuid::Uuid::new_v4());
     let changeset = format!("changesetresponse_{}", uuid::Uuid::new_v4());
     let body = encode_changeset_response_with_boundaries(responses, &batch, &changeset, flavor);
@@ -56,7 +59,7 @@ pub fn encode_changeset_response(responses: &[SubResponse], flavor: Flavor) -> (
 
 /// [`encode_changeset_response`] with the boundaries given (for deterministic tests). They
 /// should start with `batchresponse_` and `changesetresponse_` respectively.
-pub fn encode_changeset_response_with_boundaries(
+pub(crate) fn encode_changeset_response_with_boundaries(
     responses: &[SubResponse],
     batch_boundary: &str,
     changeset_boundary: &str,
@@ -92,14 +95,14 @@ pub fn encode_changeset_response_with_boundaries(
 
 /// Encodes the response to a query batch (a single `GET`): the batch part holds the
 /// `application/http` sub-response directly. Returns the outer `Content-Type` and the body.
-pub fn encode_query_response(response: &SubResponse) -> (String, Vec<u8>) {
+pub(crate) fn encode_query_response(response: &SubResponse) -> (String, Vec<u8>) {
     let batch = format!("batchresponse_{}", uuid::Uuid::new_v4());
     let body = encode_query_response_with_boundary(response, &batch);
     (content_type(&batch), body)
 }
 
 /// [`encode_query_response`] with the boundary given (for deterministic tests).
-pub fn encode_query_response_with_boundary(
+pub(crate) fn encode_query_response_with_boundary(
     response: &SubResponse,
     batch_boundary: &str,
 ) -> Vec<u8> {
@@ -154,7 +157,7 @@ fn push_clean(out: &mut Vec<u8>, s: &str) {
 
 /// The reason phrase written after a sub-response status code (Azure's, e.g. `No Content`,
 /// `Precondition Failed`). Unknown codes get `Unknown`.
-pub fn reason_phrase(status: u16) -> &'static str {
+pub(crate) fn reason_phrase(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",

@@ -19,11 +19,8 @@ mod golden_tests;
 use std::fmt;
 
 pub use decode::decode_batch;
-pub use encode::{
-    encode_changeset_response, encode_changeset_response_with_boundaries, encode_query_response,
-    encode_query_response_with_boundary, reason_phrase,
-};
-pub use operations::{
+pub(crate) use encode::{encode_changeset_response, encode_query_response};
+pub(crate) use operations::{
     decode_change, error_sub_response, parse_sub_operation, retrieve_sub_response,
     write_sub_response, ChangeWrite,
 };
@@ -32,24 +29,24 @@ pub use operations::{
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubRequest {
     /// The verb as written: `POST`, `PUT`, `MERGE`, `PATCH`, `DELETE` or `GET`.
-    pub method: String,
+    pub(crate) method: String,
     /// The request-target as written in the request line (absolute or relative, still
     /// percent-encoded).
-    pub url: String,
+    pub(crate) url: String,
     /// The inner request headers in order, names as written (the part's MIME headers are not here).
-    pub headers: Vec<(String, String)>,
+    pub(crate) headers: Vec<(String, String)>,
     /// The body, possibly empty. Leading blank lines are removed (clients put one or two blank
     /// lines before a JSON body) and so is trailing whitespace beyond `Content-Length` when that
     /// header is present. Old JS SDKs sent the literal text `undefined` as a DELETE body: callers
     /// should ignore the body of a DELETE.
     pub body: Vec<u8>,
     /// `Content-ID` from the part's MIME headers, else from the inner request headers.
-    pub content_id: Option<String>,
+    pub(crate) content_id: Option<String>,
 }
 
 impl SubRequest {
     /// The first inner header called `name`, compared ASCII case-insensitively.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -60,7 +57,7 @@ impl SubRequest {
     /// (the host may be anything, e.g. a debugging proxy); a fragment is dropped. The path stays
     /// percent-encoded and still carries the account segment in path style. The query is the
     /// text after `?` (without it), `None` when there is no `?`.
-    pub fn path_and_query(&self) -> (&str, Option<&str>) {
+    pub(crate) fn path_and_query(&self) -> (&str, Option<&str>) {
         split_path_and_query(&self.url)
     }
 }
@@ -102,9 +99,9 @@ pub enum BatchBody {
 
 /// One sub-response to encode. Headers are written in the order given, names as given.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SubResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
+pub(crate) struct SubResponse {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 

@@ -11,7 +11,7 @@ use crate::model::EdmValue;
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CmpOp {
+pub(crate) enum CmpOp {
     Eq,
     Ne,
     Gt,
@@ -21,7 +21,7 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    pub fn parse(word: &str) -> Option<CmpOp> {
+    pub(crate) fn parse(word: &str) -> Option<CmpOp> {
         Some(match word {
             "eq" => CmpOp::Eq,
             "ne" => CmpOp::Ne,
@@ -33,7 +33,7 @@ impl CmpOp {
         })
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             CmpOp::Eq => "eq",
             CmpOp::Ne => "ne",
@@ -45,7 +45,7 @@ impl CmpOp {
     }
 
     /// The operator with its operands swapped: `lit lt P` ≡ `P gt lit`.
-    pub fn flipped(self) -> CmpOp {
+    pub(crate) fn flipped(self) -> CmpOp {
         match self {
             CmpOp::Eq => CmpOp::Eq,
             CmpOp::Ne => CmpOp::Ne,
@@ -58,7 +58,7 @@ impl CmpOp {
 
     /// The complementary operator: `not (a lt b)` ≡ `a ge b`, valid only where the comparison
     /// is defined (both sides present and of one type).
-    pub fn negated(self) -> CmpOp {
+    pub(crate) fn negated(self) -> CmpOp {
         match self {
             CmpOp::Eq => CmpOp::Ne,
             CmpOp::Ne => CmpOp::Eq,
@@ -70,7 +70,7 @@ impl CmpOp {
     }
 
     /// Whether `left op right` holds given `left.cmp(right)`.
-    pub fn holds(self, ordering: Ordering) -> bool {
+    pub(crate) fn holds(self, ordering: Ordering) -> bool {
         match self {
             CmpOp::Eq => ordering == Ordering::Equal,
             CmpOp::Ne => ordering != Ordering::Equal,
@@ -94,7 +94,7 @@ pub enum PropertyName {
 }
 
 impl PropertyName {
-    pub fn from_name(name: &str) -> PropertyName {
+    pub(crate) fn from_name(name: &str) -> PropertyName {
         match name {
             "PartitionKey" => PropertyName::PartitionKey,
             "RowKey" => PropertyName::RowKey,
@@ -103,7 +103,7 @@ impl PropertyName {
         }
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             PropertyName::PartitionKey => "PartitionKey",
             PropertyName::RowKey => "RowKey",
@@ -116,8 +116,8 @@ impl PropertyName {
 /// `property op value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
-    pub property: PropertyName,
-    pub op: CmpOp,
+    pub(crate) property: PropertyName,
+    pub(crate) op: CmpOp,
     pub value: EdmValue,
 }
 
@@ -133,7 +133,8 @@ pub enum Expr {
 }
 
 impl Expr {
-    pub fn compare(property: &str, op: CmpOp, value: EdmValue) -> Expr {
+    #[cfg(test)]
+    pub(crate) fn compare(property: &str, op: CmpOp, value: EdmValue) -> Expr {
         Expr::Compare(Comparison {
             property: PropertyName::from_name(property),
             op,
@@ -142,20 +143,21 @@ impl Expr {
     }
 
     #[allow(clippy::should_implement_trait)] // reads as the filter operator, not std::ops::Not
-    pub fn not(inner: Expr) -> Expr {
+    pub(crate) fn not(inner: Expr) -> Expr {
         Expr::Not(Box::new(inner))
     }
 
-    pub fn and(left: Expr, right: Expr) -> Expr {
+    pub(crate) fn and(left: Expr, right: Expr) -> Expr {
         Expr::And(Box::new(left), Box::new(right))
     }
 
-    pub fn or(left: Expr, right: Expr) -> Expr {
+    pub(crate) fn or(left: Expr, right: Expr) -> Expr {
         Expr::Or(Box::new(left), Box::new(right))
     }
 
     /// Number of comparisons in the tree (Azure allows at most 15).
-    pub fn comparison_count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn comparison_count(&self) -> usize {
         match self {
             Expr::Compare(_) => 1,
             Expr::Const(_) => 0,
@@ -165,12 +167,14 @@ impl Expr {
     }
 
     /// The canonical S-expression: `(and (eq PartitionKey 'a') (not (gt Age 3)))`.
-    pub fn to_sexpr(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn to_sexpr(&self) -> String {
         let mut out = String::new();
         self.write_sexpr(&mut out);
         out
     }
 
+    #[cfg(test)]
     fn write_sexpr(&self, out: &mut String) {
         match self {
             Expr::Compare(c) => {

@@ -23,8 +23,8 @@ pub(crate) enum TokenKind<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Token<'a> {
     pub kind: TokenKind<'a>,
-    pub start: usize,
-    pub end: usize,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 pub(crate) struct Lexer<'a> {

@@ -14,15 +14,15 @@ pub(crate) mod ast;
 pub(crate) mod lexer;
 pub(crate) mod parser;
 
-pub use ast::{CmpOp, Comparison, Expr, PropertyName};
+pub(crate) use ast::{CmpOp, Comparison, Expr, PropertyName};
 
 use super::{ApiError, ErrorCode};
 
 /// Azure allows "no more than 15 discrete comparisons" in a `$filter` (Querying tables and
 /// entities, REST reference).
-pub const MAX_COMPARISONS: usize = 15;
+pub(crate) const MAX_COMPARISONS: usize = 15;
 /// Nesting of parentheses and `not` allowed before the parser gives up with a typed error.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FilterErrorKind {
@@ -44,12 +44,12 @@ pub enum FilterErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterError {
     pub kind: FilterErrorKind,
-    pub position: usize,
+    pub(crate) position: usize,
 }
 
 impl FilterError {
     /// An error at byte offset `byte_end` of `text`.
-    pub fn at(text: &str, kind: FilterErrorKind, byte_end: usize) -> FilterError {
+    pub(crate) fn at(text: &str, kind: FilterErrorKind, byte_end: usize) -> FilterError {
         let end = byte_end.min(text.len());
         let prefix = text.get(..end).unwrap_or(text);
         FilterError {
@@ -59,7 +59,7 @@ impl FilterError {
     }
 
     /// The message Azure would show for `filter`.
-    pub fn message(&self, filter: &str) -> String {
+    pub(crate) fn message(&self, filter: &str) -> String {
         match &self.kind {
             FilterErrorKind::Syntax => {
                 format!("Syntax error at position {} in '{filter}'.", self.position)
@@ -81,7 +81,7 @@ impl FilterError {
         }
     }
 
-    pub fn to_api_error(&self, filter: &str) -> ApiError {
+    pub(crate) fn to_api_error(&self, filter: &str) -> ApiError {
         ApiError::with_message(ErrorCode::InvalidInput, self.message(filter))
     }
 }

@@ -19,14 +19,14 @@ pub(super) enum DbFailure {
 
 /// Where the store connects, as messages show it (never with the password).
 #[derive(Debug, Clone)]
-pub struct PgAddress {
-    pub user: String,
-    pub host: String,
-    pub database: String,
+pub(crate) struct PgAddress {
+    pub(crate) user: String,
+    pub(crate) host: String,
+    pub(crate) database: String,
 }
 
 impl PgAddress {
-    pub fn from_config(config: &tokio_postgres::Config) -> PgAddress {
+    pub(crate) fn from_config(config: &tokio_postgres::Config) -> PgAddress {
         use tokio_postgres::config::Host;
         let host = config
             .get_hosts()
@@ -55,7 +55,7 @@ impl PgAddress {
     }
 
     /// `postgres://user@host:port/database`, without the password.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("postgres://{}@{}/{}", self.user, self.host, self.database)
     }
 }

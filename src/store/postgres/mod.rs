@@ -45,7 +45,7 @@ use super::{
 };
 use crate::model::limits::EntityLimitError;
 use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
-pub use errors::PgAddress;
+pub(crate) use errors::PgAddress;
 use errors::{classify, from_db_error, from_pool_error, DbFailure};
 
 /// How long to wait for a connection to the database before answering 503.
@@ -69,14 +69,14 @@ const PURGE_CHUNK: i64 = 1000;
 type Row = (Vec<u8>, Vec<u8>);
 
 /// Whether `location` names a PostgreSQL database (`postgres://` or `postgresql://`).
-pub fn is_postgres_url(location: &str) -> bool {
+pub(crate) fn is_postgres_url(location: &str) -> bool {
     let lower = location.trim_start().to_ascii_lowercase();
     lower.starts_with("postgres://") || lower.starts_with("postgresql://")
 }
 
 /// `url` as start-up output shows it: `postgres://user@host:port/database`, never the
 /// password (or `url` unchanged when it does not parse; opening it then fails anyway).
-pub fn display_url(url: &str) -> String {
+pub(crate) fn display_url(url: &str) -> String {
     match tokio_postgres::Config::from_str(url.trim()) {
         Ok(config) => PgAddress::from_config(&config).url(),
         Err(_) => "(an invalid URL)".to_string(),
@@ -106,7 +106,7 @@ impl PgStore {
 
     /// [`PgStore::open`] with the store's tables in `schema` (created if missing) instead of
     /// the user's default search path: tests give each server a schema of its own.
-    pub async fn open_in_schema(
+    pub(crate) async fn open_in_schema(
         url: &str,
         schema: Option<&str>,
     ) -> Result<Arc<PgStore>, StoreError> {
@@ -170,11 +170,6 @@ impl PgStore {
             store.spawn_purge(id);
         }
         Ok(store)
-    }
-
-    /// Where the store connects, without the password.
-    pub fn target(&self) -> &PgAddress {
-        &self.shared.target
     }
 
     /// The plan PostgreSQL chooses for the statement a scan of `range` runs (its first

@@ -44,7 +44,7 @@ const MIGRATIONS: &[&str] = &[
 
 /// The outcome of [`migrate`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Migrated {
+pub(crate) enum Migrated {
     /// The schema is at [`CURRENT`]; `applied` migrations were run to get there.
     Current { applied: i32 },
     /// The database's schema is newer than this binary knows.
@@ -52,7 +52,7 @@ pub enum Migrated {
 }
 
 /// Brings the schema to [`CURRENT`].
-pub async fn migrate(client: &mut Client) -> Result<Migrated, tokio_postgres::Error> {
+pub(crate) async fn migrate(client: &mut Client) -> Result<Migrated, tokio_postgres::Error> {
     client
         .batch_execute(
             "CREATE TABLE IF NOT EXISTS schema_version (
@@ -91,7 +91,7 @@ pub async fn migrate(client: &mut Client) -> Result<Migrated, tokio_postgres::Er
 /// Whether `e` is the failure of a `CREATE … IF NOT EXISTS` (or of the first version row's
 /// insert) that raced with another session creating the same object: the bootstrap should run
 /// again and will find the object there.
-pub fn created_concurrently(e: &tokio_postgres::Error) -> bool {
+pub(crate) fn created_concurrently(e: &tokio_postgres::Error) -> bool {
     e.code().is_some_and(|code| {
         *code == SqlState::DUPLICATE_OBJECT
             || *code == SqlState::DUPLICATE_TABLE
