@@ -297,7 +297,7 @@ pub struct Config {
     /// half as fast); off writes fastest with a folder 1.8–3.6× the data. A folder keeps what
     /// it was created with. Ignored by the in-memory and PostgreSQL stores.
     #[arg(long, env = "TABLESTORE_COMPRESSION", value_enum, default_value_t = CompressionArg::Lz4)]
-    pub compression: CompressionArg,
+    pub(crate) compression: CompressionArg,
 
     /// No access log: one line per request is not printed.
     #[arg(short = 's', long, env = "TABLESTORE_SILENT",

@@ -28,7 +28,7 @@ pub(crate) const MAX_SIGNED_IDENTIFIER_LEN: usize = 64;
 /// One stored access policy entry.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SignedIdentifier {
-    pub id: String,
+    pub(crate) id: String,
     /// `None` when the request had no `AccessPolicy` element.
     pub(crate) access_policy: Option<AccessPolicy>,
 }

@@ -265,8 +265,8 @@ impl IpRange {
 /// One end of a SAS key range: a partition key and, optionally, a row key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SasKeyBound {
-    pub partition_key: String,
-    pub row_key: Option<String>,
+    pub(crate) partition_key: String,
+    pub(crate) row_key: Option<String>,
 }
 
 /// The entity range of a service SAS (Azure docs: "Create a service SAS"), all bounds inclusive:

@@ -28,7 +28,7 @@ pub(crate) struct Table {
     pub(crate) name: String,
     /// The stored access policies as a Set Table ACL body, if any.
     pub(crate) acl: Option<String>,
-    pub entities: Vec<Entity>,
+    pub(crate) entities: Vec<Entity>,
 }
 
 /// The database file of an Azurite location (or the file itself).

@@ -75,7 +75,7 @@ pub(crate) struct ManifestTable {
     pub(crate) name: String,
     /// The file, relative to the manifest.
     pub(crate) file: String,
-    pub entities: u64,
+    pub(crate) entities: u64,
     /// Stored access policies (a Set Table ACL body).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) acl: Option<String>,
@@ -143,7 +143,7 @@ pub(crate) struct ExportOptions {
 /// What a transfer did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
-    pub tables: usize,
+    pub(crate) tables: usize,
     pub entities: u64,
     /// Entities an import left as they were (`--mode skip`).
     pub(crate) skipped: u64,
@@ -447,7 +447,7 @@ pub(crate) struct SourceTable {
     pub(crate) table: String,
     pub(crate) file: PathBuf,
     pub(crate) format: Format,
-    pub entities: Option<u64>,
+    pub(crate) entities: Option<u64>,
     pub(crate) acl: Option<String>,
 }
 
@@ -546,9 +546,9 @@ pub(crate) struct ImportOptions {
     pub(crate) mode: Mode,
     pub(crate) resume: bool,
     /// Record progress for `--resume` (off for `--seed`).
-    pub checkpoints: bool,
+    pub(crate) checkpoints: bool,
     /// The limits a JSON Lines entity is read against (Cosmos's for `--flavor cosmos`).
-    pub limits: EntityLimits,
+    pub(crate) limits: EntityLimits,
 }
 
 /// Where an import records its progress: `.import-progress.json` in the folder, or beside

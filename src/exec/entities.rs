@@ -75,7 +75,7 @@ pub(crate) struct Written {
     /// The table, named as created.
     pub(crate) table: TableRef,
     pub(crate) op: WriteOp,
-    pub timestamp: EdmDateTime,
+    pub(crate) timestamp: EdmDateTime,
 }
 
 /// The table `table` names, which must exist.

@@ -14,12 +14,12 @@ use crate::store::{Store, StoreError, TableInfo};
 pub(crate) struct TableQuery {
     pub(crate) filter: Option<Expr>,
     /// Most tables in the page (0..=1000).
-    pub top: usize,
+    pub(crate) top: usize,
     /// The identity the page starts at (the lower-cased name), from a continuation (key order).
-    pub start: Option<String>,
+    pub(crate) start: Option<String>,
     /// The position of the last name already answered, from a continuation (hashed order):
     /// its hash and name.
-    pub after: Option<(u64, String)>,
+    pub(crate) after: Option<(u64, String)>,
 }
 
 /// One page of Query Tables in an account.

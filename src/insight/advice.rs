@@ -86,7 +86,7 @@ pub(crate) enum Rule {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub(crate) struct RuleInfo {
     pub(crate) rule: Rule,
-    pub id: &'static str,
+    pub(crate) id: &'static str,
     /// The public Azure documentation page.
     pub(crate) guide_page: &'static str,
     /// The section of that page, by its heading.

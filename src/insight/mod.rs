@@ -76,7 +76,7 @@ pub(crate) struct EntityFacts {
     pub(crate) partition: String,
     /// Size by the service's accounting formula.
     pub(crate) size: usize,
-    pub properties: usize,
+    pub(crate) properties: usize,
     /// Insert (or an upsert): counts towards the prepend/append rule.
     pub(crate) inserted: bool,
     pub(crate) deleted: bool,

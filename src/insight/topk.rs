@@ -12,10 +12,10 @@ pub(crate) const MAX_KEY_BYTES: usize = 128;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Counted {
-    pub key: String,
+    pub(crate) key: String,
     pub(crate) count: u64,
     /// Upper bound of how much of `count` belongs to keys evicted before this one.
-    pub error: u64,
+    pub(crate) error: u64,
 }
 
 #[derive(Debug, Clone)]

@@ -45,10 +45,10 @@ impl Entity {
 /// entity's bytes): what response encoding reads.
 #[derive(Debug, Clone)]
 pub struct EntityView<'a> {
-    pub partition_key: Cow<'a, str>,
-    pub row_key: Cow<'a, str>,
-    pub timestamp: EdmDateTime,
-    pub properties: Vec<(&'a str, EdmValueRef<'a>)>,
+    pub(crate) partition_key: Cow<'a, str>,
+    pub(crate) row_key: Cow<'a, str>,
+    pub(crate) timestamp: EdmDateTime,
+    pub(crate) properties: Vec<(&'a str, EdmValueRef<'a>)>,
 }
 
 impl<'a> EntityView<'a> {

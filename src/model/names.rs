@@ -153,9 +153,9 @@ pub fn is_case_sensitive_identity(identity: &str) -> bool {
 /// yields the table's [`TableId`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableRef {
-    pub account: String,
-    pub name: String,
-    pub case: NameCase,
+    pub(crate) account: String,
+    pub(crate) name: String,
+    pub(crate) case: NameCase,
 }
 
 impl TableRef {

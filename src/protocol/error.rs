@@ -112,11 +112,11 @@ pub struct ApiError {
     /// token under `InvalidAuthenticationInfo`).
     pub(crate) status_override: Option<StatusCode>,
     /// A `WWW-Authenticate` value to send (Azure's bearer challenge on a 401).
-    pub challenge: Option<String>,
+    pub(crate) challenge: Option<String>,
     /// Cosmos DB's diagnostics, written after the text as `\r\nActivityId: <request id>,
     /// <diagnostics>` (Cosmos appends such a line to its 400, 429 and 501 messages); Storage
     /// writes none.
-    pub diagnostics: Option<String>,
+    pub(crate) diagnostics: Option<String>,
 }
 
 impl ApiError {

@@ -9,8 +9,8 @@ use crate::model::IfMatch;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntityRef {
     pub(crate) table: String,
-    pub partition_key: String,
-    pub row_key: String,
+    pub(crate) partition_key: String,
+    pub(crate) row_key: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -225,7 +225,7 @@ pub struct TablePage {
     /// Lower-cased name of the table the next page starts at.
     pub(crate) next: Option<String>,
     /// Tables read from the store for this page.
-    pub examined: u64,
+    pub(crate) examined: u64,
     /// `scan`, `names(N)` (exact lookups), with `+filter` when a filter is applied.
     pub(crate) plan: String,
 }

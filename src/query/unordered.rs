@@ -17,8 +17,8 @@ use crate::store::{KeyRange, ReadJob, RowSource, StoreError, StoredRow, StoredRo
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct OrderKey {
     pub(crate) hash: u64,
-    pub partition_key: String,
-    pub row_key: String,
+    pub(crate) partition_key: String,
+    pub(crate) row_key: String,
 }
 
 impl OrderKey {
@@ -51,10 +51,10 @@ pub(crate) fn key_hash(seed: u64, parts: &[&[u8]]) -> u64 {
 /// One unordered page: the rows, in order, and the order key of the last one when more follow.
 #[derive(Debug, Default)]
 pub(crate) struct UnorderedPage {
-    pub rows: StoredRows,
+    pub(crate) rows: StoredRows,
     pub(crate) next: Option<OrderKey>,
     /// Rows read from the store for this page.
-    pub examined: u64,
+    pub(crate) examined: u64,
 }
 
 /// The stored bytes a Cosmos-flavoured page holds at most (its last row may pass it): Cosmos

@@ -71,7 +71,7 @@ pub(crate) struct FaultRule {
     pub(crate) action: FaultAction,
     /// Azure error code for `action = "error"` (`ServerBusy`, `InternalError`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// HTTP status for the error, when not the code's usual one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) status: Option<u16>,
@@ -84,7 +84,7 @@ pub(crate) struct FaultRule {
 /// A validated set of rules with the seed of their RNG.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FaultSet {
+pub(crate) struct FaultSet {
     #[serde(default)]
     pub(crate) seed: u64,
     #[serde(default, alias = "rule")]

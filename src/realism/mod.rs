@@ -59,16 +59,16 @@ pub(crate) struct RequestFacts {
     pub(crate) table: Option<String>,
     /// Azure's operation name (`InsertEntity`, `QueryEntities`, `Batch`, …).
     pub(crate) operation: &'static str,
-    pub kind: OperationKind,
+    pub(crate) kind: OperationKind,
     /// The HTTP method as sent (`POST` for a tunnelled MERGE).
     pub(crate) method: String,
     /// The PartitionKey the request touches, when it touches exactly one.
-    pub partition_key: Option<String>,
+    pub(crate) partition_key: Option<String>,
     /// Entities the request writes or reads by key (a change set counts each of its
     /// operations); 1 for everything else.
-    pub entities: u32,
+    pub(crate) entities: u32,
     /// What the request is priced by in request units (only described when they are on).
-    pub priced: Priced,
+    pub(crate) priced: Priced,
 }
 
 /// What to do with a request before it is dispatched.
@@ -97,15 +97,15 @@ pub(crate) enum Disposition {
 /// The realism options, as the command line gives them.
 #[derive(Debug, Clone, Default)]
 pub struct RealismOptions {
-    pub targets: Option<TargetRates>,
+    pub(crate) targets: Option<TargetRates>,
     /// Request units per second per table (`--simulate-targets` under `--flavor cosmos`, in
     /// place of `targets`).
-    pub table_rus: Option<f64>,
-    pub page_breaks: Option<PageBreaks>,
+    pub(crate) table_rus: Option<f64>,
+    pub(crate) page_breaks: Option<PageBreaks>,
     /// How long a deleted table's name stays unusable (`--simulate-lifecycle`).
     pub(crate) lifecycle: Option<Duration>,
     /// Fault rules loaded at start (`--faults FILE`).
-    pub faults: Option<FaultSet>,
+    pub(crate) faults: Option<FaultSet>,
     /// Seed of the page-break RNG (fault files carry their own seed).
     pub(crate) seed: u64,
 }

@@ -12,7 +12,7 @@ use rand_pcg::Pcg64;
 
 /// `--page-breaks`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PageBreaks {
+pub(crate) enum PageBreaks {
     /// End each page where the PartitionKey changes.
     Partition,
     /// End pages at seeded random points, including empty pages.

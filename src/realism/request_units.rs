@@ -41,9 +41,9 @@ pub(crate) enum WriteKind {
 /// the properties it carries (keys included: Cosmos indexes them too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PricedWrite {
-    pub kind: WriteKind,
-    pub item_bytes: usize,
-    pub indexed_properties: usize,
+    pub(crate) kind: WriteKind,
+    pub(crate) item_bytes: usize,
+    pub(crate) indexed_properties: usize,
 }
 
 impl PricedWrite {
@@ -109,12 +109,12 @@ impl Priced {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Served {
     /// Answered with a success status.
-    pub succeeded: bool,
+    pub(crate) succeeded: bool,
     /// Bytes of the answer's body (the item, or the page of items, as returned).
-    pub body_bytes: usize,
+    pub(crate) body_bytes: usize,
     /// Entities a query examined and returned.
-    pub examined: u64,
-    pub returned: u64,
+    pub(crate) examined: u64,
+    pub(crate) returned: u64,
 }
 
 /// The per-table budgets.

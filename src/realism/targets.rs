@@ -20,7 +20,7 @@ pub(crate) const LOG_TARGET: &str = "tablestore::realism";
 
 /// Which error an over-budget request gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TargetError {
+pub(crate) enum TargetError {
     /// 503 ServerBusy (Azure's usual answer to throttling).
     #[default]
     ServerBusy,
@@ -30,11 +30,11 @@ pub enum TargetError {
 
 /// The budgets, per second.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TargetRates {
+pub(crate) struct TargetRates {
     pub(crate) partition_entities: f64,
     pub(crate) table_transactions: f64,
     pub(crate) account_transactions: f64,
-    pub error: TargetError,
+    pub(crate) error: TargetError,
 }
 
 impl Default for TargetRates {

@@ -16,7 +16,7 @@ pub(crate) struct Call {
     pub(crate) scope: Scope,
     pub(crate) headers: HeaderMap,
     pub(crate) query: QueryParams,
-    pub body: Bytes,
+    pub(crate) body: Bytes,
     pub(crate) is_head: bool,
 }
 

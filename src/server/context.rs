@@ -169,7 +169,7 @@ impl RequestContext {
 pub(crate) struct ResponseParts {
     pub(crate) status: StatusCode,
     pub(crate) headers: HeaderMap,
-    pub body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl ResponseParts {

@@ -42,7 +42,7 @@ pub(crate) struct AppState {
     /// Query classes, statistics, advice and metrics (fed by `middleware::request_log`).
     pub(crate) insight: crate::insight::Insight,
     /// Production realism (targets, page breaks, lifecycle, faults); off by default.
-    pub realism: Arc<crate::realism::Realism>,
+    pub(crate) realism: Arc<crate::realism::Realism>,
 }
 
 impl AppState {

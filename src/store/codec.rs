@@ -152,7 +152,7 @@ pub fn decode_entity(bytes: &[u8]) -> Option<(EdmDateTime, Vec<Property>)> {
 /// Table metadata as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TableRecord {
-    pub id: u64,
+    pub(crate) id: u64,
     /// The name with the casing used at creation.
     pub(crate) name: String,
     /// Stored access policies, opaque to the store (the auth layer's encoding).

@@ -228,9 +228,9 @@ pub struct CommitError {
 pub struct TableInfo {
     pub id: TableId,
     /// Name with the casing used at creation.
-    pub name: String,
+    pub(crate) name: String,
     /// The identity it is stored under ([`crate::model::names::table_identity`]).
-    pub identity: String,
+    pub(crate) identity: String,
     /// Stored access policies (opaque bytes owned by the auth layer).
     pub(crate) acl: Vec<u8>,
 }

@@ -34,7 +34,7 @@ pub struct DiskOptions {
     /// sled's page cache.
     pub(crate) cache_bytes: u64,
     /// How a folder created now compresses its data (an existing one keeps its own).
-    pub compression: Compression,
+    pub(crate) compression: Compression,
     /// The RAM tier's budget; 0 reads everything from disk.
     pub(crate) memory_budget_mib: u64,
     /// Whether the RAM tier also keeps the whole process near the budget (on in every real

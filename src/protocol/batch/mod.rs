@@ -102,7 +102,7 @@ pub enum BatchBody {
 pub(crate) struct SubResponse {
     pub(crate) status: u16,
     pub(crate) headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 /// Which multipart level an error refers to.

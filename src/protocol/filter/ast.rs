@@ -118,7 +118,7 @@ impl PropertyName {
 pub struct Comparison {
     pub(crate) property: PropertyName,
     pub(crate) op: CmpOp,
-    pub value: EdmValue,
+    pub(crate) value: EdmValue,
 }
 
 #[derive(Debug, Clone, PartialEq)]

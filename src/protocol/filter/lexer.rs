@@ -22,7 +22,7 @@ pub(crate) enum TokenKind<'a> {
 /// A token and its byte span in the filter text.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Token<'a> {
-    pub kind: TokenKind<'a>,
+    pub(crate) kind: TokenKind<'a>,
     pub(crate) start: usize,
     pub(crate) end: usize,
 }

@@ -43,7 +43,7 @@ pub enum FilterErrorKind {
 /// unit .NET — and so Azure — counts positions in).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterError {
-    pub kind: FilterErrorKind,
+    pub(crate) kind: FilterErrorKind,
     pub(crate) position: usize,
 }
 
