@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -24,7 +25,7 @@ use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tower::ServiceExt as _;
 
@@ -194,6 +195,14 @@ struct Tracker {
 }
 
 impl Tracker {
+    fn new() -> Tracker {
+        Tracker {
+            started: Instant::now(),
+            next_id: AtomicU64::new(0),
+            conns: Mutex::new(HashMap::new()),
+        }
+    }
+
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
@@ -311,6 +320,27 @@ fn is_connection_error(e: &std::io::Error) -> bool {
 trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
 
+/// What every connection's task shares with the accept loop.
+#[derive(Clone)]
+struct Shared {
+    router: Router,
+    limits: Arc<ServeLimits>,
+    tracker: Arc<Tracker>,
+    /// The TLS acceptor, when serving HTTPS.
+    acceptor: Option<tokio_rustls::TlsAcceptor>,
+}
+
+impl Shared {
+    fn new(router: Router, tls: Option<Arc<rustls::ServerConfig>>, limits: ServeLimits) -> Shared {
+        Shared {
+            router,
+            limits: Arc::new(limits),
+            tracker: Arc::new(Tracker::new()),
+            acceptor: tls.map(tokio_rustls::TlsAcceptor::from),
+        }
+    }
+}
+
 /// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` completes,
 /// then drains (bounded).
 pub(crate) async fn run(
@@ -320,14 +350,8 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServeLimits,
 ) {
-    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
-    let limits = Arc::new(limits);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let tracker = Arc::new(Tracker {
-        started: Instant::now(),
-        next_id: AtomicU64::new(0),
-        conns: Mutex::new(HashMap::new()),
-    });
+    let shared = Shared::new(router, tls, limits);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = JoinSet::new();
     let mut refusals = JoinSet::new();
@@ -335,144 +359,223 @@ pub(crate) async fn run(
     loop {
         while tasks.try_join_next().is_some() {}
         while refusals.try_join_next().is_some() {}
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
+        let (stream, peer) = tokio::select! {
+            accepted = accept(&listener, &shared.tracker) => accepted,
             () = &mut shutdown => break,
         };
-        let (stream, peer) = match accepted {
-            Ok(a) => a,
-            Err(e) if is_connection_error(&e) => continue,
-            Err(e) => {
-                // Typically out of file descriptors: make room and back off briefly.
-                tracing::warn!(error = %e, "accept failed");
-                tracker.close_one_idle();
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
+        let Some(permit) = take_slot(&slots, &shared).await else {
+            tracing::warn!(%peer, "connection limit reached; answering 503");
+            if refusals.len() < 64 {
+                refusals.spawn(refuse(stream));
             }
+            continue;
         };
-        let permit = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                let closing = tracker.close_one_idle();
-                let wait = if closing {
-                    limits.connection_wait.max(Duration::from_secs(1))
-                } else {
-                    limits.connection_wait
-                };
-                match tokio::time::timeout(wait, Arc::clone(&slots).acquire_owned()).await {
-                    Ok(Ok(p)) => p,
-                    _ => {
-                        tracing::warn!(%peer, "connection limit reached; answering 503");
-                        if refusals.len() < 64 {
-                            refusals.spawn(refuse(stream));
-                        }
-                        continue;
-                    }
-                }
-            }
+        let connection = Connection {
+            stream,
+            peer,
+            registration: shared.tracker.register(),
+            stop: stop_rx.clone(),
         };
-        let registration = tracker.register();
-        let router = router.clone();
-        let limits = Arc::clone(&limits);
-        let tracker_for_conn = Arc::clone(&tracker);
-        let mut stop = stop_rx.clone();
-        let acceptor = acceptor.clone();
-        tasks.spawn(async move {
-            let _permit = permit;
-            // Over HTTPS the handshake runs here, on the connection's own task and bounded in
-            // time, so a client that connects and says nothing holds up no one else.
-            let stream: Box<dyn Stream> = match acceptor {
-                None => Box::new(stream),
-                Some(acceptor) => {
-                    match tokio::time::timeout(
-                        super::tls::HANDSHAKE_TIMEOUT,
-                        acceptor.accept(stream),
-                    )
-                    .await
-                    {
-                        Ok(Ok(tls)) => Box::new(tls),
-                        Ok(Err(e)) => {
-                            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!(%peer, "TLS handshake timed out");
-                            return;
-                        }
-                    }
-                }
-            };
-            let state = Arc::clone(&registration.state);
-            let body_read_timeout = limits.body_read_timeout;
-            let abort = Arc::new(Notify::new());
-            let abort_for_requests = ConnectionAbort(Arc::clone(&abort));
-            let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
-                let guard = BusyGuard::new(&state, &tracker_for_conn);
-                let router = router.clone();
-                let deadline = Box::pin(tokio::time::sleep(body_read_timeout));
-                let abort = abort_for_requests.clone();
-                async move {
-                    let mut request = request.map(|inner| TimedBody { inner, deadline });
-                    request.extensions_mut().insert(ConnectInfo(peer));
-                    request.extensions_mut().insert(abort);
-                    let handled =
-                        CatchPanic(Box::pin(router.oneshot(request.map(axum::body::Body::new))))
-                            .await;
-                    let response = match handled {
-                        Some(Ok(r)) => r,
-                        Some(Err(e)) => match e {},
-                        None => {
-                            tracing::error!(%peer, "a request handler panicked; answered 500");
-                            internal_error()
-                        }
-                    };
-                    drop(guard);
-                    Ok::<_, Infallible>(response)
-                }
-            });
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_read_timeout)
-                .max_buf_size(limits.max_header_bytes.max(8192))
-                .max_headers(limits.max_headers)
-                .keep_alive(true);
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            let mut closing = false;
-            loop {
-                tokio::select! {
-                    result = conn.as_mut() => {
-                        if let Err(e) = result {
-                            tracing::debug!(%peer, error = %e, "connection ended with an error");
-                        }
-                        break;
-                    }
-                    () = abort.notified() => break,
-                    () = registration.state.close.notified(), if !closing => {
-                        // Picked to make room. With no request in flight (waiting for a
-                        // head, perhaps a slow one) it is dropped at once; nothing is lost.
-                        if registration.state.busy.load(Ordering::Acquire) == 0 {
-                            break;
-                        }
-                        closing = true;
-                        conn.as_mut().graceful_shutdown();
-                    }
-                    _ = stop.changed(), if !closing => {
-                        closing = true;
-                        conn.as_mut().graceful_shutdown();
-                    }
-                }
-            }
-            drop(registration);
-        });
+        tasks.spawn(serve_connection(connection, permit, shared.clone()));
     }
     drop(listener);
     let _ = stop_tx.send(true);
-    let drained = tokio::time::timeout(limits.shutdown_grace, async {
-        while tasks.join_next().await.is_some() {}
-    })
-    .await;
+    drain(tasks, refusals, shared.limits.shutdown_grace).await;
+}
+
+/// The next connection. Errors that concern only that connection are skipped; any other
+/// (typically out of file descriptors) makes room and backs off briefly.
+async fn accept(listener: &TcpListener, tracker: &Tracker) -> (TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(e) if is_connection_error(&e) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tracker.close_one_idle();
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// A connection slot: a free one at once, else one that frees up within
+/// `connection_wait` (at least a second when an idle connection was asked to close to make
+/// room). `None`: the connection is answered 503.
+async fn take_slot(slots: &Arc<Semaphore>, shared: &Shared) -> Option<OwnedSemaphorePermit> {
+    if let Ok(permit) = Arc::clone(slots).try_acquire_owned() {
+        return Some(permit);
+    }
+    let wait = if shared.tracker.close_one_idle() {
+        shared.limits.connection_wait.max(Duration::from_secs(1))
+    } else {
+        shared.limits.connection_wait
+    };
+    match tokio::time::timeout(wait, Arc::clone(slots).acquire_owned()).await {
+        Ok(Ok(permit)) => Some(permit),
+        _ => None,
+    }
+}
+
+/// One accepted connection, as its task gets it.
+struct Connection {
+    stream: TcpStream,
+    peer: SocketAddr,
+    registration: Registration,
+    /// Turns true when the server shuts down.
+    stop: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Serves one connection's requests until the client closes it, the server picks it to
+/// make room, or the server shuts down (both: after the request in flight).
+async fn serve_connection(connection: Connection, permit: OwnedSemaphorePermit, shared: Shared) {
+    let _permit = permit;
+    let Connection {
+        stream,
+        peer,
+        registration,
+        mut stop,
+    } = connection;
+    let Some(stream) = handshake(stream, peer, shared.acceptor.as_ref()).await else {
+        return;
+    };
+    let abort = Arc::new(Notify::new());
+    let abort_for_requests = ConnectionAbort(Arc::clone(&abort));
+    let state = Arc::clone(&registration.state);
+    let Shared {
+        router,
+        limits,
+        tracker,
+        ..
+    } = shared;
+    let body_read_timeout = limits.body_read_timeout;
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let guard = BusyGuard::new(&state, &tracker);
+        let deadline = Box::pin(tokio::time::sleep(body_read_timeout));
+        let request = request.map(|inner| TimedBody { inner, deadline });
+        handle(
+            request,
+            peer,
+            router.clone(),
+            abort_for_requests.clone(),
+            guard,
+        )
+    });
+    let conn = http1_builder(&limits).serve_connection(TokioIo::new(stream), service);
+    drive(conn, peer, &registration.state, &abort, &mut stop).await;
+    drop(registration);
+}
+
+/// Runs the connection until the client closes it or `abort` fires; when the server picks
+/// it to make room (`state.close`) or shuts down (`stop`), it ends after the request in
+/// flight, or at once when none is.
+async fn drive<S, B>(
+    conn: hyper::server::conn::http1::Connection<TokioIo<Box<dyn Stream>>, S>,
+    peer: SocketAddr,
+    state: &ConnState,
+    abort: &Notify,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) where
+    S: hyper::service::HttpService<Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: HttpBody + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tokio::pin!(conn);
+    let mut closing = false;
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                break;
+            }
+            () = abort.notified() => break,
+            () = state.close.notified(), if !closing => {
+                // Picked to make room. With no request in flight (waiting for a
+                // head, perhaps a slow one) it is dropped at once; nothing is lost.
+                if state.busy.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            _ = stop.changed(), if !closing => {
+                closing = true;
+                conn.as_mut().graceful_shutdown();
+            }
+        }
+    }
+}
+
+/// Over HTTPS the handshake runs here, on the connection's own task and bounded in time, so
+/// a client that connects and says nothing holds up no one else. `None`: it failed or timed
+/// out (logged at debug level).
+async fn handshake(
+    stream: TcpStream,
+    peer: SocketAddr,
+    acceptor: Option<&tokio_rustls::TlsAcceptor>,
+) -> Option<Box<dyn Stream>> {
+    let Some(acceptor) = acceptor else {
+        return Some(Box::new(stream));
+    };
+    match tokio::time::timeout(super::tls::HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => Some(Box::new(tls)),
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, error = %e, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(%peer, "TLS handshake timed out");
+            None
+        }
+    }
+}
+
+/// HTTP/1.1 with keep-alive, and the limits on request heads.
+fn http1_builder(limits: &ServeLimits) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_header_bytes.max(8192))
+        .max_headers(limits.max_headers)
+        .keep_alive(true);
+    builder
+}
+
+/// One request through the router, with the peer's address and the connection's abort
+/// handle in its extensions; a handler that panics is answered 500. The connection counts
+/// as busy until `guard` drops.
+async fn handle(
+    request: hyper::Request<TimedBody>,
+    peer: SocketAddr,
+    router: Router,
+    abort: ConnectionAbort,
+    guard: BusyGuard,
+) -> Result<axum::response::Response, Infallible> {
+    let mut request = request;
+    request.extensions_mut().insert(ConnectInfo(peer));
+    request.extensions_mut().insert(abort);
+    let handled = CatchPanic(Box::pin(router.oneshot(request.map(axum::body::Body::new)))).await;
+    let response = match handled {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => match e {},
+        None => {
+            tracing::error!(%peer, "a request handler panicked; answered 500");
+            internal_error()
+        }
+    };
+    drop(guard);
+    Ok(response)
+}
+
+/// At shutdown: waits up to `grace` for the connections' requests to finish, then closes
+/// what is left.
+async fn drain(mut tasks: JoinSet<()>, mut refusals: JoinSet<()>, grace: Duration) {
+    let drained =
+        tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
     if drained.is_err() {
         tracing::warn!(
             connections = tasks.len(),
