@@ -28,7 +28,8 @@ use crate::protocol::flavor;
 use crate::protocol::headers::{self, is_valid_version};
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
 use crate::protocol::uri::{
-    authorization_account, parse_resource, split_account, split_account_at_root, QueryParams,
+    authorization_account, parse_resource, split_account, split_account_at_root, AccountPath,
+    QueryParams, Resource,
 };
 use crate::protocol::{ApiError, ErrorCode};
 
@@ -49,59 +50,55 @@ pub(crate) async fn admit(
     parts: Parts,
     body: Body,
 ) -> Result<Admitted, Response> {
-    let Head {
-        ctx,
-        query,
-        operation,
-        error_format,
-        principal,
-    } = match admit_head(state, peer, &parts).await {
+    let head = match admit_head(state, peer, &parts).await {
         Ok(head) => head,
         Err(response) => {
             discard_unread(body);
             return Err(response);
         }
     };
+    let ctx = head.ctx;
+    let body = read_body(&parts, body)
+        .await
+        .map_err(|e| closing(ctx.error_response(&e, head.error_format)))?;
+    let auth_outcome = AuthOutcome(auth_label(head.principal.as_ref()).to_string());
+    let call = Call {
+        scope: Scope::new(ctx.data_account(), head.principal)
+            .for_flavor(ctx.flavor, state.config.cosmos_shuffle_seed),
+        ctx,
+        is_head: parts.method == axum::http::Method::HEAD,
+        headers: parts.headers,
+        query: head.query,
+        body,
+    };
+    Ok(Admitted {
+        call,
+        operation: head.operation,
+        error_format: head.error_format,
+        auth_outcome,
+        method: parts.method,
+    })
+}
+
+/// The request's body, at most 4 MiB. A body declared larger is refused before it is read
+/// (and discarded in the background).
+async fn read_body(parts: &Parts, body: Body) -> Result<Bytes, ApiError> {
     let declared = parts
         .headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    if declared.is_some_and(|n| n > MAX_REQUEST_BODY as u64) {
-        discard_in_background(body, 0);
-        return Err(closing(ctx.error_response(
-            &ApiError::new(ErrorCode::RequestBodyTooLarge),
-            error_format,
-        )));
-    }
-    let read = match declared {
+    match declared {
+        Some(n) if n > MAX_REQUEST_BODY as u64 => {
+            discard_in_background(body, 0);
+            Err(ApiError::new(ErrorCode::RequestBodyTooLarge))
+        }
         // A declared length within the limit: hyper delivers exactly that many bytes.
         Some(_) => to_bytes(body, MAX_REQUEST_BODY)
             .await
             .map_err(|e| body_error(&e)),
         None => read_unsized_body(body).await,
-    };
-    let body = match read {
-        Ok(b) => b,
-        Err(e) => return Err(closing(ctx.error_response(&e, error_format))),
-    };
-    let auth_outcome = AuthOutcome(auth_label(principal.as_ref()).to_string());
-    let call = Call {
-        scope: Scope::new(ctx.data_account(), principal)
-            .for_flavor(ctx.flavor, state.config.cosmos_shuffle_seed),
-        ctx,
-        is_head: parts.method == axum::http::Method::HEAD,
-        headers: parts.headers,
-        query,
-        body,
-    };
-    Ok(Admitted {
-        call,
-        operation,
-        error_format,
-        auth_outcome,
-        method: parts.method,
-    })
+    }
 }
 
 /// What the request line and headers decide: the context, the query, the operation, how
@@ -117,20 +114,82 @@ struct Head {
 /// Everything decided before the body is read, or the response that ends the request there.
 async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result<Head, Response> {
     let mut ctx = RequestContext::new(&parts.headers, state.config.flavor());
-    let path = parts.uri.path();
-    if path == HEALTH_PATH {
+    if parts.uri.path() == HEALTH_PATH {
         let mut r = ctx.plain_response(StatusCode::OK);
         r.body("text/plain; charset=utf-8", b"OK".to_vec());
         return Err(r.into_response());
     }
-    if let Some(v) = parts.headers.get(headers::X_MS_VERSION) {
-        // `--skipApiVersionCheck` accepts any value, as Azurite's switch does.
-        if !state.config.skip_api_version_check
-            && !v.to_str().map(is_valid_version).unwrap_or(false)
-        {
-            return Err(ctx.error(&ApiError::new(ErrorCode::InvalidHeaderValue)));
+    if !version_accepted(state, parts) {
+        return Err(ctx.error(&ApiError::new(ErrorCode::InvalidHeaderValue)));
+    }
+    let account_path =
+        resolve_account(state, parts, &mut ctx).map_err(|refusal| refusal.answer(&ctx))?;
+    if parts.method == axum::http::Method::OPTIONS {
+        if ctx.flavor.is_cosmos() {
+            // Cosmos DB for Table has no CORS (FAQ: "CORS isn't currently supported").
+            return Err(ctx.error(&flavor::not_supported()));
+        }
+        return Err(super::cors::preflight(state, &ctx, &parts.headers).await);
+    }
+    let query = QueryParams::parse(parts.uri.query()).map_err(|e| ctx.error(&e))?;
+    let operation = parse_resource(account_path.rest)
+        .and_then(|resource| operation_of(parts, resource, &query))
+        .map_err(|e| ctx.error(&e))?;
+    let error_format = error_format_of(&operation, ctx.error_format);
+    let caller = Caller {
+        peer,
+        path_style: account_path.path_style,
+        error_format,
+    };
+    let principal = authenticate(state, parts, &ctx, &operation, &caller).await?;
+    cosmos_rules(&ctx, parts, &operation, principal.as_ref()).map_err(|e| ctx.error(&e))?;
+    Ok(Head {
+        ctx,
+        query,
+        operation,
+        error_format,
+        principal,
+    })
+}
+
+/// `x-ms-version`, when sent, must be a version the service knows; `--skipApiVersionCheck`
+/// accepts any value, as Azurite's switch does.
+fn version_accepted(state: &AppState, parts: &Parts) -> bool {
+    match parts.headers.get(headers::X_MS_VERSION) {
+        Some(v) => {
+            state.config.skip_api_version_check || v.to_str().map(is_valid_version).unwrap_or(false)
+        }
+        None => true,
+    }
+}
+
+/// Why no account could be taken from a request.
+enum AccountRefusal {
+    /// The path and host name name no account (`InvalidUri`).
+    NoAccount,
+    /// An account this server does not have (`AuthenticationFailed`, as Azure answers).
+    Unknown,
+}
+
+impl AccountRefusal {
+    fn answer(self, ctx: &RequestContext) -> Response {
+        match self {
+            AccountRefusal::NoAccount => ctx.error(&ApiError::new(ErrorCode::InvalidUri)),
+            AccountRefusal::Unknown => {
+                denied(ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed)))
+            }
         }
     }
+}
+
+/// The account the request is for (from the path or the host name) and the rest of its
+/// path; fills in the context's account, base URL and whether it is a read.
+fn resolve_account<'a>(
+    state: &AppState,
+    parts: &'a Parts,
+    ctx: &mut RequestContext,
+) -> Result<AccountPath<'a>, AccountRefusal> {
+    let path = parts.uri.path();
     let host = parts
         .headers
         .get("host")
@@ -146,7 +205,7 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         }
     };
     let Some(account_path) = account_path else {
-        return Err(ctx.error(&ApiError::new(ErrorCode::InvalidUri)));
+        return Err(AccountRefusal::NoAccount);
     };
     ctx.account = account_path.account.clone();
     ctx.request_kind = flavor::RequestKind::of(
@@ -154,120 +213,132 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         parts.headers.contains_key("x-http-method"),
     );
     if !accounts.contains(ctx.data_account()) {
-        let mut response = ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed));
-        response
-            .extensions_mut()
-            .insert(AuthOutcome("denied".to_string()));
-        return Err(response);
+        return Err(AccountRefusal::Unknown);
     }
     let host_text = host.unwrap_or("127.0.0.1");
-    let scheme = Scheme::of(&parts.extensions);
-    let scheme_text = scheme.as_str();
+    let scheme_text = Scheme::of(&parts.extensions).as_str();
     ctx.base_url = if account_path.path_style {
         format!("{scheme_text}://{host_text}/{}", ctx.account)
     } else {
         format!("{scheme_text}://{host_text}")
     };
-    if parts.method == axum::http::Method::OPTIONS {
-        if ctx.flavor.is_cosmos() {
-            // Cosmos DB for Table has no CORS (FAQ: "CORS isn't currently supported").
-            return Err(ctx.error(&flavor::not_supported()));
-        }
-        return Err(super::cors::preflight(state, &ctx, &parts.headers).await);
-    }
-    let query = match QueryParams::parse(parts.uri.query()) {
-        Ok(q) => q,
-        Err(e) => return Err(ctx.error(&e)),
+    Ok(account_path)
+}
+
+/// The operation the method, resource, query and headers ask for.
+fn operation_of(
+    parts: &Parts,
+    resource: Resource,
+    query: &QueryParams,
+) -> Result<Operation, ApiError> {
+    // Every value of these headers counts, readable or not: an If-Match that is not
+    // text, or sent twice, must fail as a bad ETag rather than vanish and turn a
+    // conditional write into an unconditional upsert.
+    let all_values = |n: &str| -> Option<String> {
+        let values: Vec<String> = parts
+            .headers
+            .get_all(n)
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect();
+        (!values.is_empty()).then(|| values.join(", "))
     };
-    let operation = match parse_resource(account_path.rest).and_then(|resource| {
-        // Every value of these headers counts, readable or not: an If-Match that is not
-        // text, or sent twice, must fail as a bad ETag rather than vanish and turn a
-        // conditional write into an unconditional upsert.
-        let all_values = |n: &str| -> Option<String> {
-            let values: Vec<String> = parts
-                .headers
-                .get_all(n)
-                .iter()
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-                .collect();
-            (!values.is_empty()).then(|| values.join(", "))
-        };
-        let x_method_values = all_values(headers::X_HTTP_METHOD);
-        let x_methods: Vec<&str> = x_method_values
-            .as_deref()
-            .map(|v| v.split(',').collect())
-            .unwrap_or_default();
-        let if_match = all_values("if-match");
-        let if_none_match = all_values("if-none-match");
-        parse_operation(
-            parts.method.as_str(),
-            resource,
-            &query,
-            OperationHeaders {
-                x_http_method: &x_methods,
-                if_match: if_match.as_deref(),
-                if_none_match: if_none_match.as_deref(),
-            },
-        )
-    }) {
-        Ok(op) => op,
-        Err(e) => return Err(ctx.error(&e)),
-    };
-    let error_format = match operation {
+    let x_method_values = all_values(headers::X_HTTP_METHOD);
+    let x_methods: Vec<&str> = x_method_values
+        .as_deref()
+        .map(|v| v.split(',').collect())
+        .unwrap_or_default();
+    let if_match = all_values("if-match");
+    let if_none_match = all_values("if-none-match");
+    parse_operation(
+        parts.method.as_str(),
+        resource,
+        query,
+        OperationHeaders {
+            x_http_method: &x_methods,
+            if_match: if_match.as_deref(),
+            if_none_match: if_none_match.as_deref(),
+        },
+    )
+}
+
+/// ACL and service-properties operations answer errors in Storage's XML; the rest as the
+/// request's `Accept` asks.
+fn error_format_of(operation: &Operation, requested: ErrorFormat) -> ErrorFormat {
+    match operation {
         Operation::GetTableAcl { .. }
         | Operation::SetTableAcl { .. }
         | Operation::GetServiceProperties
         | Operation::SetServiceProperties
         | Operation::GetServiceStats => ErrorFormat::StorageXml,
-        _ => ctx.error_format,
-    };
-    let principal = if state.config.disable_auth {
+        _ => requested,
+    }
+}
+
+/// What authentication needs to know about the caller besides the request.
+struct Caller {
+    peer: SocketAddr,
+    /// The account came from the path (not the host name).
+    path_style: bool,
+    error_format: ErrorFormat,
+}
+
+/// Who is calling (`None` with `--disable-auth`), or the refusal. Even without
+/// authentication, a write to the read-only `-secondary` endpoint is refused.
+async fn authenticate(
+    state: &AppState,
+    parts: &Parts,
+    ctx: &RequestContext,
+    operation: &Operation,
+    caller: &Caller,
+) -> Result<Option<Principal>, Response> {
+    if state.config.disable_auth {
         if ctx.account.ends_with("-secondary") && operation.is_write() {
             return Err(ctx.error_response(
                 &ApiError::new(ErrorCode::InsufficientAccountPermissions),
-                error_format,
+                caller.error_format,
             ));
         }
-        None
-    } else {
-        match auth::check(
-            state,
-            parts,
-            &ctx,
-            account_path.path_style,
-            &operation,
-            Some(peer.ip()),
-            scheme == Scheme::Https,
-        )
-        .await
-        {
-            Ok(p) => Some(p),
-            Err(e) => {
-                let mut response = ctx.error_response(&e, error_format);
-                response
-                    .extensions_mut()
-                    .insert(AuthOutcome("denied".to_string()));
-                return Err(response);
-            }
-        }
-    };
-    let cosmos_rules = flavor::check_operation(ctx.flavor, parts.method.as_str(), &operation)
-        .and_then(|()| match principal.as_ref().and_then(Principal::sas) {
-            Some(grant) if ctx.flavor.is_cosmos() && !grant.key_range().is_unbounded() => {
-                Err(flavor::sas_key_range_not_supported())
-            }
-            _ => Ok(()),
-        });
-    if let Err(e) = cosmos_rules {
-        return Err(ctx.error(&e));
+        return Ok(None);
     }
-    Ok(Head {
+    let https = Scheme::of(&parts.extensions) == Scheme::Https;
+    auth::check(
+        state,
+        parts,
         ctx,
-        query,
+        caller.path_style,
         operation,
-        error_format,
-        principal,
-    })
+        Some(caller.peer.ip()),
+        https,
+    )
+    .await
+    .map(Some)
+    .map_err(|e| denied(ctx.error_response(&e, caller.error_format)))
+}
+
+/// A refusal marked as such for the access log.
+fn denied(mut response: Response) -> Response {
+    response
+        .extensions_mut()
+        .insert(AuthOutcome("denied".to_string()));
+    response
+}
+
+/// What Cosmos DB for Table does not support (checked after authentication, as Cosmos
+/// does): some operations, and SAS tokens narrowed to a key range.
+fn cosmos_rules(
+    ctx: &RequestContext,
+    parts: &Parts,
+    operation: &Operation,
+    principal: Option<&Principal>,
+) -> Result<(), ApiError> {
+    flavor::check_operation(ctx.flavor, parts.method.as_str(), operation)?;
+    match principal.and_then(Principal::sas) {
+        Some(grant) if ctx.flavor.is_cosmos() && !grant.key_range().is_unbounded() => {
+            Err(flavor::sas_key_range_not_supported())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The account a request to a Cosmos endpoint's root addresses: the one its Shared Key
