@@ -23,7 +23,7 @@ use bytes::Bytes;
 use super::health::HEALTH_PATH;
 use super::insight::Charged;
 use super::AppState;
-use crate::insight::{Event, Observation, Report};
+use crate::insight::{Event, Observation, QueryClass, Report};
 use crate::model::limits::MAX_REQUEST_BODY;
 use crate::protocol::headers::{X_MS_ERROR_CODE, X_MS_REQUEST_ID};
 
@@ -50,8 +50,7 @@ pub(crate) async fn request_log(
     let start = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_string();
-    let tracing_io = state.config.debug.is_some();
-    let (request, request_trace) = if tracing_io {
+    let (request, request_trace) = if state.config.debug.is_some() {
         let (request, trace) = capture_request(request).await;
         (request, Some(trace))
     } else {
@@ -61,7 +60,52 @@ pub(crate) async fn request_log(
     let mut response = next.run(request).await;
 
     let latency = start.elapsed();
-    let latency_ms = latency.as_secs_f64() * 1000.0;
+    let query = report_to_insight(&state, &mut response, latency);
+    let request_id = header_or_dash(&response, X_MS_REQUEST_ID).to_string();
+    let response = match request_trace {
+        Some(trace) => trace_exchange(trace, response, &request_id).await,
+        None => response,
+    };
+    if !state.config.silent {
+        let line = LogLine {
+            method: &method,
+            path: &path,
+            latency_ms: latency.as_secs_f64() * 1000.0,
+            request_id: &request_id,
+            query,
+        };
+        log_request(&line, &response);
+    }
+    response
+}
+
+/// The `--debug` trace of one exchange: the request as captured, then the response.
+async fn trace_exchange(request_trace: String, response: Response, request_id: &str) -> Response {
+    tracing::debug!(target: DEBUG_LOG_TARGET, request_id = %request_id, "request {request_trace}");
+    let (response, trace) = capture_response(response).await;
+    tracing::debug!(target: DEBUG_LOG_TARGET, request_id = %request_id, "response {trace}");
+    response
+}
+
+/// A response header's text, or `-` (as the access log shows a missing value).
+fn header_or_dash<'a>(response: &'a Response, name: &str) -> &'a str {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-")
+}
+
+/// A query's class, and the entities it examined and returned.
+type QuerySummary = (QueryClass, u64, u64);
+
+/// Hands the request's outcome (the executor's observation, the operation realism charged
+/// it as) to insight; says what a query examined, for the access log.
+fn report_to_insight(
+    state: &AppState,
+    response: &mut Response,
+    latency: std::time::Duration,
+) -> Option<QuerySummary> {
     let observation = response.extensions_mut().remove::<Observation>();
     let query = match &observation {
         Some(Observation {
@@ -84,46 +128,44 @@ pub(crate) async fn request_log(
         account: charged.and_then(|c| c.account),
         observation,
     });
-    let request_id = response
-        .headers()
-        .get(X_MS_REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("-")
-        .to_string();
-    let response = match request_trace {
-        Some(trace) => {
-            tracing::debug!(target: DEBUG_LOG_TARGET, request_id = %request_id, "request {trace}");
-            let (response, trace) = capture_response(response).await;
-            tracing::debug!(target: DEBUG_LOG_TARGET, request_id = %request_id, "response {trace}");
-            response
-        }
-        None => response,
-    };
+    query
+}
 
-    if !state.config.silent {
-        let status = response.status().as_u16();
-        let auth = response
-            .extensions()
-            .get::<AuthOutcome>()
-            .map(|a| a.0.as_str())
-            .unwrap_or("-");
-        // The Azure error code of a failed request, so the log says why, not only that.
-        let error = response
-            .headers()
-            .get(X_MS_ERROR_CODE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("-");
-        let latency_ms = (latency_ms * 1000.0).round() / 1000.0;
-        // Readiness probes run every few seconds in containers: keep them out of the info log.
-        if let Some((class, examined, returned)) = query {
-            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, %class, examined, returned, "request");
-        } else if path == HEALTH_PATH {
-            tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");
-        } else {
-            tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");
-        }
+/// What the access log says of a request besides what its response says.
+struct LogLine<'a> {
+    method: &'a axum::http::Method,
+    path: &'a str,
+    latency_ms: f64,
+    request_id: &'a str,
+    query: Option<QuerySummary>,
+}
+
+/// The access-log line: status, latency, request id, how the caller authenticated and, for
+/// a failure, Azure's error code; for a query, its class and what it examined.
+fn log_request(line: &LogLine<'_>, response: &Response) {
+    let LogLine {
+        method,
+        path,
+        request_id,
+        ..
+    } = line;
+    let status = response.status().as_u16();
+    let auth = response
+        .extensions()
+        .get::<AuthOutcome>()
+        .map(|a| a.0.as_str())
+        .unwrap_or("-");
+    // The Azure error code of a failed request, so the log says why, not only that.
+    let error = header_or_dash(response, X_MS_ERROR_CODE);
+    let latency_ms = (line.latency_ms * 1000.0).round() / 1000.0;
+    // Readiness probes run every few seconds in containers: keep them out of the info log.
+    if let Some((class, examined, returned)) = line.query {
+        tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, %class, examined, returned, "request");
+    } else if *path == HEALTH_PATH {
+        tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");
+    } else {
+        tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");
     }
-    response
 }
 
 /// Buffers the request body (when its declared length is within the request limit, so the
@@ -143,15 +185,21 @@ async fn capture_request(request: Request) -> (Request, String) {
         )
     );
     write_headers(&mut trace, &parts.headers);
-    let declared = parts
-        .headers
+    let body = capture_body(&parts.headers, body, &mut trace).await;
+    (Request::from_parts(parts, body), trace)
+}
+
+/// The request body for the trace: read and written into `trace` when its declared length is
+/// within the request limit, else left unread (the trace says why).
+async fn capture_body(headers: &HeaderMap, body: Body, trace: &mut String) -> Body {
+    let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    let body = match declared {
+    match declared {
         Some(len) if len <= MAX_REQUEST_BODY => match to_bytes(body, MAX_REQUEST_BODY).await {
             Ok(bytes) => {
-                write_body(&mut trace, &bytes);
+                write_body(trace, &bytes);
                 Body::from(bytes)
             }
             Err(e) => {
@@ -163,16 +211,12 @@ async fn capture_request(request: Request) -> (Request, String) {
             trace.push_str(" body=<not captured: larger than the request limit>");
             body
         }
-        None if parts
-            .headers
-            .contains_key(axum::http::header::TRANSFER_ENCODING) =>
-        {
+        None if headers.contains_key(axum::http::header::TRANSFER_ENCODING) => {
             trace.push_str(" body=<not captured: no Content-Length>");
             body
         }
         None => body,
-    };
-    (Request::from_parts(parts, body), trace)
+    }
 }
 
 /// Buffers the response body and describes the response.
