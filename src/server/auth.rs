@@ -65,15 +65,9 @@ pub(crate) async fn check(
     is_https: bool,
 ) -> Result<Principal, ApiError> {
     let policy_table = sas_policy_table(state, ctx.data_account(), parts.uri.query()).await;
+    let (own_table, data_account) = (policy_table.as_ref(), ctx.data_account());
     let policies = |account: &str, table: &str, id: &str| {
-        let info = policy_table
-            .as_ref()
-            .filter(|t| account == ctx.data_account() && t.name.eq_ignore_ascii_case(table))?;
-        let identifiers = crate::auth::decode_signed_identifiers(&info.acl).ok()?;
-        identifiers
-            .into_iter()
-            .find(|s| s.id == id)
-            .map(|s| s.access_policy.unwrap_or_default())
+        stored_policy(own_table, data_account, account, table, id)
     };
     let view = RequestView {
         method: parts.method.as_str(),
@@ -94,11 +88,36 @@ pub(crate) async fn check(
     };
     let principal = authenticate_with(&view, &state.accounts, &policies, &options)
         .map_err(|e| auth_error(&e))?;
-    let op = authz_operation(operation);
-    op.check_secondary(ctx.account.ends_with("-secondary"))
-        .map_err(|e| auth_error(&e))?;
-    principal
-        .authorize(op, operation.table())
-        .map_err(|e| auth_error(&e))?;
+    authorize(&principal, operation, ctx).map_err(|e| auth_error(&e))?;
     Ok(principal)
+}
+
+/// Whether `principal` may run `operation`: writes never reach the read-only `-secondary`
+/// endpoint, and a SAS must grant the operation on its table.
+fn authorize(
+    principal: &Principal,
+    operation: &Operation,
+    ctx: &RequestContext,
+) -> Result<(), AuthError> {
+    let op = authz_operation(operation);
+    op.check_secondary(ctx.account.ends_with("-secondary"))?;
+    principal.authorize(op, operation.table())
+}
+
+/// The stored access policy a SAS names by `id` (`si=`), from the ACL of the request's own
+/// table (`policy_table`, read once per request); none for any other account or table.
+fn stored_policy(
+    policy_table: Option<&crate::store::TableInfo>,
+    data_account: &str,
+    account: &str,
+    table: &str,
+    id: &str,
+) -> Option<crate::auth::AccessPolicy> {
+    let info =
+        policy_table.filter(|t| account == data_account && t.name.eq_ignore_ascii_case(table))?;
+    let identifiers = crate::auth::decode_signed_identifiers(&info.acl).ok()?;
+    identifiers
+        .into_iter()
+        .find(|s| s.id == id)
+        .map(|s| s.access_policy.unwrap_or_default())
 }

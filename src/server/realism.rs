@@ -88,13 +88,6 @@ pub fn summary(args: &RealismArgs, flavor: Flavor) -> Option<String> {
 /// The realism options the command line asks for; a bad `--faults` file is an error
 /// sentence naming the file.
 pub fn options(args: &RealismArgs, flavor: Flavor) -> Result<RealismOptions, String> {
-    let rate = |name: &str, n: u32| {
-        if n == 0 {
-            Err(format!("{name} must be at least 1"))
-        } else {
-            Ok(f64::from(n))
-        }
-    };
     if args.cosmos_table_rus.is_some() && !flavor.is_cosmos() {
         return Err(
             "--cosmos-table-rus applies to --flavor cosmos only (Table storage has no \
@@ -104,33 +97,12 @@ pub fn options(args: &RealismArgs, flavor: Flavor) -> Result<RealismOptions, Str
         );
     }
     let table_rus = if args.simulate_targets && flavor.is_cosmos() {
-        Some(rate("--cosmos-table-rus", table_rus(args))?)
+        Some(at_least_one("--cosmos-table-rus", table_rus(args))?)
     } else {
         None
-    };
-    let targets = if args.simulate_targets && !flavor.is_cosmos() {
-        Some(TargetRates {
-            partition_entities: rate("--target-partition-rate", args.target_partition_rate)?,
-            table_transactions: rate("--target-table-rate", args.target_table_rate)?,
-            account_transactions: rate("--target-account-rate", args.target_account_rate)?,
-            error: match args.target_error {
-                TargetErrorArg::ServerBusy => TargetError::ServerBusy,
-                TargetErrorArg::OperationTimedOut => TargetError::OperationTimedOut,
-            },
-        })
-    } else {
-        None
-    };
-    let faults = match &args.faults {
-        None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("--faults {}: cannot read the file: {e}", path.display()))?;
-            Some(FaultSet::parse(&text).map_err(|e| format!("--faults {}: {e}", path.display()))?)
-        }
     };
     Ok(RealismOptions {
-        targets,
+        targets: target_rates(args, flavor)?,
         table_rus,
         page_breaks: args.page_breaks.map(|m| match m {
             PageBreaksArg::Partition => PageBreaks::Partition,
@@ -139,9 +111,45 @@ pub fn options(args: &RealismArgs, flavor: Flavor) -> Result<RealismOptions, Str
         lifecycle: args
             .simulate_lifecycle
             .then(|| Duration::from_secs(args.table_purge_seconds)),
-        faults,
+        faults: fault_rules(args)?,
         seed: args.realism_seed,
     })
+}
+
+/// A rate option's value, which must be at least 1.
+fn at_least_one(name: &str, n: u32) -> Result<f64, String> {
+    if n == 0 {
+        Err(format!("{name} must be at least 1"))
+    } else {
+        Ok(f64::from(n))
+    }
+}
+
+/// `--simulate-targets` for Table storage: its rates and the error it answers.
+fn target_rates(args: &RealismArgs, flavor: Flavor) -> Result<Option<TargetRates>, String> {
+    if !args.simulate_targets || flavor.is_cosmos() {
+        return Ok(None);
+    }
+    Ok(Some(TargetRates {
+        partition_entities: at_least_one("--target-partition-rate", args.target_partition_rate)?,
+        table_transactions: at_least_one("--target-table-rate", args.target_table_rate)?,
+        account_transactions: at_least_one("--target-account-rate", args.target_account_rate)?,
+        error: match args.target_error {
+            TargetErrorArg::ServerBusy => TargetError::ServerBusy,
+            TargetErrorArg::OperationTimedOut => TargetError::OperationTimedOut,
+        },
+    }))
+}
+
+/// The fault rules of `--faults FILE`.
+fn fault_rules(args: &RealismArgs) -> Result<Option<FaultSet>, String> {
+    let Some(path) = &args.faults else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("--faults {}: cannot read the file: {e}", path.display()))?;
+    let rules = FaultSet::parse(&text).map_err(|e| format!("--faults {}: {e}", path.display()))?;
+    Ok(Some(rules))
 }
 
 /// The per-table request-unit budget `--cosmos-table-rus` asks for, or Cosmos's default.
