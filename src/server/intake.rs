@@ -183,7 +183,7 @@ impl AccountRefusal {
 }
 
 /// The account the request is for (from the path or the host name) and the rest of its
-/// path; fills in the context's account, base URL and whether it is a read.
+/// path; fills in the context's account, base URL and the kind of request.
 fn resolve_account<'a>(
     state: &AppState,
     parts: &'a Parts,
