@@ -57,9 +57,9 @@ pub(crate) struct EntityPage {
     /// when the query asked for them.
     pub(crate) pages: Option<u64>,
     /// In hashed order (`page.next` is then `None`): where the next page starts.
-    pub hashed_next: Option<UnorderedNext>,
+    pub(crate) hashed_next: Option<UnorderedNext>,
     /// In hashed order: where this page began (a page cut short continues from it).
-    pub hashed_start: Option<UnorderedStart>,
+    pub(crate) hashed_start: Option<UnorderedStart>,
     /// The query's first page (no continuation was given).
     pub(crate) first_page: bool,
     /// The most entities the page could hold (`$top`, or the 1,000-entity page limit).

@@ -75,8 +75,8 @@ pub(crate) enum UnorderedNext {
 /// (`None`: the start of the result).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UnorderedStart {
-    pub seed: u64,
-    pub after: Option<OrderKey>,
+    pub(crate) seed: u64,
+    pub(crate) after: Option<OrderKey>,
 }
 
 impl UnorderedStart {

@@ -43,9 +43,9 @@ pub(crate) struct RequestContext {
     /// `{base}`: scheme, host and (path style) account, no trailing slash.
     pub(crate) base_url: String,
     /// The service the server answers as (`--flavor`).
-    pub flavor: Flavor,
+    pub(crate) flavor: Flavor,
     /// Read, plain POST or other write (Cosmos types errors by it).
-    pub request_kind: flavor::RequestKind,
+    pub(crate) request_kind: flavor::RequestKind,
 }
 
 impl RequestContext {
