@@ -20,6 +20,8 @@
 //! - [`model`], [`store`] and [`query`]: entities, the `Store` contract, its engines and the
 //!   query planner, for the store-level tests (`durability`, `store_postgres`, which runs the
 //!   `store_conformance!` suite with the `testing` feature) and the benches (`benches/`).
+//! - [`data::cli::seed`] with [`store::open`], and [`server::realism::options`]: the Cosmos
+//!   tests seed a store and check the realism options as start-up does (`tests/it/cosmos.rs`).
 //!
 //! The bench binary (`src/bin/tablestore-bench`) uses none of it.
 //!
@@ -49,7 +51,7 @@
 //! - `insight`: query classes, bounded statistics and design advice from the design guide,
 //!   fed with each request's outcome; Prometheus metrics.
 //! - `console`: the web console's embedded assets (a client of the REST API and insight).
-//! - `data`: `tablestore export` / `import`, `--seed` and Azurite's database.
+//! - [`data`]: `tablestore export` / `import`, `--seed` and Azurite's database.
 //! - [`config`]: command line and environment (with Azurite's options as aliases).
 //! - `admin`: `tablestore admin`, a signed client of a running server's control endpoints.
 //! - [`startup`]: the `tablestore` command: subcommands, start-up checks and their
