@@ -28,11 +28,12 @@
 #              image run and checked; needs root),
 #              scripts/ci/postgres.sh (the PostgreSQL store: Rust subset and SDK suites on a
 #              PostgreSQL it starts), scripts/ci/console-browser.sh (the console in headless
-#              Chromium), scripts/ci/azure-cli.sh (the Azure CLI scenario, on a server of
-#              its own: about a core for 80 s, beside lane 1's suites, which leave one idle)
+#              Chromium)
 #      lane 1, after cargo test: start target/debug/tablestore on a free loopback port and a
 #              temp data dir, wait for GET /_health, run the Python and JS SDK suites against
 #              it, stop it; the SDK documentation examples
+#      either lane, whichever is done with the above first: scripts/ci/azure-cli.sh (the
+#              Azure CLI scenario, about a core for 80 s; lane 2 starts a server of its own)
 #   4. print a summary with each stage's time; exit non-zero if anything failed
 #
 # Why the dev (debug) profile: on the 2-core machine a clean debug build of the
@@ -368,8 +369,8 @@ fi
 #   lane 1 (after cargo test): the server on a temp data dir; the Python and JS SDK suites
 #           against it; the SDK documentation examples
 #   lane 2: the docs walk, packages, the container image, the PostgreSQL store (a Rust subset
-#           and the SDK suites on a PostgreSQL of its own), the console in headless Chromium,
-#           the Azure CLI scenario on a server of its own
+#           and the SDK suites on a PostgreSQL of its own), the console in headless Chromium
+#   then the Azure CLI scenario in the lane that gets there first
 
 # free_port, wait_ready URL PID TIMEOUT
 . "$ROOT/scripts/ci/server-wait.sh"
@@ -506,12 +507,6 @@ sdk_lane() {
     fi
   fi
 
-  # Against Azurite (a comparison run), the Azure CLI scenario runs here, on the same server;
-  # against tablestore it runs in lane 2 (azure_cli_stage), beside this lane's suites.
-  if [ "$TARGET" = "azurite" ]; then
-    azure_cli_stage "${TABLESTORE_ENDPOINT:-}"
-  fi
-
   if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_EXAMPLES:-0}" != "1" ] && [ -x "$SERVER_BIN" ]; then
     begin "SDK documentation examples (scripts/check-sdk-examples.sh)"
     # The JS example runs with the suite's installed SDK instead of a second npm install.
@@ -530,12 +525,18 @@ sdk_lane() {
       record "sdk doc examples" FAILED "exit $ex_rc; ${e_pass:-0} passed, ${e_fail:-0} failed, ${e_skip:-0} skipped"
     fi
   fi
+
+  # The Azure CLI scenario on this lane's server, unless lane 2 got to it first (against
+  # Azurite, a comparison run with no lane 2, always here).
+  if [ -n "${TABLESTORE_ENDPOINT:-}" ] && { [ "$TARGET" = "azurite" ] || claim_azure_cli; }; then
+    azure_cli_stage "$TABLESTORE_ENDPOINT"
+  fi
   stop_server
 }
 
 # The Azure CLI scripted against ENDPOINT (scripts/ci/azure-cli.sh: cached venv, no internet).
-# About one core for 80 s (each of its ~50 `az` calls is a new Python process), so it runs in
-# lane 2, beside the SDK suites, which leave a core idle while they wait on their server.
+# About one core for 80 s (each of its ~50 `az` calls is a new Python process): whichever lane
+# finishes its own stages first runs it (claim_azure_cli), so neither waits on the other.
 azure_cli_stage() { # endpoint (empty: none, the stage is skipped)
   local endpoint=$1 az_rc a_pass a_fail
   if [ "${TABLESTORE_SKIP_AZURE_CLI:-0}" = "1" ]; then
@@ -556,6 +557,11 @@ azure_cli_stage() { # endpoint (empty: none, the stage is skipped)
   else
     record "azure cli" FAILED "exit $az_rc; ${a_pass:-0} passed, ${a_fail:-1} failed"
   fi
+}
+
+# True for the first lane to ask (mkdir is atomic): that lane runs the Azure CLI stage.
+claim_azure_cli() {
+  mkdir "$WORK/azure-cli.claimed" 2>/dev/null
 }
 
 # Lane 2's Azure CLI stage: on the server TABLESTORE_ENDPOINT names when one was given,
@@ -619,7 +625,7 @@ side_lane() {
     fi
   fi
 
-  if [ "$TARGET" = "tablestore" ] && [ -x "$SERVER_BIN" ]; then
+  if [ "$TARGET" = "tablestore" ] && [ -x "$SERVER_BIN" ] && claim_azure_cli; then
     side_azure_cli
   fi
 }
