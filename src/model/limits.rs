@@ -53,6 +53,13 @@ impl EntityLimits {
     pub fn limits_each_property(self) -> bool {
         self == EntityLimits::Storage
     }
+
+    /// Whether an Insert Or Replace of an existing entity must keep its creation instant:
+    /// Cosmos DB answers queries in creation order, and a replaced item keeps its place;
+    /// Storage never shows the instant, so its upserts skip reading the entity they replace.
+    pub(crate) fn upsert_keeps_creation(self) -> bool {
+        self == EntityLimits::Cosmos
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,10 +1,21 @@
-//! Versioned binary encoding of stored values: entities (Timestamp + typed properties) and
-//! table metadata. Keys live in `key.rs`; PartitionKey and RowKey are not repeated here.
-//! Decoding never panics: bad bytes give `None`, which the store reports as corruption.
+//! Versioned binary encoding of stored values: entities (Timestamp, creation instant, typed
+//! properties) and table metadata. Keys live in `key.rs`; PartitionKey and RowKey are not
+//! repeated here. Decoding never panics: bad bytes give `None`, which the store reports as
+//! corruption.
+//!
+//! An entity's header is its format byte and Timestamp; `ENTITY_V2` adds the instant the entity
+//! was created (what Cosmos DB for Table answers queries in the order of), and is written only
+//! when that differs from the Timestamp, so an entity never changed since its creation is
+//! stored byte for byte as before. A `ENTITY_V1` value reads as created at its Timestamp.
 
 use crate::model::{EdmDateTime, EdmValue, EdmValueRef, Property};
 
 const ENTITY_V1: u8 = 1;
+/// `ENTITY_V1` with the creation instant (8 bytes, little-endian ticks) after the Timestamp.
+const ENTITY_V2: u8 = 2;
+/// The bytes of the longest entity header before the property count: format, Timestamp,
+/// creation instant. A prefix this long is enough for [`decode_entity_created`].
+pub(crate) const ENTITY_STAMPS_LEN: usize = 17;
 const TABLE_V1: u8 = 1;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -71,21 +82,59 @@ impl<'a> Reader<'a> {
             _ => return None,
         })
     }
-    /// The entity header: format version, Timestamp, property count.
-    fn entity_header(&mut self) -> Option<(EdmDateTime, usize)> {
-        if self.u8()? != ENTITY_V1 {
-            return None;
-        }
+    /// The entity's Timestamp and creation instant: the header before the property count.
+    fn entity_stamps(&mut self) -> Option<EntityStamps> {
+        let version = self.u8()?;
         let timestamp = EdmDateTime(i64::from_le_bytes(self.array()?));
+        let created = match version {
+            ENTITY_V1 => timestamp,
+            ENTITY_V2 => EdmDateTime(i64::from_le_bytes(self.array()?)),
+            _ => return None,
+        };
+        Some(EntityStamps { timestamp, created })
+    }
+    /// The entity header: format version, Timestamp (and creation instant), property count.
+    fn entity_header(&mut self) -> Option<(EdmDateTime, usize)> {
+        let stamps = self.entity_stamps()?;
         let count = usize::try_from(self.varint()?).ok()?;
-        Some((timestamp, count))
+        Some((stamps.timestamp, count))
     }
 }
 
+/// An entity's two instants: its Timestamp (its last write) and when it was created (its
+/// first write since it last did not exist).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EntityStamps {
+    pub(crate) timestamp: EdmDateTime,
+    pub(crate) created: EdmDateTime,
+}
+
+impl EntityStamps {
+    /// The instants of an entity written for the first time at `timestamp`.
+    pub(crate) fn new_at(timestamp: EdmDateTime) -> EntityStamps {
+        EntityStamps {
+            timestamp,
+            created: timestamp,
+        }
+    }
+}
+
+/// An entity created at its Timestamp (see [`encode_entity_stamped`]).
 pub fn encode_entity(timestamp: EdmDateTime, properties: &[Property]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + properties.len() * 24);
-    out.push(ENTITY_V1);
-    out.extend_from_slice(&timestamp.0.to_le_bytes());
+    encode_entity_stamped(EntityStamps::new_at(timestamp), properties)
+}
+
+/// An entity with its Timestamp and creation instant: `ENTITY_V1` when they are equal.
+pub(crate) fn encode_entity_stamped(stamps: EntityStamps, properties: &[Property]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + properties.len() * 24);
+    if stamps.created == stamps.timestamp {
+        out.push(ENTITY_V1);
+        out.extend_from_slice(&stamps.timestamp.0.to_le_bytes());
+    } else {
+        out.push(ENTITY_V2);
+        out.extend_from_slice(&stamps.timestamp.0.to_le_bytes());
+        out.extend_from_slice(&stamps.created.0.to_le_bytes());
+    }
     put_varint(&mut out, properties.len() as u64);
     for p in properties {
         put_bytes(&mut out, p.name.as_bytes());
@@ -129,11 +178,13 @@ pub fn encode_entity(timestamp: EdmDateTime, properties: &[Property]) -> Vec<u8>
 
 /// Reads only the Timestamp of an encoded entity.
 pub(crate) fn decode_entity_timestamp(bytes: &[u8]) -> Option<EdmDateTime> {
-    let mut r = Reader { buf: bytes };
-    if r.u8()? != ENTITY_V1 {
-        return None;
-    }
-    Some(EdmDateTime(i64::from_le_bytes(r.array()?)))
+    decode_entity_stamps(bytes).map(|s| s.timestamp)
+}
+
+/// Reads only the Timestamp and creation instant of an encoded entity (the first
+/// [`ENTITY_STAMPS_LEN`] bytes are enough).
+pub(crate) fn decode_entity_stamps(bytes: &[u8]) -> Option<EntityStamps> {
+    Reader { buf: bytes }.entity_stamps()
 }
 
 pub fn decode_entity(bytes: &[u8]) -> Option<(EdmDateTime, Vec<Property>)> {
@@ -210,6 +261,47 @@ mod tests {
     }
 
     #[test]
+    fn an_entity_changed_since_creation_keeps_both_instants() {
+        let props = sample();
+        let stamps = EntityStamps {
+            timestamp: EdmDateTime(500),
+            created: EdmDateTime(-7),
+        };
+        let bytes = encode_entity_stamped(stamps, &props);
+        assert_eq!(bytes[0], ENTITY_V2);
+        assert_eq!(
+            decode_entity(&bytes),
+            Some((EdmDateTime(500), props.clone()))
+        );
+        assert_eq!(decode_entity_stamps(&bytes), Some(stamps));
+        assert_eq!(
+            decode_entity_stamps(&bytes[..ENTITY_STAMPS_LEN]),
+            Some(stamps)
+        );
+        assert_eq!(decode_entity_stamps(&bytes[..ENTITY_STAMPS_LEN - 1]), None);
+        assert_eq!(RawEntity::new(&bytes).created(), Some(EdmDateTime(-7)));
+        assert_eq!(
+            RawEntity::new(&bytes).property("i"),
+            Some(RawValue::Int32(-5))
+        );
+    }
+
+    #[test]
+    fn an_entity_never_changed_is_stored_as_before() {
+        // The version-1 layout, written out: what earlier releases stored and still read.
+        let bytes = encode_entity_stamped(EntityStamps::new_at(EdmDateTime(9)), &[]);
+        assert_eq!(
+            bytes,
+            [&[ENTITY_V1][..], &9i64.to_le_bytes(), &[0]].concat()
+        );
+        let read = decode_entity_stamps(&bytes).unwrap();
+        assert_eq!(
+            (read.timestamp, read.created),
+            (EdmDateTime(9), EdmDateTime(9))
+        );
+    }
+
+    #[test]
     fn table_round_trip() {
         let rec = TableRecord {
             id: 9,
@@ -223,12 +315,28 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let _ = decode_entity(&bytes);
+            let _ = decode_entity_stamps(&bytes);
             let _ = decode_table(&bytes);
         }
 
         #[test]
-        fn truncation_is_detected(cut in 0usize..60) {
-            let bytes = encode_entity(EdmDateTime(1), &sample());
+        fn stamps_round_trip(timestamp in any::<i64>(), created in any::<i64>()) {
+            let stamps = EntityStamps {
+                timestamp: EdmDateTime(timestamp),
+                created: EdmDateTime(created),
+            };
+            let bytes = encode_entity_stamped(stamps, &sample());
+            prop_assert_eq!(decode_entity_stamps(&bytes), Some(stamps));
+            prop_assert_eq!(decode_entity(&bytes), Some((EdmDateTime(timestamp), sample())));
+        }
+
+        #[test]
+        fn truncation_is_detected(cut in 0usize..60, created in any::<i64>()) {
+            let stamps = EntityStamps {
+                timestamp: EdmDateTime(1),
+                created: EdmDateTime(created),
+            };
+            let bytes = encode_entity_stamped(stamps, &sample());
             if cut < bytes.len() {
                 prop_assert!(decode_entity(&bytes[..cut]).is_none());
             }
@@ -253,6 +361,11 @@ impl<'a> RawEntity<'a> {
 
     pub(crate) fn timestamp(&self) -> Option<EdmDateTime> {
         decode_entity_timestamp(self.bytes)
+    }
+
+    /// When the entity was created (its Timestamp, for an entity never changed since).
+    pub(crate) fn created(&self) -> Option<EdmDateTime> {
+        decode_entity_stamps(self.bytes).map(|s| s.created)
     }
 
     /// The value of property `name`, if the entity has it (and the bytes are well formed).

@@ -112,6 +112,7 @@ macro_rules! store_conformance {
                 insert_uniqueness,
                 merge_and_replace,
                 distinct_increasing_timestamps,
+                creation_instants_are_kept,
                 table_life_cycle,
                 tables_are_listed_in_folded_order,
                 case_sensitive_names_round_trip,
@@ -738,6 +739,73 @@ pub async fn distinct_increasing_timestamps(h: Harness) {
     assert_eq!(e.timestamp, stamps[3]);
 }
 
+/// The creation instant of each entity of `t`, by RowKey, as a scan reads them.
+async fn created_of(store: &dyn Store, t: TableId) -> Vec<(String, EdmDateTime)> {
+    read_fn(
+        store,
+        t,
+        move |rows, found: &mut Vec<(String, EdmDateTime)>| {
+            rows.scan_raw(&KeyRange::all(), &mut |row| {
+                let (_, rk) = row.keys().expect("well-formed key");
+                found.push((rk, row.created().expect("well-formed value")));
+                true
+            })
+        },
+    )
+    .await
+    .expect("scan")
+}
+
+/// An entity keeps the instant it was created (what Cosmos DB's creation order sorts by)
+/// through merges, replaces and, under Cosmos's rules, upserts, across a reopen; one deleted
+/// and inserted again, or replaced by a Storage-rules Insert Or Replace, is created anew.
+pub async fn creation_instants_are_kept(h: Harness) {
+    use crate::model::limits::EntityLimits;
+    let store = h.open().await;
+    let t = table(&*store, "created").await;
+    let cosmos = |kind| WriteOp {
+        limits: EntityLimits::Cosmos,
+        ..op(kind, "p", "a", 1)
+    };
+    let first = store
+        .commit(t, &[cosmos(WriteKind::Insert)])
+        .await
+        .expect("insert")[0];
+    let b = store
+        .commit(t, &[op(WriteKind::Insert, "p", "b", 1)])
+        .await
+        .expect("b")[0];
+    for kind in [
+        WriteKind::Merge,
+        WriteKind::Update,
+        WriteKind::InsertOrReplace,
+        WriteKind::InsertOrMerge,
+    ] {
+        let stamps = store.commit(t, &[cosmos(kind)]).await.expect("write");
+        assert!(stamps[0] > first, "{kind:?} stamps the write anew");
+        let found = created_of(&*store, t).await;
+        assert_eq!(found, [("a".into(), first), ("b".into(), b)], "{kind:?}");
+    }
+    let storage_upsert = op(WriteKind::InsertOrReplace, "p", "b", 2);
+    let b = store.commit(t, &[storage_upsert]).await.expect("upsert")[0];
+    store
+        .commit(t, &[cosmos(WriteKind::Delete)])
+        .await
+        .expect("delete");
+    let again = store
+        .commit(t, &[cosmos(WriteKind::Insert)])
+        .await
+        .expect("again")[0];
+    assert!(again > b);
+    let want = [("a".to_string(), again), ("b".to_string(), b)];
+    assert_eq!(created_of(&*store, t).await, want);
+    if h.durable {
+        drop(store);
+        let store = h.open().await;
+        assert_eq!(created_of(&*store, t).await, want, "after a reopen");
+    }
+}
+
 /// Create, look up case-insensitively (keeping the creation casing), refuse duplicates,
 /// delete, and re-create under a new id that sees none of the old entities.
 pub async fn table_life_cycle(h: Harness) {
@@ -1090,9 +1158,13 @@ async fn recount(store: &dyn Store, tables: &[TableId]) -> (u64, u64) {
         let (rows, size) = read_fn(store, t, move |rows, (n, bytes): &mut (u64, u64)| {
             rows.scan_raw(&KeyRange::all(), &mut |row| {
                 let e = row.view().expect("entity").into_entity();
+                let stamps = super::codec::EntityStamps {
+                    timestamp: e.timestamp,
+                    created: row.created().expect("creation instant"),
+                };
                 *n += 1;
                 *bytes += (super::key::entity_key(t.0, &e.partition_key, &e.row_key).len()
-                    + super::codec::encode_entity(e.timestamp, &e.properties).len())
+                    + super::codec::encode_entity_stamped(stamps, &e.properties).len())
                     as u64;
                 true
             })

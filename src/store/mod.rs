@@ -806,15 +806,16 @@ impl<B: Kv> KvStore<B> {
         let mut new_keys = true;
         for (index, op) in ops.iter().enumerate() {
             let key = key::entity_key(table_id, &op.key.partition_key, &op.key.row_key);
-            // Insert Or Replace has no precondition and keeps nothing of the old entity: the
-            // lookup would be wasted.
-            let current = if op.kind == WriteKind::InsertOrReplace {
-                None
-            } else {
-                self.kv
-                    .get(Space::Entities, &key)
-                    .map_err(|error| CommitError { index, error })?
-            };
+            // Insert Or Replace has no precondition and, under Storage, keeps nothing of the
+            // old entity: the lookup would be wasted (Cosmos keeps its creation instant).
+            let current =
+                if op.kind == WriteKind::InsertOrReplace && !op.limits.upsert_keeps_creation() {
+                    None
+                } else {
+                    self.kv
+                        .get(Space::Entities, &key)
+                        .map_err(|error| CommitError { index, error })?
+                };
             let ts = self.next_timestamp();
             let value = apply_write(op, current.as_ref().map(AsRef::as_ref), ts)
                 .map_err(|error| CommitError { index, error })?;
@@ -883,19 +884,32 @@ impl<B: Kv> KvStore<B> {
 
 /// The new stored bytes of one operation (`None`: the entity is removed), given the entity's
 /// current stored bytes and the Timestamp the write gets: checks the operation's precondition
-/// (insert-must-not-exist, If-Match) and, for merges, the whole-entity limits. Shared by every
-/// store so that all of them apply writes alike.
+/// (insert-must-not-exist, If-Match) and, for merges, the whole-entity limits. An entity that
+/// exists keeps its creation instant; a new one is created at `ts`. Shared by every store so
+/// that all of them apply writes alike. Unless the operation merges, `current` may be cut to
+/// its first [`codec::ENTITY_STAMPS_LEN`] bytes.
 pub(crate) fn apply_write(
     op: &WriteOp,
     current: Option<&[u8]>,
     ts: EdmDateTime,
 ) -> Result<Option<Vec<u8>>, StoreError> {
-    let current_ts = match current {
+    let current_stamps = match current {
         Some(b) => Some(
-            codec::decode_entity_timestamp(b)
+            codec::decode_entity_stamps(b)
                 .ok_or_else(|| StoreError::Corrupt("entity timestamp".into()))?,
         ),
         None => None,
+    };
+    let current_ts = current_stamps.map(|s| s.timestamp);
+    // Under Storage's rules an Insert Or Replace counts as a new entity whether or not the
+    // store looked the old one up (`KvStore` does not), so every store orders alike.
+    let keeps_creation = op.kind != WriteKind::InsertOrReplace || op.limits.upsert_keeps_creation();
+    let stamps = codec::EntityStamps {
+        timestamp: ts,
+        created: match current_stamps {
+            Some(current) if keeps_creation => current.created,
+            _ => ts,
+        },
     };
     let check_if_match = || match (current_ts, op.if_match) {
         (None, _) => Err(StoreError::EntityNotFound),
@@ -903,7 +917,7 @@ pub(crate) fn apply_write(
         (Some(ts), IfMatch::ETag(want)) if ts == want => Ok(()),
         (Some(_), IfMatch::ETag(_) | IfMatch::Unmatchable) => Err(StoreError::PreconditionFailed),
     };
-    let replace = || Some(codec::encode_entity(ts, &op.properties));
+    let replace = || Some(codec::encode_entity_stamped(stamps, &op.properties));
     let merge = || -> Result<Option<Vec<u8>>, StoreError> {
         let mut props: Vec<Property> = match current {
             Some(b) => {
@@ -921,7 +935,7 @@ pub(crate) fn apply_write(
         }
         check_entity_as(op.limits, &op.key.partition_key, &op.key.row_key, &props)
             .map_err(StoreError::EntityLimit)?;
-        Ok(Some(codec::encode_entity(ts, &props)))
+        Ok(Some(codec::encode_entity_stamped(stamps, &props)))
     };
     Ok(match op.kind {
         WriteKind::Insert => {

@@ -42,6 +42,11 @@ impl<'a> StoredRow<'a> {
         self.value.timestamp()
     }
 
+    /// When the entity was created, if the stored value is well formed.
+    pub(crate) fn created(&self) -> Option<EdmDateTime> {
+        self.value.created()
+    }
+
     /// The value of property `name`, read in place, if the entity has it.
     pub(crate) fn property(&self, name: &str) -> Option<EdmValueRef<'a>> {
         self.value.property(name)

@@ -317,6 +317,15 @@ fn next_limit(limit: i64, rows: &[Row]) -> i64 {
     (limit * 4).min(MAX_PAGE).min(fits)
 }
 
+/// An entity's Timestamp and the first [`super::codec::ENTITY_STAMPS_LEN`] bytes of its
+/// value (the header that holds its creation instant), locked for the transaction.
+const SELECT_STAMPS: &str =
+    "SELECT ts, substring(value from 1 for 17) FROM entities WHERE key = $1 FOR UPDATE";
+const _: () = assert!(
+    super::codec::ENTITY_STAMPS_LEN == 17,
+    "SELECT_STAMPS cuts the header"
+);
+
 fn decode_entity(k: &[u8], v: &[u8]) -> Result<Entity, StoreError> {
     let row = StoredRow::new(k, v);
     let (partition_key, row_key) = row.keys()?;
@@ -749,26 +758,18 @@ impl Shared {
         for (index, op) in ops.iter().enumerate() {
             let fail = fail_at(index);
             let key = key::entity_key(table.0, &op.key.partition_key, &op.key.row_key);
-            // Replace and Delete need only the current Timestamp; merges need the value.
+            // Replace and Delete need only the value's header (the Timestamp and creation
+            // instant, `apply_write` reads no further); merges need the whole value.
             let needs_value = matches!(op.kind, WriteKind::Merge | WriteKind::InsertOrMerge);
             let select = if needs_value {
                 "SELECT ts, value FROM entities WHERE key = $1 FOR UPDATE"
             } else {
-                "SELECT ts FROM entities WHERE key = $1 FOR UPDATE"
+                SELECT_STAMPS
             };
             let stmt = tx.prepare_cached(select).await.map_err(&fail)?;
             let current = tx.query_opt(&stmt, &[&key]).await.map_err(&fail)?;
             let previous: Option<i64> = current.as_ref().map(|r| r.get(0));
-            // The stored value as `apply_write` reads it: only the Timestamp matters unless
-            // the operation merges.
-            let current_value: Option<Vec<u8>> = match (&current, needs_value) {
-                (Some(r), true) => Some(r.get(1)),
-                (Some(_), false) => Some(super::codec::encode_entity(
-                    EdmDateTime(previous.unwrap_or_default()),
-                    &[],
-                )),
-                (None, _) => None,
-            };
+            let current_value: Option<Vec<u8>> = current.as_ref().map(|r| r.get(1));
             // Later than the entity's Timestamp read under the row lock: increasing per
             // entity across nodes, whatever their clocks.
             let ts = self.clock.stamp_after(previous.map(EdmDateTime));
