@@ -191,17 +191,12 @@ pub struct Config {
     #[arg(long, env = "TABLESTORE_FLAVOR", value_enum, default_value_t = FlavorArg::Storage)]
     pub flavor: FlavorArg,
 
-    /// With `--flavor cosmos`: the seed of the order queries answer in. Cosmos does not sort
-    /// results by PartitionKey/RowKey; tablestore answers in a fixed shuffle of the keys, and
-    /// another seed gives another shuffle, to shake out code that assumes an order
-    /// (docs/cosmos.md).
-    #[arg(
-        long,
-        env = "TABLESTORE_COSMOS_SHUFFLE_SEED",
-        value_name = "N",
-        default_value_t = 0
-    )]
-    pub cosmos_shuffle_seed: u64,
+    /// With `--flavor cosmos`: answer queries in a fixed shuffle of the keys, seeded with N,
+    /// in place of creation order. Cosmos does not sort results by PartitionKey/RowKey and
+    /// promises no order; a shuffle (another seed, another one) shakes out code that assumes
+    /// any (docs/cosmos.md).
+    #[arg(long, env = "TABLESTORE_COSMOS_SHUFFLE_SEED", value_name = "N")]
+    pub cosmos_shuffle_seed: Option<u64>,
 
     /// Workspace folder: the on-disk store lives in its `__tablestore__` subfolder
     /// (default: the current directory, as Azurite).
@@ -615,7 +610,7 @@ impl Config {
             host: "127.0.0.1".into(),
             port: 0,
             flavor: FlavorArg::Storage,
-            cosmos_shuffle_seed: 0,
+            cosmos_shuffle_seed: None,
             location: PathBuf::from("unused"),
             in_memory: true,
             store: StoreArg::Sled,
@@ -834,6 +829,19 @@ impl Config {
     /// The folder of the on-disk store: `<location>/__tablestore__`.
     pub(crate) fn store_dir(&self) -> PathBuf {
         self.location.join(STORE_DIR_NAME)
+    }
+
+    /// Options that belong to one flavour, checked against the flavour asked for.
+    pub(crate) fn check_flavor_options(&self) -> Result<(), String> {
+        if self.cosmos_shuffle_seed.is_some() && !self.flavor().is_cosmos() {
+            return Err(
+                "--cosmos-shuffle-seed (TABLESTORE_COSMOS_SHUFFLE_SEED) applies to \
+                        --flavor cosmos only: Table storage answers queries in \
+                        PartitionKey/RowKey order"
+                    .to_string(),
+            );
+        }
+        Ok(())
     }
 
     /// `--metrics-token`, checked: a token Prometheus can send in one header.

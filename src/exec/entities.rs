@@ -56,10 +56,10 @@ pub(crate) struct EntityPage {
     /// The pages the whole result takes from here (counted up to [`MAX_COUNTED_PAGES`]),
     /// when the query asked for them.
     pub(crate) pages: Option<u64>,
-    /// In hashed order (`page.next` is then `None`): where the next page starts.
-    pub(crate) hashed_next: Option<UnorderedNext>,
-    /// In hashed order: where this page began (a page cut short continues from it).
-    pub(crate) hashed_start: Option<UnorderedStart>,
+    /// Unordered (`page.next` is then `None`): where the next page starts.
+    pub(crate) unordered_next: Option<UnorderedNext>,
+    /// Unordered: where this page began (a page cut short continues from it).
+    pub(crate) unordered_start: Option<UnorderedStart>,
     /// The query's first page (no continuation was given).
     pub(crate) first_page: bool,
     /// The most entities the page could hold (`$top`, or the 1,000-entity page limit).
@@ -118,20 +118,23 @@ pub(crate) async fn query(
         top: query.top,
         ..PageLimits::default()
     };
-    if let ResultOrder::Hashed { seed } = scope.order() {
+    if let ResultOrder::Unordered {
+        entities: order, ..
+    } = scope.order()
+    {
         let after = match query.resume {
             Resume::After(key) => Some(key),
             Resume::Unreadable(e) => return Err(ExecError::Refused(e)),
             Resume::Start | Resume::Keys(..) => None,
         };
         let start = UnorderedStart {
-            seed,
+            order,
             after: after.clone(),
         };
         let page = if plan.ranges.is_empty() {
             UnorderedPage::default()
         } else {
-            let job = UnorderedPageRead::new(plan.ranges.clone(), matches, seed, after, query.top)
+            let job = UnorderedPageRead::new(plan.ranges.clone(), matches, order, after, query.top)
                 .with_max_bytes(COSMOS_MAX_PAGE_BYTES);
             read_with(store, info.id, job).await?.into_page()
         };
@@ -145,8 +148,8 @@ pub(crate) async fn query(
             plan,
             filter,
             pages: None,
-            hashed_next: page.next.map(UnorderedNext::After),
-            hashed_start: Some(start),
+            unordered_next: page.next.map(UnorderedNext::After),
+            unordered_start: Some(start),
             first_page,
             top,
         });
@@ -170,8 +173,8 @@ pub(crate) async fn query(
         plan,
         filter,
         pages,
-        hashed_next: None,
-        hashed_start: None,
+        unordered_next: None,
+        unordered_start: None,
         first_page,
         top,
     })

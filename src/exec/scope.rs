@@ -6,6 +6,7 @@ use crate::auth::{AuthError, AuthzOperation, Principal};
 use crate::model::names::NameCase;
 use crate::model::{Flavor, TableRef};
 use crate::protocol::operation::Operation;
+use crate::query::unordered::EntityOrder;
 use crate::store::{KeyBound, KeyRange, TableInfo};
 
 /// The account an operation addresses and who is calling.
@@ -22,22 +23,32 @@ pub(crate) struct Scope {
 }
 
 /// The order the server answers queries in: Azure Storage's key order, or, under
-/// `--flavor cosmos`, Cosmos DB's (no key order: a seeded hash of the keys, see
-/// `query::unordered`).
+/// `--flavor cosmos`, Cosmos DB's (no key order, see `query::unordered`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) enum ResultOrder {
     #[default]
     Keys,
-    /// Seeded key-hash order, with the server's `cosmos_shuffle_seed`.
-    Hashed { seed: u64 },
+    /// Cosmos DB's: entities in `entities` order (creation order, or the seeded shuffle of
+    /// `--cosmos-shuffle-seed`), tables in a hash order of their names under `table_seed`.
+    Unordered {
+        entities: EntityOrder,
+        table_seed: u64,
+    },
 }
 
 impl ResultOrder {
-    /// The order `flavor` answers in, with `seed` for Cosmos's.
-    pub(crate) fn of(flavor: Flavor, seed: u64) -> ResultOrder {
+    /// The order `flavor` answers in; for Cosmos's, entities in creation order, or shuffled
+    /// with `shuffle_seed` when given.
+    pub(crate) fn of(flavor: Flavor, shuffle_seed: Option<u64>) -> ResultOrder {
         match flavor {
             Flavor::Storage => ResultOrder::Keys,
-            Flavor::Cosmos => ResultOrder::Hashed { seed },
+            Flavor::Cosmos => ResultOrder::Unordered {
+                entities: match shuffle_seed {
+                    Some(seed) => EntityOrder::Shuffled { seed },
+                    None => EntityOrder::Creation,
+                },
+                table_seed: shuffle_seed.unwrap_or(0),
+            },
         }
     }
 }
@@ -52,11 +63,11 @@ impl Scope {
         }
     }
 
-    /// The scope of a server answering as `flavor`: its result order (with `seed` for
-    /// Cosmos's) and its table names' case rule.
-    pub(crate) fn for_flavor(self, flavor: Flavor, seed: u64) -> Scope {
+    /// The scope of a server answering as `flavor`: its result order (with `shuffle_seed`
+    /// for Cosmos's, see [`ResultOrder::of`]) and its table names' case rule.
+    pub(crate) fn for_flavor(self, flavor: Flavor, shuffle_seed: Option<u64>) -> Scope {
         Scope {
-            order: ResultOrder::of(flavor, seed),
+            order: ResultOrder::of(flavor, shuffle_seed),
             case: NameCase::of(flavor),
             ..self
         }

@@ -36,8 +36,8 @@ pub(crate) async fn query(
     scope: &Scope,
     query: TableQuery,
 ) -> Result<TablesPage, ExecError> {
-    if let ResultOrder::Hashed { seed } = scope.order() {
-        return query_hashed(store, scope, query, seed).await;
+    if let ResultOrder::Unordered { table_seed, .. } = scope.order() {
+        return query_hashed(store, scope, query, table_seed).await;
     }
     let page = if query.top == 0 {
         // `$top=0`: an empty page with no continuation, as for Query Entities.

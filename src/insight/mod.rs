@@ -145,7 +145,7 @@ impl Observation {
                         q.first_page,
                         q.top,
                         q.page.rows.len(),
-                        q.page.next.is_some() || q.hashed_next.is_some(),
+                        q.page.next.is_some() || q.unordered_next.is_some(),
                     );
                 }
                 Some(o)

@@ -24,12 +24,17 @@ pub fn decode_token(token: &str) -> Option<String> {
 /// Cosmos DB's entity continuation, as `x-ms-continuation-NextPartitionKey` carries it: a JSON
 /// object `{"token":"<base64>","range":{"min":"","max":"FF"}}`, with `NextRowKey: NA` (the
 /// Python SDK's Cosmos recording `test_query_entities_with_top_and_next`). Our `<base64>`
-/// holds the position in the unordered result: the 8-byte order hash, then the PartitionKey's
+/// holds the position in the unordered result: the 8-byte order position (creation
+/// instant or key hash, `query::unordered`), then the PartitionKey's
 /// length (4 bytes, big-endian), the PartitionKey and the RowKey.
-pub(crate) fn encode_cosmos_entity_token(hash: u64, partition_key: &str, row_key: &str) -> String {
+pub(crate) fn encode_cosmos_entity_token(
+    position: u64,
+    partition_key: &str,
+    row_key: &str,
+) -> String {
     use base64::engine::general_purpose::STANDARD;
     let mut data = Vec::with_capacity(12 + partition_key.len() + row_key.len());
-    data.extend_from_slice(&hash.to_be_bytes());
+    data.extend_from_slice(&position.to_be_bytes());
     data.extend_from_slice(&(partition_key.len() as u32).to_be_bytes());
     data.extend_from_slice(partition_key.as_bytes());
     data.extend_from_slice(row_key.as_bytes());
@@ -53,9 +58,9 @@ pub fn encode_cosmos_entity_start_token() -> String {
 pub enum CosmosEntityPosition {
     /// At the start ([`encode_cosmos_entity_start_token`]).
     Start,
-    /// Past the row with this order hash and keys ([`encode_cosmos_entity_token`]).
+    /// Past the row with this order position and keys ([`encode_cosmos_entity_token`]).
     After {
-        hash: u64,
+        position: u64,
         partition_key: String,
         row_key: String,
     },
@@ -78,12 +83,12 @@ pub fn decode_cosmos_entity_token(text: &str) -> Option<CosmosEntityPosition> {
     if data.is_empty() {
         return Some(CosmosEntityPosition::Start);
     }
-    let hash = u64::from_be_bytes(data.get(..8)?.try_into().ok()?);
+    let position = u64::from_be_bytes(data.get(..8)?.try_into().ok()?);
     let pk_len = u32::from_be_bytes(data.get(8..12)?.try_into().ok()?) as usize;
     let pk = data.get(12..12usize.checked_add(pk_len)?)?;
     let rk = data.get(12 + pk_len..)?;
     Some(CosmosEntityPosition::After {
-        hash,
+        position,
         partition_key: String::from_utf8(pk.to_vec()).ok()?,
         row_key: String::from_utf8(rk.to_vec()).ok()?,
     })
@@ -121,7 +126,7 @@ mod tests {
             "{t}"
         );
         let position = CosmosEntityPosition::After {
-            hash: 42,
+            position: 42,
             partition_key: "p\u{e9}".to_string(),
             row_key: "r:1".to_string(),
         };

@@ -1,34 +1,61 @@
 //! Pages in no key order, as Cosmos DB for Table answers queries ("Query results returned by
 //! the API for Table aren't sorted in partition key/row key order", Microsoft's API for Table
-//! FAQ). Rows are ordered by a seeded hash of their keys ([`OrderKey`]): a fixed, stable
-//! permutation of the table, so paging is complete with no duplicates even while other writes
-//! land (a key's place never moves), and memory stays bounded: each page scans the planned
-//! ranges once and keeps only the `top + 1` smallest order keys past the resume point in a
-//! heap, and no more rows than fill the page's byte budget (Cosmos answers at most 4 MB a
-//! page, so `$top` may exceed 1,000). The price is a full scan of the planned ranges per page
+//! FAQ). Rows come in an [`EntityOrder`]: by default creation order, as the recordings of a
+//! real Cosmos account show (an entity replaced or merged keeps its place, one created again
+//! after a delete moves to the end), or a seeded shuffle of the keys that shakes out code
+//! assuming any order. Either is a fixed order of the table's rows ([`OrderKey`]: a row's
+//! place never moves while it exists), so paging is complete with no duplicates even while
+//! other writes land, and memory stays bounded: each page scans the planned ranges once and
+//! keeps only the `top + 1` smallest order keys past the resume point in a heap, and no more
+//! rows than fill the page's byte budget (Cosmos answers at most 4 MB a page, so `$top` may
+//! exceed 1,000). The price is a full scan of the planned ranges per page
 //! (docs/decisions.md).
 
 use std::collections::BinaryHeap;
 
 use crate::store::{KeyRange, ReadJob, RowSource, StoreError, StoredRow, StoredRows};
 
-/// Where a row sits in the unordered result: its seeded key hash, then its keys (which break
-/// ties, so the order is total).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct OrderKey {
-    pub(crate) hash: u64,
-    pub(crate) partition_key: String,
-    pub(crate) row_key: String,
+/// The order of an unordered result's entities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EntityOrder {
+    /// Creation order, as Cosmos answers: by each entity's creation instant, its keys
+    /// breaking ties.
+    Creation,
+    /// A fixed shuffle: by a hash of the keys under `seed`.
+    Shuffled { seed: u64 },
 }
 
-impl OrderKey {
-    pub(crate) fn of(seed: u64, partition_key: &str, row_key: &str) -> OrderKey {
-        OrderKey {
-            hash: key_hash(seed, &[partition_key.as_bytes(), row_key.as_bytes()]),
-            partition_key: partition_key.to_string(),
-            row_key: row_key.to_string(),
-        }
+impl EntityOrder {
+    /// The place of `row` in this order; an error if its stored bytes are malformed.
+    pub(crate) fn key_of(self, row: &StoredRow<'_>) -> Result<OrderKey, StoreError> {
+        let (partition_key, row_key) = row.keys()?;
+        let position = match self {
+            EntityOrder::Creation => {
+                let created = row
+                    .created()
+                    .ok_or_else(|| StoreError::Corrupt("entity".into()))?;
+                // Ticks (signed) to an unsigned position in the same order.
+                (created.0 as u64) ^ (1 << 63)
+            }
+            EntityOrder::Shuffled { seed } => {
+                key_hash(seed, &[partition_key.as_bytes(), row_key.as_bytes()])
+            }
+        };
+        Ok(OrderKey {
+            position,
+            partition_key,
+            row_key,
+        })
     }
+}
+
+/// Where a row sits in the unordered result: its position (creation instant or seeded key
+/// hash), then its keys (which break ties, so the order is total).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct OrderKey {
+    pub(crate) position: u64,
+    pub(crate) partition_key: String,
+    pub(crate) row_key: String,
 }
 
 /// A stable 64-bit hash of `parts` under `seed`: FNV-1a over the parts (each followed by a
@@ -71,36 +98,40 @@ pub(crate) enum UnorderedNext {
     FromStart,
 }
 
-/// Where an unordered page began: its order's seed, and the position it resumed past
-/// (`None`: the start of the result).
+/// Where an unordered page began: its order, and the position it resumed past (`None`: the
+/// start of the result).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UnorderedStart {
-    pub(crate) seed: u64,
+    pub(crate) order: EntityOrder,
     pub(crate) after: Option<OrderKey>,
 }
 
 impl UnorderedStart {
-    /// The continuation of a page that began here, cut to its first `n` rows (`keys`: the
-    /// page's keys, in order): past the last row kept, or, with none kept, where the page
-    /// began. Every row dropped is then the next page's, so none is lost or repeated.
-    pub(crate) fn next_after_cut(&self, keys: &[(String, String)], n: usize) -> UnorderedNext {
-        match n.checked_sub(1).and_then(|last| keys.get(last)) {
-            Some((pk, rk)) => UnorderedNext::After(OrderKey::of(self.seed, pk, rk)),
-            None => match &self.after {
+    /// The continuation of a page that began here, cut to its first `n` rows (`rows`: the
+    /// page, in order): past the last row kept, or, with none kept, where the page began.
+    /// Every row dropped is then the next page's, so none is lost or repeated.
+    pub(crate) fn next_after_cut(
+        &self,
+        rows: &StoredRows,
+        n: usize,
+    ) -> Result<UnorderedNext, StoreError> {
+        match n.checked_sub(1).and_then(|last| rows.iter().nth(last)) {
+            Some(row) => Ok(UnorderedNext::After(self.order.key_of(&row)?)),
+            None => Ok(match &self.after {
                 Some(after) => UnorderedNext::After(after.clone()),
                 None => UnorderedNext::FromStart,
-            },
+            }),
         }
     }
 }
 
-/// One page of a query in seeded-hash order, as a read job: reads every row of `ranges`,
+/// One page of a query in an [`EntityOrder`], as a read job: reads every row of `ranges`,
 /// keeps those `matches` accepts whose order key is past `after`, the `top` smallest, cut
 /// where their stored bytes pass `max_bytes` (a page holds at least one row).
 pub(crate) struct UnorderedPageRead<M> {
     ranges: Vec<KeyRange>,
     matches: M,
-    seed: u64,
+    order: EntityOrder,
     after: Option<OrderKey>,
     top: usize,
     max_bytes: usize,
@@ -114,14 +145,14 @@ where
     pub(crate) fn new(
         ranges: Vec<KeyRange>,
         matches: M,
-        seed: u64,
+        order: EntityOrder,
         after: Option<OrderKey>,
         top: usize,
     ) -> UnorderedPageRead<M> {
         UnorderedPageRead {
             ranges,
             matches,
-            seed,
+            order,
             after,
             top,
             max_bytes: usize::MAX,
@@ -160,18 +191,12 @@ where
                 if !(self.matches)(&row) {
                     return true;
                 }
-                let (pk, rk) = match row.keys() {
-                    Ok(k) => k,
+                let key = match self.order.key_of(&row) {
+                    Ok(key) => key,
                     Err(e) => {
                         failure = Some(e);
                         return false;
                     }
-                };
-                let hash = key_hash(self.seed, &[pk.as_bytes(), rk.as_bytes()]);
-                let key = OrderKey {
-                    hash,
-                    partition_key: pk,
-                    row_key: rk,
                 };
                 if self.after.as_ref().is_some_and(|a| key <= *a) {
                     return true;
@@ -250,7 +275,7 @@ impl Ord for Candidate {
     }
 }
 
-/// Table names in seeded-hash order: of `names` (already filtered, each once), those past
+/// Table names in seeded-hash order (Cosmos lists tables in neither name nor creation order): of `names` (already filtered, each once), those past
 /// `after`, the `top` smallest, and the position of the last when more follow.
 pub(crate) fn unordered_table_page(
     names: Vec<String>,
@@ -274,6 +299,7 @@ pub(crate) fn unordered_table_page(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::limits::EntityLimits;
     use crate::model::{EntityKey, IfMatch, WriteKind, WriteOp};
     use crate::store::memory::MemoryKv;
     use crate::store::{read_with, Durability, KvStore, Store};
@@ -289,6 +315,20 @@ mod tests {
         assert_eq!(key_hash(7, &[b"a", b"b"]), key_hash(7, &[b"a", b"b"]));
     }
 
+    fn op(kind: WriteKind, limits: EntityLimits, pk: &str, rk: &str) -> WriteOp {
+        WriteOp {
+            limits,
+            kind,
+            key: EntityKey {
+                partition_key: pk.to_string(),
+                row_key: rk.to_string(),
+            },
+            properties: Vec::new(),
+            if_match: IfMatch::Any,
+        }
+    }
+
+    /// A table holding `keys`, inserted in the order given, 50 to a commit.
     async fn store_with(keys: &[(String, String)]) -> (MemoryStore, crate::store::TableId) {
         let store = KvStore::open(MemoryKv::new(), Durability::Durable).unwrap();
         let info = store
@@ -297,16 +337,7 @@ mod tests {
             .unwrap();
         let ops: Vec<WriteOp> = keys
             .iter()
-            .map(|(pk, rk)| WriteOp {
-                limits: Default::default(),
-                kind: WriteKind::InsertOrReplace,
-                key: EntityKey {
-                    partition_key: pk.clone(),
-                    row_key: rk.clone(),
-                },
-                properties: Vec::new(),
-                if_match: IfMatch::Any,
-            })
+            .map(|(pk, rk)| op(WriteKind::Insert, EntityLimits::Cosmos, pk, rk))
             .collect();
         for chunk in ops.chunks(50) {
             store.commit(info.id, chunk).await.unwrap();
@@ -314,14 +345,14 @@ mod tests {
         (store, info.id)
     }
 
-    /// Every page in seeded order: all rows once, none twice, in hash order across pages.
-    /// Each page holds at most `max_bytes` of stored rows (its last row may pass it), and page
-    /// `i` is cut as `cuts[i]` says, as `--page-breaks` cuts it (0: to nothing, 1: to half, 2
-    /// and up: left whole); pages past the list are left whole.
+    /// Every page in `order`: all rows once, none twice. Each page holds at most `max_bytes`
+    /// of stored rows (its last row may pass it), and page `i` is cut as `cuts[i]` says, as
+    /// `--page-breaks` cuts it (0: to nothing, 1: to half, 2 and up: left whole); pages past
+    /// the list are left whole.
     async fn all_pages(
         store: &MemoryStore,
         table: crate::store::TableId,
-        seed: u64,
+        order: EntityOrder,
         top: usize,
         max_bytes: usize,
         cuts: &[u8],
@@ -332,7 +363,7 @@ mod tests {
             let job = UnorderedPageRead::new(
                 vec![KeyRange::all()],
                 |_: &StoredRow<'_>| true,
-                seed,
+                order,
                 after.clone(),
                 top,
             )
@@ -350,7 +381,8 @@ mod tests {
                 _ => None,
             };
             if let Some(n) = keep.filter(|&n| n < keys.len()) {
-                next = Some(UnorderedStart { seed, after }.next_after_cut(&keys, n));
+                let start = UnorderedStart { order, after };
+                next = Some(start.next_after_cut(&page.rows, n).unwrap());
             }
             seen.extend(keys.into_iter().take(keep.unwrap_or(usize::MAX)));
             after = match next {
@@ -362,32 +394,82 @@ mod tests {
         unreachable!("the loop returns")
     }
 
+    fn orders() -> impl Strategy<Value = EntityOrder> {
+        prop_oneof![
+            Just(EntityOrder::Creation),
+            any::<u64>().prop_map(|seed| EntityOrder::Shuffled { seed }),
+        ]
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
-        /// The unordered pages hold every row exactly once, whatever the page size, byte
-        /// budget, seed and the pages cut short (empty first pages included).
+        /// The unordered pages hold every row exactly once, in the order's sequence (creation
+        /// order: as inserted), whatever the page size, byte budget, order and the pages cut
+        /// short (empty first pages included).
         #[test]
         fn pages_are_complete_without_duplicates(
-            keys in proptest::collection::btree_set(("[a-c]{0,2}", "[a-z0-9]{1,3}"), 0..60),
-            seed in any::<u64>(),
+            keys in proptest::collection::btree_set(("[a-c]{0,2}", "[a-z0-9]{1,3}"), 0..60)
+                .prop_map(|keys| keys.into_iter().collect::<Vec<_>>())
+                .prop_shuffle(),
+            order in orders(),
             top in 1usize..12,
             max_bytes in prop_oneof![Just(usize::MAX), 0usize..400],
             cuts in proptest::collection::vec(0u8..4, 0..40),
         ) {
-            let keys: Vec<(String, String)> = keys.into_iter().collect();
+            let keys: Vec<(String, String)> = keys;
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             let seen = rt.block_on(async {
                 let (store, table) = store_with(&keys).await;
-                all_pages(&store, table, seed, top, max_bytes, &cuts).await
+                all_pages(&store, table, order, top, max_bytes, &cuts).await
             });
-            let mut sorted = seen.clone();
-            sorted.sort();
-            sorted.dedup();
-            prop_assert_eq!(sorted.len(), seen.len(), "duplicates across pages");
-            prop_assert_eq!(sorted, keys.clone());
-            let hashes: Vec<OrderKey> = seen.iter().map(|(p, r)| OrderKey::of(seed, p, r)).collect();
-            prop_assert!(hashes.windows(2).all(|w| w[0] < w[1]));
+            let want = match order {
+                EntityOrder::Creation => keys,
+                EntityOrder::Shuffled { seed } => {
+                    let mut by_hash = keys;
+                    by_hash.sort_by_key(|(p, r)| (key_hash(seed, &[p.as_bytes(), r.as_bytes()]), p.clone(), r.clone()));
+                    by_hash
+                }
+            };
+            prop_assert_eq!(seen, want);
         }
+    }
+
+    /// Creation order as a Cosmos account answers it (the Python SDK's recording
+    /// `test_batch_all_operations_together`): entities replaced, merged or upserted keep their
+    /// places, new ones follow in the order written, and one deleted and created again moves
+    /// to the end. Under Storage's rules an Insert Or Replace does not read the entity it
+    /// replaces, so it counts as created anew.
+    #[tokio::test]
+    async fn writes_keep_creation_order_as_cosmos_does() {
+        let keys: Vec<(String, String)> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(|rk| ("p".to_string(), rk.to_string()))
+            .collect();
+        let (store, table) = store_with(&keys).await;
+        let cosmos = EntityLimits::Cosmos;
+        let writes = [
+            op(WriteKind::Insert, cosmos, "p", "new"),
+            op(WriteKind::Delete, cosmos, "p", "a"),
+            op(WriteKind::Update, cosmos, "p", "b"),
+            op(WriteKind::Merge, cosmos, "p", "c"),
+            op(WriteKind::InsertOrReplace, cosmos, "p", "d"),
+            op(WriteKind::InsertOrMerge, cosmos, "p", "upserted"),
+        ];
+        store.commit(table, &writes).await.unwrap();
+        let order = |store, table| async move {
+            let seen = all_pages(&store, table, EntityOrder::Creation, 3, usize::MAX, &[]).await;
+            seen.into_iter().map(|(_, rk)| rk).collect::<Vec<_>>()
+        };
+        let want = ["b", "c", "d", "e", "new", "upserted"];
+        assert_eq!(order(Arc::clone(&store), table).await, want);
+        store
+            .commit(table, &[op(WriteKind::Insert, cosmos, "p", "a")])
+            .await
+            .unwrap();
+        let storage_upsert = op(WriteKind::InsertOrReplace, EntityLimits::Storage, "p", "b");
+        store.commit(table, &[storage_upsert]).await.unwrap();
+        let want = ["c", "d", "e", "new", "upserted", "a", "b"];
+        assert_eq!(order(Arc::clone(&store), table).await, want);
     }
 
     #[test]

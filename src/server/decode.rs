@@ -245,11 +245,11 @@ fn cosmos_resume(query: &QueryParams) -> Resume {
     };
     match decode_cosmos_entity_token(token) {
         Some(CosmosEntityPosition::After {
-            hash,
+            position,
             partition_key,
             row_key,
         }) => Resume::After(OrderKey {
-            hash,
+            position,
             partition_key,
             row_key,
         }),

@@ -202,7 +202,7 @@ fn entities(call: &Call, reply: &Reply, query: &EntityPage) -> Result<Response, 
         class = %class,
         examined = page.examined,
         returned = page.rows.len(),
-        more = page.next.is_some() || query.hashed_next.is_some(),
+        more = page.next.is_some() || query.unordered_next.is_some(),
         "query entities"
     );
     let mut r = call.ctx.odata_response(StatusCode::OK);
@@ -210,10 +210,10 @@ fn entities(call: &Call, reply: &Reply, query: &EntityPage) -> Result<Response, 
         r.header(headers::CONTINUATION_NEXT_PARTITION_KEY, &encode_token(pk))
             .header(headers::CONTINUATION_NEXT_ROW_KEY, &encode_token(rk));
     }
-    if let Some(next) = &query.hashed_next {
+    if let Some(next) = &query.unordered_next {
         let token = match next {
             UnorderedNext::After(k) => {
-                encode_cosmos_entity_token(k.hash, &k.partition_key, &k.row_key)
+                encode_cosmos_entity_token(k.position, &k.partition_key, &k.row_key)
             }
             UnorderedNext::FromStart => encode_cosmos_entity_start_token(),
         };

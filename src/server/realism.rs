@@ -233,7 +233,7 @@ async fn drop_connection(ctx: &RequestContext, abort: Option<&ConnectionAbort>) 
 }
 
 /// Cuts a query page where the page-break policy says. In key order the continuation then
-/// points at the first row dropped; in Cosmos's hashed order, past the last row kept (or,
+/// points at the first row dropped; in Cosmos's unordered results, past the last row kept (or,
 /// with none kept, where the page began). Either way the next page starts exactly at the
 /// first row dropped.
 pub(crate) fn cut_page(state: &AppState, outcome: &mut crate::exec::Outcome) {
@@ -252,8 +252,12 @@ pub(crate) fn cut_page(state: &AppState, outcome: &mut crate::exec::Outcome) {
     let Some(n) = state.realism.page_cut(&partition_keys) else {
         return;
     };
-    match &query.hashed_start {
-        Some(start) => query.hashed_next = Some(start.next_after_cut(&keys, n)),
+    match &query.unordered_start {
+        Some(start) => match start.next_after_cut(&page.rows, n) {
+            Ok(next) => query.unordered_next = Some(next),
+            // A row the store cannot read: the page stays whole.
+            Err(_) => return,
+        },
         None => page.next = keys.into_iter().nth(n),
     }
     page.rows.truncate(n);

@@ -115,6 +115,7 @@ async fn run(config: Config) -> Result<(), StartError> {
     crate::server::realism::options(&config.realism, config.flavor())
         .map_err(StartError::Option)?;
     config.checked_metrics_token().map_err(StartError::Option)?;
+    config.check_flavor_options().map_err(StartError::Option)?;
     // The port before the store: a busy port fails before any data folder is created.
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
         .await

@@ -875,15 +875,16 @@ async fn page_breaks_cut_cosmos_pages_completely() {
     assert_eq!(pages.iter().map(Vec::len).sum::<usize>(), 5);
 }
 
-/// Query results come in no key order, paged with Cosmos's opaque tokens, every entity once;
-/// another shuffle seed gives another order.
+/// Query results come in creation order, not key order, paged with Cosmos's opaque tokens,
+/// every entity once.
 #[tokio::test]
-async fn entities_come_unordered_and_page_completely() {
+async fn entities_come_in_creation_order_and_page_completely() {
     let c = Cosmos::start().await;
     assert_eq!(c.create_table("order").await.status, 201);
+    // Written in neither key order nor its reverse: RowKeys descending, PartitionKeys mixed.
     let mut keys = Vec::new();
-    for pk in ["a", "b", "c"] {
-        for rk in 0..10 {
+    for rk in (0..10).rev() {
+        for pk in ["b", "c", "a"] {
             let rk = format!("{rk:02}");
             let body = format!(r#"{{"PartitionKey":"{pk}","RowKey":"{rk}","N":1}}"#);
             assert_eq!(c.send("POST", "/order", &[], Some(&body)).await.status, 201);
@@ -892,14 +893,11 @@ async fn entities_come_unordered_and_page_completely() {
     }
     let (seen, pages) = all_entity_pages(&c, "/order()?$top=7").await;
     assert_eq!(pages, 5);
-    assert_ne!(seen, keys, "results must not come in key order");
-    let mut sorted = seen.clone();
-    sorted.sort();
-    assert_eq!(sorted, keys, "every entity exactly once");
+    assert_eq!(seen, keys, "every entity once, in the order written");
     // A filter narrows the same order.
     let (filtered, _) =
         all_entity_pages(&c, "/order()?$filter=PartitionKey%20eq%20'b'&$top=3").await;
-    let want: Vec<_> = seen.iter().filter(|(p, _)| p == "b").cloned().collect();
+    let want: Vec<_> = keys.iter().filter(|(p, _)| p == "b").cloned().collect();
     assert_eq!(filtered, want);
     // A token that is not Cosmos's is refused.
     let r = c
@@ -914,20 +912,159 @@ async fn entities_come_unordered_and_page_completely() {
         (r.status.as_u16(), r.error_code()),
         (400, "InvalidInput".into())
     );
-    // Another seed, another order.
-    let mut config = cosmos_config();
-    config.cosmos_shuffle_seed = 7;
-    let other = Cosmos::start_with(config).await;
-    assert_eq!(other.create_table("order").await.status, 201);
-    for (pk, rk) in &keys {
-        let body = format!(r#"{{"PartitionKey":"{pk}","RowKey":"{rk}"}}"#);
-        assert_eq!(
-            other.send("POST", "/order", &[], Some(&body)).await.status,
-            201
-        );
+}
+
+/// The Python SDK's Cosmos recording `test_batch_all_operations_together`, replayed: four
+/// entities created one by one, then one batch creates the base entity, deletes `-1`, merges
+/// `-2`, replaces `-3`, upserts `-4` and upserts the new `-5`. Cosmos then answered `-2, -3,
+/// -4, <base>, -5`: entities changed keep their places, new ones follow in the batch's order.
+/// One deleted and created again goes to the end.
+#[tokio::test]
+async fn writes_keep_their_places_as_recorded() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("together").await.status, 201);
+    let base = "batch_all_operations_together";
+    for n in 1..=4 {
+        let body = format!(r#"{{"PartitionKey":"003","RowKey":"{base}-{n}","test":true}}"#);
+        let r = c.send("POST", "/together", &[], Some(&body)).await;
+        assert_eq!(r.status, 201, "{}", r.text());
     }
-    let (reseeded, _) = all_entity_pages(&other, "/order()?$top=1000").await;
-    assert_ne!(reseeded, seen);
+    let path = |rk: &str| format!("/together(PartitionKey='003',RowKey='{rk}')");
+    let body = |rk: &str| format!(r#"{{"PartitionKey":"003","RowKey":"{rk}","test3":10}}"#);
+    let if_any = [("If-Match", "*")];
+    let merge = [("If-Match", "*"), ("X-HTTP-Method", "MERGE")];
+    let mut b = common::batch::BatchBody::new(&c.t.server.endpoint());
+    b.op("POST", "/together", &[], Some(&body(base)));
+    b.op("DELETE", &path(&format!("{base}-1")), &if_any, None);
+    let rk = format!("{base}-2");
+    b.op("POST", &path(&rk), &merge, Some(&body(&rk)));
+    let rk = format!("{base}-3");
+    b.op("PUT", &path(&rk), &if_any, Some(&body(&rk)));
+    let rk = format!("{base}-4");
+    b.op("PUT", &path(&rk), &[], Some(&body(&rk)));
+    let rk = format!("{base}-5");
+    b.op("PUT", &path(&rk), &[], Some(&body(&rk)));
+    let r = c.send_batch(&b).await;
+    assert_eq!(r.status, 202, "{}", r.text());
+    assert!(!r.text().contains("HTTP/1.1 4"), "{}", r.text());
+    let order = || async {
+        let (seen, _) = all_entity_pages(&c, "/together()?$top=2").await;
+        seen.into_iter()
+            .map(|(_, rk)| rk.replace(base, ""))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(order().await, ["-2", "-3", "-4", "", "-5"]);
+    let r = c
+        .send("DELETE", &path(&format!("{base}-3")), &if_any, None)
+        .await;
+    assert_eq!(r.status, 204, "{}", r.text());
+    let r = c
+        .send("POST", "/together", &[], Some(&body(&format!("{base}-3"))))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(order().await, ["-2", "-4", "", "-5", "-3"]);
+}
+
+/// `--cosmos-shuffle-seed N` answers in a fixed shuffle of the keys in place of creation
+/// order, every entity once; another seed, another shuffle.
+#[tokio::test]
+async fn a_shuffle_seed_shuffles_entities() {
+    let mut orders = Vec::new();
+    let keys: Vec<(String, String)> = ["a", "b", "c"]
+        .iter()
+        .flat_map(|pk| (0..10).map(move |rk| (pk.to_string(), format!("{rk:02}"))))
+        .collect();
+    for seed in [7, 8] {
+        let mut config = cosmos_config();
+        config.cosmos_shuffle_seed = Some(seed);
+        let c = Cosmos::start_with(config).await;
+        assert_eq!(c.create_table("order").await.status, 201);
+        for (pk, rk) in &keys {
+            let body = format!(r#"{{"PartitionKey":"{pk}","RowKey":"{rk}"}}"#);
+            assert_eq!(c.send("POST", "/order", &[], Some(&body)).await.status, 201);
+        }
+        let (seen, _) = all_entity_pages(&c, "/order()?$top=4").await;
+        assert_ne!(seen, keys, "neither key order nor creation order");
+        let mut sorted = seen.clone();
+        sorted.sort();
+        assert_eq!(sorted, keys, "every entity exactly once");
+        orders.push(seen);
+    }
+    assert_ne!(orders[0], orders[1], "another seed, another order");
+}
+
+/// `--cosmos-shuffle-seed` belongs to the Cosmos flavour: with Table storage the server
+/// refuses to start, with a sentence.
+#[test]
+fn a_shuffle_seed_needs_the_cosmos_flavour() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--inMemoryPersistence", "--cosmos-shuffle-seed", "3"];
+    let Err(failed) = ChildServer::try_start(dir.path(), &args) else {
+        panic!("the storage flavour took --cosmos-shuffle-seed");
+    };
+    assert!(
+        failed
+            .stderr
+            .contains("--cosmos-shuffle-seed (TABLESTORE_COSMOS_SHUFFLE_SEED) applies to --flavor cosmos only"),
+        "{}",
+        failed.stderr
+    );
+    assert_eq!(
+        failed.status.and_then(|s| s.code()),
+        Some(1),
+        "{}",
+        failed.stderr
+    );
+}
+
+/// A data folder written by the storage flavour and served again as Cosmos, through
+/// restarts of the real binary: entities come in the order they were created, whichever
+/// flavour created them and however often the server restarted.
+#[tokio::test]
+async fn creation_order_survives_restarts_and_flavours() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = tablestore::config::DEV_ACCOUNT_KEY;
+    let accounts = format!("devstoreaccount1:{key}");
+    let env = [("AZURITE_ACCOUNTS", accounts.as_str())];
+    let entity = |rk: &str| serde_json::json!({"PartitionKey": "p", "RowKey": rk});
+    let storage = ChildServer::start(dir.path(), &[]);
+    let client = common::child::Client::new(&storage.endpoint(), Signer::dev());
+    client.create_table("kept").await;
+    for rk in ["m", "z", "a"] {
+        client.insert("kept", &entity(rk)).await;
+    }
+    // A merge keeps the entity's creation instant, under either flavour.
+    let r = client
+        .call(
+            "MERGE",
+            "/kept(PartitionKey='p',RowKey='m')",
+            &[("If-Match", "*")],
+            Some(serde_json::json!({"More": 1})),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 204, "{}", r.text());
+    storage.terminate();
+    let row_keys = |reply: common::Reply| -> Vec<String> {
+        reply.json()["value"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["RowKey"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut want: Vec<String> = ["m", "z", "a"].map(String::from).to_vec();
+    for round in 0..2 {
+        let cosmos = ChildServer::try_start_with_env(dir.path(), &["--flavor", "cosmos"], &env)
+            .expect("the Cosmos flavour starts on the storage flavour's folder");
+        let client = common::child::Client::new(&cosmos.endpoint(), Signer::dev());
+        let r = client.call("GET", "/kept()", &[], None).await;
+        assert_eq!(r.status.as_u16(), 200, "{}", r.text());
+        assert_eq!(row_keys(r), want, "round {round}");
+        let rk = format!("b{round}");
+        client.insert("kept", &entity(&rk)).await;
+        want.push(rk);
+        cosmos.terminate();
+    }
 }
 
 /// Table lists come in no name order, paged with an opaque NextTableName.

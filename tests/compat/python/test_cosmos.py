@@ -89,18 +89,39 @@ def test_batches(cosmos):
     assert failed.value.error_code == "EntityAlreadyExists"
 
 
-def test_queries_page_completely_in_no_key_order(cosmos):
+def test_queries_page_in_creation_order(cosmos):
+    """Cosmos answers in creation order, not key order: an entity updated keeps its place, one
+    deleted and created again moves to the end."""
     table = cosmos.create_table(unique_table_name("paging"))
-    keys = [(pk, f"{rk:02}") for pk in ("a", "b") for rk in range(12)]
+    keys = [(pk, f"{rk:02}") for rk in reversed(range(12)) for pk in ("b", "a")]
     for pk, rk in keys:
         table.create_entity({"PartitionKey": pk, "RowKey": rk})
     pages = list(table.list_entities(results_per_page=5).by_page())
     assert len(pages) == 5
     seen = [(e["PartitionKey"], e["RowKey"]) for page in pages for e in page]
-    assert sorted(seen) == keys, "every entity exactly once"
-    assert seen != keys, "Cosmos answers in no key order"
+    assert seen == keys, "every entity once, in the order created"
     filtered = list(table.query_entities("PartitionKey eq 'b'", results_per_page=4))
-    assert sorted((e["PartitionKey"], e["RowKey"]) for e in filtered) == keys[12:]
+    assert [(e["PartitionKey"], e["RowKey"]) for e in filtered] == keys[0::2]
+    table.update_entity({"PartitionKey": "b", "RowKey": "11", "n": 1}, mode=UpdateMode.MERGE)
+    table.upsert_entity({"PartitionKey": "a", "RowKey": "11", "n": 2}, mode=UpdateMode.REPLACE)
+    table.delete_entity("b", "10")
+    table.create_entity({"PartitionKey": "b", "RowKey": "10"})
+    seen = [(e["PartitionKey"], e["RowKey"]) for e in table.list_entities()]
+    assert seen == [k for k in keys if k != ("b", "10")] + [("b", "10")]
+
+
+def test_a_shuffle_seed_answers_in_a_shuffle(realism_server):
+    """``--cosmos-shuffle-seed`` answers in a fixed shuffle of the keys in place of creation
+    order, to shake out code that assumes any order; every entity still comes once."""
+    server = realism_server("--flavor", "cosmos", "--cosmos-shuffle-seed", "5")
+    service = TableServiceClient.from_connection_string(server.connection_string, retry_total=0)
+    table = service.create_table(unique_table_name("shuffled"))
+    keys = [("p", f"{rk:02}") for rk in range(30)]
+    table.submit_transaction([("create", {"PartitionKey": pk, "RowKey": rk}) for pk, rk in keys])
+    seen = [(e["PartitionKey"], e["RowKey"]) for e in table.list_entities(results_per_page=7)]
+    assert sorted(seen) == keys, "every entity exactly once"
+    assert seen != keys, "neither key order nor creation order"
+    service.close()
 
 
 @pytest.mark.parametrize("seed", ["0", "4"])
