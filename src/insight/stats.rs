@@ -12,6 +12,7 @@ use super::class::QueryClass;
 use super::topk::{Counted, TopK};
 use super::window::Window;
 use super::{EntityFacts, Event, Observation};
+use crate::model::names::{table_identity, NameCase};
 use crate::model::Flavor;
 
 /// Tables tracked at once.
@@ -279,7 +280,12 @@ impl Stats {
     }
 
     fn table(&mut self, account: &str, table: &str) -> &mut TableStats {
-        let key = (account.to_string(), table.to_ascii_lowercase());
+        // One entry per table as the flavour tells tables apart (`Orders` and `orders` are
+        // two tables to Cosmos DB, one to Table storage).
+        let key = (
+            account.to_string(),
+            table_identity(table, NameCase::of(self.flavor)),
+        );
         if !self.tables.contains_key(&key) && self.tables.len() >= MAX_TABLES {
             let quietest = self
                 .tables

@@ -704,3 +704,32 @@ fn precision_an_sdk_test_suites_traffic_raises_nothing() {
     });
     assert!(quiet.is_empty(), "{quiet:?}");
 }
+
+#[test]
+fn tables_are_told_apart_as_the_flavour_does() {
+    // `Orders` and `orders`: one table to Table storage, two to Cosmos DB, each shown under
+    // the name it was first seen by.
+    let names = |flavor| {
+        let mut s = Stats::for_flavor(flavor);
+        for table in ["Orders", "orders"] {
+            let seen = Observation {
+                table: table.into(),
+                ..insert("p", "r")
+            };
+            s.observe(&seen, 0);
+        }
+        let snap = s.snapshot(0, None);
+        let tables = snap["accounts"]["acct"]["tables"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let mut names: Vec<String> = tables
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(Flavor::Storage), ["Orders"]);
+    assert_eq!(names(Flavor::Cosmos), ["Orders", "orders"]);
+}

@@ -8,20 +8,24 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::RequestFacts;
+use crate::model::names::{table_identity, NameCase};
 use crate::protocol::{ApiError, ErrorCode};
 
-/// Names deleted less than `purge` ago, per account (lower-cased: table names are
-/// case-insensitive). Entries expire and are dropped as new ones arrive, so the map holds
-/// only the names deleted within one purge period.
+/// Names deleted less than `purge` ago, per account, by the table's identity under `case`
+/// (Table storage's names are case-insensitive, Cosmos DB's case-sensitive). Entries expire
+/// and are dropped as new ones arrive, so the map holds only the names deleted within one
+/// purge period.
 pub(crate) struct DeletedNames {
     purge: Duration,
+    case: NameCase,
     names: Mutex<HashMap<(String, String), Instant>>,
 }
 
 impl DeletedNames {
-    pub(crate) fn new(purge: Duration) -> DeletedNames {
+    pub(crate) fn new(purge: Duration, case: NameCase) -> DeletedNames {
         DeletedNames {
             purge,
+            case,
             names: Mutex::new(HashMap::new()),
         }
     }
@@ -34,7 +38,10 @@ impl DeletedNames {
         let Some(table) = &facts.table else { return };
         let mut names = self.names.lock();
         names.retain(|_, deleted| now.saturating_duration_since(*deleted) < self.purge);
-        names.insert((facts.account.clone(), table.to_ascii_lowercase()), now);
+        names.insert(
+            (facts.account.clone(), table_identity(table, self.case)),
+            now,
+        );
     }
 
     /// Refuses any operation on a table name still being purged.
@@ -47,7 +54,7 @@ impl DeletedNames {
             return Ok(());
         };
         let names = self.names.lock();
-        match names.get(&(facts.account.clone(), table.to_ascii_lowercase())) {
+        match names.get(&(facts.account.clone(), table_identity(table, self.case))) {
             Some(deleted) if now.saturating_duration_since(*deleted) < self.purge => {
                 Err(ApiError::new(ErrorCode::TableBeingDeleted))
             }
@@ -76,7 +83,7 @@ mod tests {
 
     #[test]
     fn a_deleted_name_is_refused_until_the_purge_ends() {
-        let d = DeletedNames::new(Duration::from_secs(40));
+        let d = DeletedNames::new(Duration::from_secs(40), NameCase::Insensitive);
         let t0 = Instant::now();
         d.remember_at(&facts("a", "People"), t0);
         let e = d
@@ -95,8 +102,25 @@ mod tests {
     }
 
     #[test]
+    fn under_cosmos_only_the_same_name_is_refused() {
+        let d = DeletedNames::new(Duration::from_secs(40), NameCase::Sensitive);
+        let t0 = Instant::now();
+        d.remember_at(&facts("a", "People"), t0);
+        let e = d.check_at(&facts("a", "People"), t0).unwrap_err();
+        assert_eq!(e.code, ErrorCode::TableBeingDeleted);
+        assert!(
+            d.check_at(&facts("a", "people"), t0).is_ok(),
+            "another table"
+        );
+        assert!(
+            d.check_at(&facts("a", "PEOPLE"), t0).is_ok(),
+            "another table"
+        );
+    }
+
+    #[test]
     fn expired_names_are_forgotten() {
-        let d = DeletedNames::new(Duration::from_secs(1));
+        let d = DeletedNames::new(Duration::from_secs(1), NameCase::Insensitive);
         let t0 = Instant::now();
         for i in 0..100 {
             d.remember_at(&facts("a", &format!("t{i}")), t0);

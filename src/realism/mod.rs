@@ -19,6 +19,7 @@ pub(crate) mod targets;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::model::names::NameCase;
 use crate::protocol::ApiError;
 pub(crate) use faults::FaultSet;
 pub(crate) use paging::PageBreaks;
@@ -104,6 +105,8 @@ pub struct RealismOptions {
     pub(crate) page_breaks: Option<PageBreaks>,
     /// How long a deleted table's name stays unusable (`--simulate-lifecycle`).
     pub(crate) lifecycle: Option<Duration>,
+    /// How the flavour tells table names apart (for the deleted names above).
+    pub(crate) name_case: NameCase,
     /// Fault rules loaded at start (`--faults FILE`).
     pub(crate) faults: Option<FaultSet>,
     /// Seed of the page-break RNG (fault files carry their own seed).
@@ -133,7 +136,9 @@ impl Realism {
             page_breaks: options
                 .page_breaks
                 .map(|mode| paging::PageBreaker::new(mode, options.seed)),
-            lifecycle: options.lifecycle.map(lifecycle::DeletedNames::new),
+            lifecycle: options
+                .lifecycle
+                .map(|purge| lifecycle::DeletedNames::new(purge, options.name_case)),
             faults: faults::FaultRules::default(),
             active: AtomicBool::new(fixed),
         };

@@ -18,6 +18,7 @@ use super::insight::operation_name;
 use super::AppState;
 use crate::config::{PageBreaksArg, RealismArgs, TargetErrorArg};
 use crate::insight::{Event, Observation};
+use crate::model::names::NameCase;
 use crate::model::Flavor;
 use crate::protocol::batch::{decode_batch, parse_sub_operation, BatchBody, SubRequest};
 use crate::protocol::error::ErrorFormat;
@@ -111,6 +112,7 @@ pub fn options(args: &RealismArgs, flavor: Flavor) -> Result<RealismOptions, Str
         lifecycle: args
             .simulate_lifecycle
             .then(|| Duration::from_secs(args.table_purge_seconds)),
+        name_case: NameCase::of(flavor),
         faults: fault_rules(args)?,
         seed: args.realism_seed,
     })
