@@ -156,7 +156,12 @@ impl RequestContext {
             parts.header("www-authenticate", challenge);
         }
         parts.body = body;
-        parts.into_response()
+        let mut response = parts.into_response();
+        // For the access log, in every flavour (Cosmos sends no `x-ms-error-code`).
+        response
+            .extensions_mut()
+            .insert(AnsweredError(error.code.as_str()));
+        response
     }
 
     /// Error response in the format negotiated for OData operations.
@@ -164,6 +169,10 @@ impl RequestContext {
         self.error_response(error, self.error_format)
     }
 }
+
+/// The Azure error code a response answers, kept on it for the access log.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AnsweredError(pub(crate) &'static str);
 
 /// A response being built.
 pub(crate) struct ResponseParts {

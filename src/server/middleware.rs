@@ -20,12 +20,13 @@ use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
 
+use super::context::AnsweredError;
 use super::health::HEALTH_PATH;
 use super::insight::Charged;
 use super::AppState;
 use crate::insight::{Event, Observation, QueryClass, Report};
 use crate::model::limits::MAX_REQUEST_BODY;
-use crate::protocol::headers::{X_MS_ERROR_CODE, X_MS_REQUEST_ID};
+use crate::protocol::headers::X_MS_REQUEST_ID;
 
 /// The log target of the per-request access line.
 pub(crate) const REQUEST_LOG_TARGET: &str = "tablestore::request";
@@ -156,7 +157,10 @@ fn log_request(line: &LogLine<'_>, response: &Response) {
         .map(|a| a.0.as_str())
         .unwrap_or("-");
     // The Azure error code of a failed request, so the log says why, not only that.
-    let error = header_or_dash(response, X_MS_ERROR_CODE);
+    let error = response
+        .extensions()
+        .get::<AnsweredError>()
+        .map_or("-", |e| e.0);
     let latency_ms = (line.latency_ms * 1000.0).round() / 1000.0;
     // Readiness probes run every few seconds in containers: keep them out of the info log.
     if let Some((class, examined, returned)) = line.query {

@@ -203,6 +203,45 @@ async fn start_up_prints_the_cosmos_connection_string() {
     assert!(printed.contains("Flavor: cosmos"), "{printed}");
 }
 
+/// The access log names the Azure error code of a failed request under Cosmos too, where no
+/// `x-ms-error-code` header carries it.
+#[tokio::test]
+async fn the_access_log_names_cosmos_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let accounts = format!("devstoreaccount1:{}", tablestore::config::DEV_ACCOUNT_KEY);
+    let args = [
+        "--flavor",
+        "cosmos",
+        "--inMemoryPersistence",
+        "--log-level",
+        "info",
+    ];
+    let child = ChildServer::try_start_with_env(
+        dir.path(),
+        &args,
+        &[("AZURITE_ACCOUNTS", accounts.as_str())],
+    )
+    .expect("starts");
+    let client = common::child::Client::new(&child.endpoint(), Signer::dev());
+    client.create_table("logged").await;
+    let body = serde_json::json!({"TableName": "logged"});
+    let r = client.call("POST", "/Tables", &[], Some(body)).await;
+    assert_eq!(r.status.as_u16(), 409, "{}", r.text());
+    assert_eq!(r.header("x-ms-error-code"), None, "Cosmos sends none");
+    let mut log = String::new();
+    for _ in 0..40 {
+        log.push_str(&child.log_so_far());
+        if log.contains("status=409") {
+            break;
+        }
+    }
+    let failed = log
+        .lines()
+        .find(|l| l.contains("tablestore::request") && l.contains("status=409"))
+        .unwrap_or_else(|| panic!("no access log line for the 409:\n{log}"));
+    assert!(failed.contains("error=TableAlreadyExists"), "{failed}");
+}
+
 /// Storage-only response headers Cosmos never sends.
 const STORAGE_ONLY_HEADERS: [&str; 6] = [
     "server",
