@@ -19,10 +19,11 @@
 #                                          Python and JS SDK suites against it;
 #                                        and stops everything.
 #
-# The Rust subset (about 20 s of tests; the binary is already built by the main cargo test):
+# The Rust subset (about 35 s of tests; the binary is already built by the main cargo test):
 # the modules of tests/it whose servers exercise the store end to end (entities, queries and paging,
 # batches, tables and ACLs, service properties, accounts, concurrency, entity limits, the
-# client shapes, insight, error answers, hostile batches, SAS scopes, the Rust SDK). Left to
+# client shapes, insight, error answers, hostile batches, SAS scopes, the Rust SDK, the Cosmos
+# flavour: its creation order and case-sensitive names on this store, about 13 s). Left to
 # the main `cargo test` only: modules about the sled folder itself (persistence, durability,
 # crash, soak, data folders: tests/it/data.rs alone took 197 s here), TLS, the command line, the
 # HTTP layer, and tests/it/realism.rs, whose load test needs sled's in-process throughput
@@ -37,7 +38,7 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-$ROOT/.venv}"
 RUST_TESTS=(entities query batch tables service accounts concurrency rust_sdk limits
-  client_shapes insight errors hostile_batch auth)
+  client_shapes insight errors hostile_batch auth cosmos)
 
 find_bindir() {
   local d
