@@ -60,6 +60,8 @@
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
+pub use tablestore_protocol::{model, protocol};
+
 pub(crate) mod admin;
 pub mod auth;
 pub(crate) mod batch;
@@ -68,8 +70,6 @@ pub(crate) mod console;
 pub mod data;
 mod exec;
 pub(crate) mod insight;
-pub mod model;
-pub mod protocol;
 pub mod query;
 pub(crate) mod realism;
 pub mod server;

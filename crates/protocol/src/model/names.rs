@@ -71,7 +71,7 @@ impl TableName {
         Ok(TableName(name.to_string()))
     }
 
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         &self.0
     }
 
@@ -153,8 +153,8 @@ pub fn is_case_sensitive_identity(identity: &str) -> bool {
 /// yields the table's [`TableId`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableRef {
-    pub(crate) account: String,
-    pub(crate) name: String,
+    pub account: String,
+    pub name: String,
     pub(crate) case: NameCase,
 }
 

@@ -14,13 +14,13 @@ pub(crate) mod ast;
 pub(crate) mod lexer;
 pub(crate) mod parser;
 
-pub(crate) use ast::{CmpOp, Comparison, Expr, PropertyName};
+pub use ast::{CmpOp, Comparison, Expr, PropertyName};
 
 use super::{ApiError, ErrorCode};
 
 /// Azure allows "no more than 15 discrete comparisons" in a `$filter` (Querying tables and
 /// entities, REST reference).
-pub(crate) const MAX_COMPARISONS: usize = 15;
+pub const MAX_COMPARISONS: usize = 15;
 /// Nesting of parentheses and `not` allowed before the parser gives up with a typed error.
 pub(crate) const MAX_DEPTH: usize = 64;
 
@@ -59,7 +59,7 @@ impl FilterError {
     }
 
     /// The message Azure would show for `filter`.
-    pub(crate) fn message(&self, filter: &str) -> String {
+    pub fn message(&self, filter: &str) -> String {
         match &self.kind {
             FilterErrorKind::Syntax => {
                 format!("Syntax error at position {} in '{filter}'.", self.position)

@@ -11,7 +11,7 @@ use crate::model::EdmValue;
 
 /// A comparison operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum CmpOp {
+pub enum CmpOp {
     Eq,
     Ne,
     Gt,
@@ -58,7 +58,7 @@ impl CmpOp {
 
     /// The complementary operator: `not (a lt b)` ≡ `a ge b`, valid only where the comparison
     /// is defined (both sides present and of one type).
-    pub(crate) fn negated(self) -> CmpOp {
+    pub fn negated(self) -> CmpOp {
         match self {
             CmpOp::Eq => CmpOp::Ne,
             CmpOp::Ne => CmpOp::Eq,
@@ -70,7 +70,7 @@ impl CmpOp {
     }
 
     /// Whether `left op right` holds given `left.cmp(right)`.
-    pub(crate) fn holds(self, ordering: Ordering) -> bool {
+    pub fn holds(self, ordering: Ordering) -> bool {
         match self {
             CmpOp::Eq => ordering == Ordering::Equal,
             CmpOp::Ne => ordering != Ordering::Equal,
@@ -116,9 +116,9 @@ impl PropertyName {
 /// `property op value`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
-    pub(crate) property: PropertyName,
-    pub(crate) op: CmpOp,
-    pub(crate) value: EdmValue,
+    pub property: PropertyName,
+    pub op: CmpOp,
+    pub value: EdmValue,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -133,8 +133,8 @@ pub enum Expr {
 }
 
 impl Expr {
-    #[cfg(test)]
-    pub(crate) fn compare(property: &str, op: CmpOp, value: EdmValue) -> Expr {
+    #[cfg(any(test, feature = "testing"))]
+    pub fn compare(property: &str, op: CmpOp, value: EdmValue) -> Expr {
         Expr::Compare(Comparison {
             property: PropertyName::from_name(property),
             op,
@@ -143,21 +143,21 @@ impl Expr {
     }
 
     #[allow(clippy::should_implement_trait)] // reads as the filter operator, not std::ops::Not
-    pub(crate) fn not(inner: Expr) -> Expr {
+    pub fn not(inner: Expr) -> Expr {
         Expr::Not(Box::new(inner))
     }
 
-    pub(crate) fn and(left: Expr, right: Expr) -> Expr {
+    pub fn and(left: Expr, right: Expr) -> Expr {
         Expr::And(Box::new(left), Box::new(right))
     }
 
-    pub(crate) fn or(left: Expr, right: Expr) -> Expr {
+    pub fn or(left: Expr, right: Expr) -> Expr {
         Expr::Or(Box::new(left), Box::new(right))
     }
 
     /// Number of comparisons in the tree (Azure allows at most 15).
-    #[cfg(test)]
-    pub(crate) fn comparison_count(&self) -> usize {
+    #[cfg(any(test, feature = "testing"))]
+    pub fn comparison_count(&self) -> usize {
         match self {
             Expr::Compare(_) => 1,
             Expr::Const(_) => 0,

@@ -14,7 +14,7 @@ pub enum Flavor {
 }
 
 impl Flavor {
-    pub(crate) fn is_cosmos(self) -> bool {
+    pub fn is_cosmos(self) -> bool {
         self == Flavor::Cosmos
     }
 }

@@ -272,7 +272,7 @@ pub fn decode_entity_as(body: &[u8], limits: EntityLimits) -> Result<EntityBody,
 }
 
 /// Checks the whole-entity limits of a decoded body (property count, total size).
-pub(crate) fn check_entity_limits(
+pub fn check_entity_limits(
     partition_key: &str,
     row_key: &str,
     properties: &[Property],
@@ -306,7 +306,7 @@ pub fn entity_limit_error(e: EntityLimitError) -> ApiError {
 }
 
 /// Key values: ≤ 1024 UTF-16 units and none of `/ \ # ?` or control characters (Azure docs: "Understanding the Table service data model").
-pub(crate) fn validate_key(key: &str) -> Result<(), ApiError> {
+pub fn validate_key(key: &str) -> Result<(), ApiError> {
     if utf16_len(key) > MAX_KEY_UTF16 {
         return Err(ApiError::new(ErrorCode::KeyValueTooLarge));
     }
@@ -368,7 +368,7 @@ pub(crate) const UNREADABLE_VALUE_MESSAGE: &str =
 
 /// Decodes a property value given as text with its type (a CSV cell, where every value is
 /// text): the rules of an annotated JSON string, and `true` / `false` (any case) for Boolean.
-pub(crate) fn decode_text_value(name: &str, text: &str, ty: EdmType) -> Result<EdmValue, ApiError> {
+pub fn decode_text_value(name: &str, text: &str, ty: EdmType) -> Result<EdmValue, ApiError> {
     match ty {
         EdmType::Boolean if text.eq_ignore_ascii_case("true") => Ok(EdmValue::Boolean(true)),
         EdmType::Boolean if text.eq_ignore_ascii_case("false") => Ok(EdmValue::Boolean(false)),
@@ -806,7 +806,7 @@ fn write_property(
 /// operations): the keys, optionally the Timestamp (which decoding ignores), and every property
 /// with an `@odata.type` annotation wherever JSON does not imply its type. Exports write one of
 /// these per line, so every Edm type and value reads back exactly.
-pub(crate) fn write_entity_body(out: &mut Vec<u8>, entity: &EntityView, timestamp: bool) {
+pub fn write_entity_body(out: &mut Vec<u8>, entity: &EntityView, timestamp: bool) {
     let mut first = true;
     out.push(b'{');
     push_member(out, &mut first, "PartitionKey");
@@ -913,19 +913,14 @@ fn write_table(
 }
 
 /// Create Table response body.
-pub(crate) fn encode_table(
-    name: &str,
-    metadata: Metadata,
-    base_url: &str,
-    account: &str,
-) -> Vec<u8> {
+pub fn encode_table(name: &str, metadata: Metadata, base_url: &str, account: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     write_table(&mut out, name, metadata, base_url, account, true);
     out
 }
 
 /// Query Tables response body.
-pub(crate) fn encode_table_page<'a>(
+pub fn encode_table_page<'a>(
     names: impl Iterator<Item = &'a str>,
     metadata: Metadata,
     base_url: &str,
@@ -947,7 +942,7 @@ pub(crate) fn encode_table_page<'a>(
 
 /// Parses `$select` (comma-separated, spaces tolerated). `None` means all properties: absent,
 /// empty, blank or `*`.
-pub(crate) fn parse_select(raw: Option<&str>) -> Option<Vec<String>> {
+pub fn parse_select(raw: Option<&str>) -> Option<Vec<String>> {
     let raw = raw?.trim();
     if raw.is_empty() || raw == "*" {
         return None;

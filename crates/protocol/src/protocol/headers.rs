@@ -3,34 +3,34 @@
 
 use super::error::{ApiError, ErrorCode, ErrorFormat};
 
-pub(crate) const X_MS_VERSION: &str = "x-ms-version";
-pub(crate) const X_MS_REQUEST_ID: &str = "x-ms-request-id";
-pub(crate) const X_MS_CLIENT_REQUEST_ID: &str = "x-ms-client-request-id";
-pub(crate) const X_MS_ERROR_CODE: &str = "x-ms-error-code";
-pub(crate) const X_HTTP_METHOD: &str = "x-http-method";
-pub(crate) const PREFER: &str = "prefer";
-pub(crate) const PREFERENCE_APPLIED: &str = "preference-applied";
-pub(crate) const DATA_SERVICE_ID: &str = "dataserviceid";
-pub(crate) const CONTINUATION_NEXT_PARTITION_KEY: &str = "x-ms-continuation-nextpartitionkey";
-pub(crate) const CONTINUATION_NEXT_ROW_KEY: &str = "x-ms-continuation-nextrowkey";
-pub(crate) const CONTINUATION_NEXT_TABLE_NAME: &str = "x-ms-continuation-nexttablename";
+pub const X_MS_VERSION: &str = "x-ms-version";
+pub const X_MS_REQUEST_ID: &str = "x-ms-request-id";
+pub const X_MS_CLIENT_REQUEST_ID: &str = "x-ms-client-request-id";
+pub const X_MS_ERROR_CODE: &str = "x-ms-error-code";
+pub const X_HTTP_METHOD: &str = "x-http-method";
+pub const PREFER: &str = "prefer";
+pub const PREFERENCE_APPLIED: &str = "preference-applied";
+pub const DATA_SERVICE_ID: &str = "dataserviceid";
+pub const CONTINUATION_NEXT_PARTITION_KEY: &str = "x-ms-continuation-nextpartitionkey";
+pub const CONTINUATION_NEXT_ROW_KEY: &str = "x-ms-continuation-nextrowkey";
+pub const CONTINUATION_NEXT_TABLE_NAME: &str = "x-ms-continuation-nexttablename";
 /// Opt-in request header (`true`): query responses then carry [`X_TABLESTORE_PLAN`] and
 /// [`X_TABLESTORE_EXAMINED`]. Our own diagnostics; Azure has nothing like it.
-pub(crate) const X_TABLESTORE_DEBUG_PLAN: &str = "x-tablestore-debug-plan";
+pub const X_TABLESTORE_DEBUG_PLAN: &str = "x-tablestore-debug-plan";
 /// A short description of the query plan (`point+filter`, `union(2):point,point+filter`, …).
-pub(crate) const X_TABLESTORE_PLAN: &str = "x-tablestore-plan";
+pub const X_TABLESTORE_PLAN: &str = "x-tablestore-plan";
 /// Entities (or tables) the page read from the store, including the look-ahead.
-pub(crate) const X_TABLESTORE_EXAMINED: &str = "x-tablestore-examined";
+pub const X_TABLESTORE_EXAMINED: &str = "x-tablestore-examined";
 /// Response header (with `x-tablestore-debug-plan: true`): the design guide's query class.
-pub(crate) const X_TABLESTORE_CLASS: &str = "x-tablestore-class";
+pub const X_TABLESTORE_CLASS: &str = "x-tablestore-class";
 /// Response header (with `x-tablestore-debug-plan: true`): entities in this page.
-pub(crate) const X_TABLESTORE_RETURNED: &str = "x-tablestore-returned";
+pub const X_TABLESTORE_RETURNED: &str = "x-tablestore-returned";
 /// Response header (with `x-tablestore-debug-plan: true`): pages the whole result takes from
 /// this page on (`1000+` past a thousand).
-pub(crate) const X_TABLESTORE_PAGES: &str = "x-tablestore-pages";
+pub const X_TABLESTORE_PAGES: &str = "x-tablestore-pages";
 
 /// The version assumed when a request sends none, and the one the SDKs send.
-pub(crate) const DEFAULT_VERSION: &str = "2019-02-02";
+pub const DEFAULT_VERSION: &str = "2019-02-02";
 
 /// OData JSON metadata level of a response (minimal unless the request asks otherwise).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -110,7 +110,7 @@ fn media_type_metadata(media: &str) -> Result<Option<Metadata>, ApiError> {
 
 /// Error bodies follow `Accept`: JSON when it names JSON or is absent, OData XML otherwise
 /// (Azure answered `Accept: */*` with the XML form, Azure docs: "Payload format for Table service operations").
-pub(crate) fn error_format(accept: Option<&str>) -> ErrorFormat {
+pub fn error_format(accept: Option<&str>) -> ErrorFormat {
     match accept {
         None => ErrorFormat::Json,
         Some(a) if a.trim().is_empty() || a.to_ascii_lowercase().contains("json") => {
@@ -150,7 +150,7 @@ impl ReturnPreference {
 }
 
 /// Whether a request body's Content-Type is acceptable JSON; Atom and other types are refused.
-pub(crate) fn check_json_content_type(content_type: Option<&str>) -> Result<(), ApiError> {
+pub fn check_json_content_type(content_type: Option<&str>) -> Result<(), ApiError> {
     let Some(ct) = content_type.map(str::trim).filter(|c| !c.is_empty()) else {
         return Ok(());
     };

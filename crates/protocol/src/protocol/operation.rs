@@ -8,9 +8,9 @@ use crate::model::IfMatch;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntityRef {
-    pub(crate) table: String,
-    pub(crate) partition_key: String,
-    pub(crate) row_key: String,
+    pub table: String,
+    pub partition_key: String,
+    pub row_key: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub enum Operation {
 
 impl Operation {
     /// The table an operation addresses, if any.
-    pub(crate) fn table(&self) -> Option<&str> {
+    pub fn table(&self) -> Option<&str> {
         match self {
             Operation::GetTable { table }
             | Operation::DeleteTable { table }
@@ -56,7 +56,7 @@ impl Operation {
     }
 
     /// Whether the operation changes anything (refused on the read-only secondary endpoint).
-    pub(crate) fn is_write(&self) -> bool {
+    pub fn is_write(&self) -> bool {
         !matches!(
             self,
             Operation::GetServiceProperties

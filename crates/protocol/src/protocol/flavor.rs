@@ -16,14 +16,14 @@ use crate::model::{EdmDateTime, Flavor, TableNameError, WriteKind, WriteOp};
 /// `x-ms-client-request-id`, `Cache-Control`, `X-Content-Type-Options`, `x-ms-error-code`).
 /// Cosmos answers with `Date` and `x-ms-request-id` only (recordings: every Cosmos response
 /// lacks them, e.g. `test_get_entity`'s Delete Table 204).
-pub(crate) fn sends_storage_headers(flavor: Flavor) -> bool {
+pub fn sends_storage_headers(flavor: Flavor) -> bool {
     flavor == Flavor::Storage
 }
 
 /// The Content-Type of a JSON answer: Storage's `…;streaming=true;charset=utf-8`, Cosmos's
 /// `application/json; odata=<level>` (recordings: `test_get_entity`,
 /// `test_get_entity_full_metadata`, `test_get_entity_no_metadata`).
-pub(crate) fn json_content_type(metadata: Metadata, flavor: Flavor) -> &'static str {
+pub fn json_content_type(metadata: Metadata, flavor: Flavor) -> &'static str {
     match flavor {
         Flavor::Storage => metadata.content_type(),
         Flavor::Cosmos => match metadata {
@@ -37,13 +37,13 @@ pub(crate) fn json_content_type(metadata: Metadata, flavor: Flavor) -> &'static 
 /// The Content-Type of a 204 to an upsert (Insert Or Replace / Insert Or Merge without
 /// `If-Match`): Cosmos sends `application/json` with the empty body, Storage none
 /// (recordings: `test_insert_or_replace_entity_with_existing_entity`, 14 of 14 upserts).
-pub(crate) fn upsert_no_content_type(flavor: Flavor) -> Option<&'static str> {
+pub fn upsert_no_content_type(flavor: Flavor) -> Option<&'static str> {
     (flavor == Flavor::Cosmos).then_some("application/json")
 }
 
 /// The ETag of a table Cosmos has just created (Storage sends none): Cosmos answers Create
 /// Table with `ETag: W/"datetime'…'"` (recording `test_get_entity`, its Create Table 201).
-pub(crate) fn create_table_etag(flavor: Flavor, created: EdmDateTime) -> Option<String> {
+pub fn create_table_etag(flavor: Flavor, created: EdmDateTime) -> Option<String> {
     (flavor == Flavor::Cosmos).then(|| etag_as(created, flavor))
 }
 
@@ -61,7 +61,7 @@ fn cosmos_text(code: ErrorCode) -> Option<&'static str> {
 
 /// An error as the flavour words it. Cosmos rewrites Storage's texts for the codes it words
 /// differently, unless the error already carries a text of its own choosing.
-pub(crate) fn flavoured_error(error: &ApiError, flavor: Flavor) -> ApiError {
+pub fn flavoured_error(error: &ApiError, flavor: Flavor) -> ApiError {
     let mut e = error.clone();
     // A missing table is `ResourceNotFound` on Cosmos, in a batch too (recordings:
     // `test_get_entity_not_existing`, `test_new_non_existent_table`).
@@ -83,7 +83,7 @@ pub(crate) fn flavoured_error(error: &ApiError, flavor: Flavor) -> ApiError {
 /// (recordings `test_insert_entity_missing_pk`, `test_query_invalid_filter`,
 /// `test_sas_add_outside_range`, `test_retention_too_long`, and the end of
 /// `test_batch_inserts`'s 429).
-pub(crate) const COSMOS_GATEWAY_SDK: &str =
+pub const COSMOS_GATEWAY_SDK: &str =
     "documentdb-dotnet-sdk/2.14.0 Host/64-bit MicrosoftWindowsNT/6.2.9200.0";
 
 /// Whether Cosmos writes `\r\nActivityId: <id>, <gateway>` after this error's text: the
@@ -119,12 +119,7 @@ fn has_activity_line(error: &ApiError) -> bool {
 /// `text\nRequestID:<id>\n` (capital `ID`, no time; recordings: every Cosmos error), with
 /// `\r\nActivityId: <id>, <diagnostics>` before the `RequestID` line when the error carries
 /// diagnostics (recording `test_batch_inserts`, its 429: the activity id is the request id).
-pub(crate) fn error_message(
-    error: &ApiError,
-    flavor: Flavor,
-    request_id: &str,
-    time: &str,
-) -> String {
+pub fn error_message(error: &ApiError, flavor: Flavor, request_id: &str, time: &str) -> String {
     match (flavor, &error.diagnostics) {
         (Flavor::Storage, _) => error.full_message(request_id, time),
         (Flavor::Cosmos, None) => format!("{}\nRequestID:{request_id}\n", error.message),
@@ -137,7 +132,7 @@ pub(crate) fn error_message(
 
 /// What kind of request an error answers: Cosmos types its errors by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RequestKind {
+pub enum RequestKind {
     /// GET or HEAD.
     Read,
     /// POST without `X-HTTP-Method` (Insert Entity, Create Table, `$batch`).
@@ -147,7 +142,7 @@ pub(crate) enum RequestKind {
 }
 
 impl RequestKind {
-    pub(crate) fn of(method: &str, tunnelled: bool) -> RequestKind {
+    pub fn of(method: &str, tunnelled: bool) -> RequestKind {
         match method {
             "GET" | "HEAD" => RequestKind::Read,
             "POST" if !tunnelled => RequestKind::Post,
@@ -180,7 +175,7 @@ fn typed_as_read(error: &ApiError, kind: RequestKind) -> bool {
 /// JSON format, not ATOM"), with `"lang":"en-us"` and a trailing CRLF, typed
 /// `odata=minimalmetadata` or `odata=fullmetadata` by the request and the error, whatever
 /// `Accept` said ([`typed_as_read`]).
-pub(crate) fn error_body(
+pub fn error_body(
     error: &ApiError,
     flavor: Flavor,
     format: ErrorFormat,
@@ -212,7 +207,7 @@ pub(crate) fn error_body(
 /// SDKs send Merge as `POST` + `X-HTTP-Method: MERGE` to Cosmos; Azure/azure-sdk-for-net#13555),
 /// and the surfaces Cosmos lacks answer 501 `NotImplemented` (FAQ: service properties, stats,
 /// table ACLs; recordings: `test_retention_too_long` for Set Service Properties).
-pub(crate) fn check_operation(
+pub fn check_operation(
     flavor: Flavor,
     method: &str,
     operation: &Operation,
@@ -262,7 +257,7 @@ fn check_table_in_url(table: &str) -> Result<(), ApiError> {
 /// 255 or more characters (its live test `test_table_name_errors_bad_length`), and the same for
 /// an empty one (not recorded). Control characters and parentheses are tablestore's own
 /// refusal: they cannot travel in the `Location` header or be told from a key predicate.
-pub(crate) fn cosmos_table_name_error(error: TableNameError) -> ApiError {
+pub fn cosmos_table_name_error(error: TableNameError) -> ApiError {
     match error {
         TableNameError::CosmosCharacter => ApiError::with_message(
             ErrorCode::InternalServerError,
@@ -283,7 +278,7 @@ pub(crate) fn cosmos_table_name_error(error: TableNameError) -> ApiError {
 }
 
 /// Cosmos's 501 for a surface it does not have.
-pub(crate) fn not_supported() -> ApiError {
+pub fn not_supported() -> ApiError {
     ApiError::with_message(
         ErrorCode::NotImplemented,
         "The requested operation is not supported.",
@@ -292,7 +287,7 @@ pub(crate) fn not_supported() -> ApiError {
 
 /// Cosmos's 501 for a SAS restricted to a key range (`spk`/`srk`/`epk`/`erk`; recording
 /// `test_sas_add_outside_range`).
-pub(crate) fn sas_key_range_not_supported() -> ApiError {
+pub fn sas_key_range_not_supported() -> ApiError {
     ApiError::with_message(
         ErrorCode::NotImplemented,
         "Shared access signature with PartitionKey or RowKey are not supported",
@@ -311,7 +306,7 @@ pub(crate) const COSMOS_MAX_PARTITION_KEY_BYTES: usize = 1024;
 /// `test_insert_entity_empty_string_pk`/`_rk`; Storage accepts them), keys longer than
 /// Cosmos's limits with 400 `KeyValueTooLarge` (the code is Storage's: Cosmos's own is not
 /// recorded), and a property named `Etag` is dropped (recording `test_etag_duplicate_field`).
-pub(crate) fn apply_write_rules(flavor: Flavor, op: &mut WriteOp) -> Result<(), ApiError> {
+pub fn apply_write_rules(flavor: Flavor, op: &mut WriteOp) -> Result<(), ApiError> {
     if flavor == Flavor::Storage {
         return Ok(());
     }
@@ -338,7 +333,7 @@ pub(crate) const COSMOS_MAX_REQUEST_BYTES: usize = 2 * 1024 * 1024;
 /// Cosmos's limit on a request body: 413 (the Python SDK's Cosmos test
 /// `test_batch_request_too_large` expects its `RequestTooLargeError`, raised on a 413). The
 /// code is Storage's for a body over its limit: Cosmos's own code and text are not recorded.
-pub(crate) fn check_request_size(flavor: Flavor, body_bytes: usize) -> Result<(), ApiError> {
+pub fn check_request_size(flavor: Flavor, body_bytes: usize) -> Result<(), ApiError> {
     if flavor == Flavor::Cosmos && body_bytes > COSMOS_MAX_REQUEST_BYTES {
         return Err(ApiError::with_message(
             ErrorCode::RequestBodyTooLarge,
@@ -350,7 +345,7 @@ pub(crate) fn check_request_size(flavor: Flavor, body_bytes: usize) -> Result<()
 
 /// A `$filter` that does not parse: Cosmos answers `InvalidInput` "Request url is invalid."
 /// (recording `test_query_invalid_filter`), Storage names the position.
-pub(crate) fn filter_error(flavor: Flavor, error: ApiError) -> ApiError {
+pub fn filter_error(flavor: Flavor, error: ApiError) -> ApiError {
     match flavor {
         Flavor::Storage => error,
         Flavor::Cosmos => {
@@ -362,7 +357,7 @@ pub(crate) fn filter_error(flavor: Flavor, error: ApiError) -> ApiError {
 /// Cosmos numbers a change set's sub-responses `Content-ID: 1..n` in order, whatever the
 /// request's parts said (recording `test_batch_all_operations_together`: the SDK sent
 /// `0..n-1`); Storage sends none.
-pub(crate) fn number_sub_responses(
+pub fn number_sub_responses(
     flavor: Flavor,
     mut responses: Vec<super::batch::SubResponse>,
 ) -> Vec<super::batch::SubResponse> {

@@ -47,10 +47,7 @@ use crate::model::Flavor;
 /// Encodes the response to a change set batch. Returns the outer `Content-Type`
 /// (`multipart/mixed; boundary=batchresponse_<uuid>`) and the body. `responses` are written
 /// in order; on failure the caller passes only the failed operation's sub-response.
-pub(crate) fn encode_changeset_response(
-    responses: &[SubResponse],
-    flavor: Flavor,
-) -> (String, Vec<u8>) {
+pub fn encode_changeset_response(responses: &[SubResponse], flavor: Flavor) -> (String, Vec<u8>) {
     let batch = format!("batchresponse_{}", uuid::Uuid::new_v4());
     let changeset = format!("changesetresponse_{}", uuid::Uuid::new_v4());
     let body = encode_changeset_response_with_boundaries(responses, &batch, &changeset, flavor);
@@ -95,7 +92,7 @@ pub(crate) fn encode_changeset_response_with_boundaries(
 
 /// Encodes the response to a query batch (a single `GET`): the batch part holds the
 /// `application/http` sub-response directly. Returns the outer `Content-Type` and the body.
-pub(crate) fn encode_query_response(response: &SubResponse) -> (String, Vec<u8>) {
+pub fn encode_query_response(response: &SubResponse) -> (String, Vec<u8>) {
     let batch = format!("batchresponse_{}", uuid::Uuid::new_v4());
     let body = encode_query_response_with_boundary(response, &batch);
     (content_type(&batch), body)

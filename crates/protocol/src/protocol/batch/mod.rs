@@ -19,8 +19,8 @@ mod golden_tests;
 use std::fmt;
 
 pub use decode::decode_batch;
-pub(crate) use encode::{encode_changeset_response, encode_query_response};
-pub(crate) use operations::{
+pub use encode::{encode_changeset_response, encode_query_response};
+pub use operations::{
     decode_change, error_sub_response, parse_sub_operation, retrieve_sub_response,
     write_sub_response, ChangeWrite,
 };
@@ -46,7 +46,7 @@ pub struct SubRequest {
 
 impl SubRequest {
     /// The first inner header called `name`, compared ASCII case-insensitively.
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -57,7 +57,7 @@ impl SubRequest {
     /// (the host may be anything, e.g. a debugging proxy); a fragment is dropped. The path stays
     /// percent-encoded and still carries the account segment in path style. The query is the
     /// text after `?` (without it), `None` when there is no `?`.
-    pub(crate) fn path_and_query(&self) -> (&str, Option<&str>) {
+    pub fn path_and_query(&self) -> (&str, Option<&str>) {
         split_path_and_query(&self.url)
     }
 }
@@ -99,7 +99,7 @@ pub enum BatchBody {
 
 /// One sub-response to encode. Headers are written in the order given, names as given.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct SubResponse {
+pub struct SubResponse {
     pub(crate) status: u16,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) body: Vec<u8>,

@@ -32,11 +32,11 @@ pub enum Resource {
 /// Where the account came from and what is left of the path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AccountPath<'a> {
-    pub(crate) account: String,
+    pub account: String,
     /// True when the account is the first path segment.
-    pub(crate) path_style: bool,
+    pub path_style: bool,
     /// The rest of the path, still percent-encoded, starting after the account segment.
-    pub(crate) rest: &'a str,
+    pub rest: &'a str,
 }
 
 /// Resolves the account (Azure docs: "Addressing Table service resources"): host style when the Host's first label, followed by
@@ -87,7 +87,7 @@ pub fn split_account<'a>(
 /// names a configured account (`AZURITE_ACCOUNTS` keep their URLs); otherwise `root_account`,
 /// with the whole path below it. A root-style request is signed as host-style ones are
 /// (`/<account><path>`), which is how the SDKs sign a Cosmos endpoint.
-pub(crate) fn split_account_at_root<'a>(
+pub fn split_account_at_root<'a>(
     host: Option<&str>,
     raw_path: &'a str,
     is_known_account: impl Fn(&str) -> bool,
@@ -110,7 +110,7 @@ pub(crate) fn split_account_at_root<'a>(
 
 /// The account a Shared Key or Shared Key Lite `Authorization` value names
 /// (`SharedKey <account>:<signature>`), if it has that form.
-pub(crate) fn authorization_account(value: &str) -> Option<&str> {
+pub fn authorization_account(value: &str) -> Option<&str> {
     let (scheme, credential) = value.trim().split_once(' ')?;
     if !matches!(scheme, "SharedKey" | "SharedKeyLite") {
         return None;
@@ -263,7 +263,7 @@ impl QueryParams {
     }
 
     /// The first value of a parameter (names are case-sensitive, as `$filter` is).
-    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+    pub fn get(&self, name: &str) -> Option<&str> {
         self.pairs
             .iter()
             .find(|(k, _)| k == name)

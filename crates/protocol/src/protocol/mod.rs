@@ -4,15 +4,15 @@
 
 pub mod batch;
 pub mod continuation;
-pub(crate) mod error;
+pub mod error;
 pub mod filter;
-pub(crate) mod flavor;
+pub mod flavor;
 pub mod headers;
 pub mod json;
 pub mod operation;
 pub mod service_properties;
 pub mod uri;
-pub(crate) mod write;
+pub mod write;
 pub(crate) mod xml_tree;
 
-pub(crate) use error::{ApiError, ErrorCode};
+pub use error::{ApiError, ErrorCode};

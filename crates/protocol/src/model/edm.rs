@@ -19,7 +19,7 @@ pub enum EdmType {
 
 impl EdmType {
     /// The `Edm.*` name used in `@odata.type` annotations.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             EdmType::String => "Edm.String",
             EdmType::Int32 => "Edm.Int32",
@@ -79,7 +79,7 @@ impl EdmValueRef<'_> {
     /// Orders two values of the same EDM type (strings by UTF-16 code units, Guid and Binary
     /// by bytes); `None` across types or with a NaN. Filters on stored bytes and on decoded
     /// entities both come here.
-    pub(crate) fn compare(self, other: EdmValueRef<'_>) -> Option<Ordering> {
+    pub fn compare(self, other: EdmValueRef<'_>) -> Option<Ordering> {
         match (self, other) {
             (EdmValueRef::String(a), EdmValueRef::String(b)) => Some(compare_ordinal(a, b)),
             (EdmValueRef::Int32(a), EdmValueRef::Int32(b)) => Some(a.cmp(&b)),
@@ -93,7 +93,7 @@ impl EdmValueRef<'_> {
         }
     }
 
-    pub(crate) fn to_owned_value(self) -> EdmValue {
+    pub fn to_owned_value(self) -> EdmValue {
         match self {
             EdmValueRef::String(s) => EdmValue::String(s.to_string()),
             EdmValueRef::Int32(v) => EdmValue::Int32(v),
@@ -108,7 +108,7 @@ impl EdmValueRef<'_> {
 }
 
 impl EdmValue {
-    pub(crate) fn as_value_ref(&self) -> EdmValueRef<'_> {
+    pub fn as_value_ref(&self) -> EdmValueRef<'_> {
         match self {
             EdmValue::String(s) => EdmValueRef::String(s),
             EdmValue::Int32(v) => EdmValueRef::Int32(*v),
@@ -121,7 +121,7 @@ impl EdmValue {
         }
     }
 
-    pub(crate) fn edm_type(&self) -> EdmType {
+    pub fn edm_type(&self) -> EdmType {
         match self {
             EdmValue::String(_) => EdmType::String,
             EdmValue::Int32(_) => EdmType::Int32,
@@ -136,7 +136,7 @@ impl EdmValue {
 
     /// Typed comparison: `None` when the two values are of different EDM types (a `$filter`
     /// comparison between them does not match) or when either Double is NaN.
-    pub(crate) fn compare(&self, other: &EdmValue) -> Option<Ordering> {
+    pub fn compare(&self, other: &EdmValue) -> Option<Ordering> {
         self.as_value_ref().compare(other.as_value_ref())
     }
 
@@ -164,7 +164,7 @@ pub(crate) fn utf16_len(s: &str) -> usize {
 /// Ordinal string comparison by UTF-16 code units, as .NET's `string.CompareOrdinal` (the order
 /// Azure sorts keys in). Differs from Rust's `str` order only for U+E000..U+FFFF versus
 /// supplementary-plane characters.
-pub(crate) fn compare_ordinal(a: &str, b: &str) -> Ordering {
+pub fn compare_ordinal(a: &str, b: &str) -> Ordering {
     if a.is_ascii() && b.is_ascii() {
         return a.cmp(b);
     }
@@ -172,7 +172,7 @@ pub(crate) fn compare_ordinal(a: &str, b: &str) -> Ordering {
 }
 
 /// Formats a GUID as lowercase `8-4-4-4-12` hex.
-pub(crate) fn format_guid(g: &[u8; 16]) -> String {
+pub fn format_guid(g: &[u8; 16]) -> String {
     write_guid(g, &mut [0u8; 36]).to_string()
 }
 
@@ -325,7 +325,7 @@ impl EdmDateTime {
     /// Azure's text form, `YYYY-MM-DDTHH:MM:SS[.f…]Z`: up to 7 fractional digits with
     /// trailing zeros dropped, no fraction when it is zero. Formatted on the stack: responses
     /// write two or three of these per entity.
-    pub(crate) fn text(self) -> DateTimeText {
+    pub fn text(self) -> DateTimeText {
         let (secs, frac) = self.split();
         let days = secs.div_euclid(86_400);
         let sod = secs.rem_euclid(86_400);
@@ -381,7 +381,7 @@ impl EdmDateTime {
     }
 
     /// RFC 1123 form for HTTP headers (`Mon, 27 Jun 2016 15:25:14 GMT`).
-    pub(crate) fn to_rfc1123(self) -> String {
+    pub fn to_rfc1123(self) -> String {
         let (secs, _) = self.split();
         chrono::DateTime::from_timestamp(secs, 0)
             .unwrap_or_default()
@@ -390,7 +390,7 @@ impl EdmDateTime {
     }
 
     /// Seven-digit form used in error messages (`Time:2014-06-04T16:18:20.4307735Z`).
-    pub(crate) fn to_fixed7(self) -> String {
+    pub fn to_fixed7(self) -> String {
         let (secs, frac) = self.split();
         let dt = chrono::DateTime::from_timestamp(secs, 0).unwrap_or_default();
         format!("{}.{frac:07}Z", dt.format("%Y-%m-%dT%H:%M:%S"))
@@ -405,13 +405,13 @@ impl fmt::Display for EdmDateTime {
 
 /// [`EdmDateTime::text`]'s result: at most 28 ASCII bytes, no allocation.
 #[derive(Clone, Copy)]
-pub(crate) struct DateTimeText {
-    buf: [u8; 28],
-    len: usize,
+pub struct DateTimeText {
+    pub buf: [u8; 28],
+    pub len: usize,
 }
 
 impl DateTimeText {
-    pub(crate) fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &str {
         // Only ASCII digits and separators are ever written.
         std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
     }

@@ -11,7 +11,7 @@ use crate::model::{EntityKey, IfMatch, WriteKind, WriteOp};
 
 /// Insert Entity: the keys come from the body, which must have both. The entity is held to
 /// `limits`, and so is what a later merge into it makes.
-pub(crate) fn decode_insert(
+pub fn decode_insert(
     body: &[u8],
     content_type: Option<&str>,
     limits: EntityLimits,
@@ -37,7 +37,7 @@ pub(crate) fn decode_insert(
 /// Update, Merge, Delete, Insert Or Replace and Insert Or Merge: the keys come from the URL
 /// (keys in the body must match them), held to `limits`. Returns the table the operation
 /// addresses and the write.
-pub(crate) fn decode_write(
+pub fn decode_write(
     operation: Operation,
     body: &[u8],
     content_type: Option<&str>,

@@ -10,20 +10,20 @@ macro_rules! error_codes {
     ($($name:ident => ($status:ident, $message:literal),)*) => {
         /// Azure error codes, spelled exactly as the service spells them.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub(crate) enum ErrorCode { $($name,)* }
+        pub enum ErrorCode { $($name,)* }
 
         impl ErrorCode {
-            pub(crate) fn as_str(self) -> &'static str {
+            pub fn as_str(self) -> &'static str {
                 match self { $(ErrorCode::$name => stringify!($name),)* }
             }
-            pub(crate) fn status(self) -> StatusCode {
+            pub fn status(self) -> StatusCode {
                 match self { $(ErrorCode::$name => StatusCode::$status,)* }
             }
-            pub(crate) fn default_message(self) -> &'static str {
+            pub fn default_message(self) -> &'static str {
                 match self { $(ErrorCode::$name => $message,)* }
             }
             /// The code spelled as Azure spells it (exact match), if it is one of ours.
-            pub(crate) fn parse(name: &str) -> Option<ErrorCode> {
+            pub fn parse(name: &str) -> Option<ErrorCode> {
                 match name { $(stringify!($name) => Some(ErrorCode::$name),)* _ => None }
             }
         }
@@ -92,7 +92,7 @@ error_codes! {
 
 /// How an error body is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ErrorFormat {
+pub enum ErrorFormat {
     /// `{"odata.error":…}` — OData operations that negotiated JSON.
     Json,
     /// `<error xmlns=…metadata>` — OData operations whose Accept was not JSON (e.g. `*/*`).
@@ -103,24 +103,24 @@ pub(crate) enum ErrorFormat {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
-    pub(crate) code: ErrorCode,
-    pub(crate) message: Cow<'static, str>,
+    pub code: ErrorCode,
+    pub message: Cow<'static, str>,
     /// Extra diagnostic text written after the message (e.g. the string-to-sign the server
     /// used, which Azure reports as `AuthenticationErrorDetail`).
-    pub(crate) detail: Option<String>,
+    pub detail: Option<String>,
     /// The status when it differs from the code's usual one (e.g. 401 for a rejected bearer
     /// token under `InvalidAuthenticationInfo`).
     pub(crate) status_override: Option<StatusCode>,
     /// A `WWW-Authenticate` value to send (Azure's bearer challenge on a 401).
-    pub(crate) challenge: Option<String>,
+    pub challenge: Option<String>,
     /// Cosmos DB's diagnostics, written after the text as `\r\nActivityId: <request id>,
     /// <diagnostics>` (Cosmos appends such a line to its 400, 429 and 501 messages); Storage
     /// writes none.
-    pub(crate) diagnostics: Option<String>,
+    pub diagnostics: Option<String>,
 }
 
 impl ApiError {
-    pub(crate) fn new(code: ErrorCode) -> ApiError {
+    pub fn new(code: ErrorCode) -> ApiError {
         ApiError {
             code,
             message: Cow::Borrowed(code.default_message()),
@@ -131,7 +131,7 @@ impl ApiError {
         }
     }
 
-    pub(crate) fn with_message(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> ApiError {
+    pub fn with_message(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> ApiError {
         ApiError {
             code,
             message: message.into(),
@@ -142,7 +142,7 @@ impl ApiError {
         }
     }
 
-    pub(crate) fn with_detail(mut self, detail: Option<String>) -> ApiError {
+    pub fn with_detail(mut self, detail: Option<String>) -> ApiError {
         self.detail = detail;
         self
     }
@@ -156,12 +156,12 @@ impl ApiError {
         self.status_override.unwrap_or_else(|| self.code.status())
     }
 
-    pub(crate) fn with_status(mut self, status: StatusCode) -> ApiError {
+    pub fn with_status(mut self, status: StatusCode) -> ApiError {
         self.status_override = Some(status);
         self
     }
 
-    pub(crate) fn with_challenge(mut self, challenge: Option<String>) -> ApiError {
+    pub fn with_challenge(mut self, challenge: Option<String>) -> ApiError {
         self.challenge = challenge;
         self
     }

@@ -29,11 +29,11 @@ pub(crate) struct Metrics {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct CorsRule {
+pub struct CorsRule {
     pub(crate) allowed_origins: String,
     pub(crate) allowed_methods: String,
-    pub(crate) max_age_in_seconds: u64,
-    pub(crate) exposed_headers: String,
+    pub max_age_in_seconds: u64,
+    pub exposed_headers: String,
     pub(crate) allowed_headers: String,
 }
 
@@ -42,7 +42,7 @@ pub struct ServiceProperties {
     pub(crate) logging: Logging,
     pub(crate) hour_metrics: Metrics,
     pub(crate) minute_metrics: Metrics,
-    pub(crate) cors: Vec<CorsRule>,
+    pub cors: Vec<CorsRule>,
 }
 
 impl Default for ServiceProperties {
@@ -173,7 +173,7 @@ fn cors_rule(el: &Element) -> Result<CorsRule, ApiError> {
 /// The body of a Set Table Service Properties request: each top-level element present
 /// replaces the stored one, the others stay.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct PropertiesUpdate {
+pub struct PropertiesUpdate {
     pub(crate) logging: Option<Logging>,
     pub(crate) hour_metrics: Option<Metrics>,
     pub(crate) minute_metrics: Option<Metrics>,
@@ -182,7 +182,7 @@ pub(crate) struct PropertiesUpdate {
 
 impl PropertiesUpdate {
     /// Decodes a Set request body.
-    pub(crate) fn decode(body: &[u8]) -> Result<PropertiesUpdate, ApiError> {
+    pub fn decode(body: &[u8]) -> Result<PropertiesUpdate, ApiError> {
         let root = xml_tree::parse(body).ok_or_else(invalid)?;
         if root.name != "StorageServiceProperties" {
             return Err(invalid());
@@ -223,7 +223,7 @@ impl PropertiesUpdate {
 
 impl ServiceProperties {
     /// The properties after `update`.
-    pub(crate) fn apply(&self, update: PropertiesUpdate) -> ServiceProperties {
+    pub fn apply(&self, update: PropertiesUpdate) -> ServiceProperties {
         let current = self.clone();
         ServiceProperties {
             logging: update.logging.unwrap_or(current.logging),
@@ -298,7 +298,7 @@ impl ServiceProperties {
 
     /// The first rule that allows `origin` with `method` (Azure docs: "Preflight Table Request": rules in stored order;
     /// the first whose origin and method match decides).
-    pub(crate) fn matching_cors_rule(&self, origin: &str, method: &str) -> Option<&CorsRule> {
+    pub fn matching_cors_rule(&self, origin: &str, method: &str) -> Option<&CorsRule> {
         self.cors.iter().find(|r| {
             let origin_ok = r
                 .allowed_origins
@@ -317,7 +317,7 @@ impl ServiceProperties {
 
 impl CorsRule {
     /// Whether every requested header is allowed (literal or `prefix*`, case-insensitive).
-    pub(crate) fn allows_headers(&self, requested: &str) -> bool {
+    pub fn allows_headers(&self, requested: &str) -> bool {
         let allowed: Vec<String> = self
             .allowed_headers
             .split(',')
@@ -338,7 +338,7 @@ impl CorsRule {
             })
     }
 
-    pub(crate) fn allows_any_origin(&self) -> bool {
+    pub fn allows_any_origin(&self) -> bool {
         self.allowed_origins.split(',').any(|o| o.trim() == "*")
     }
 }

@@ -33,7 +33,7 @@ impl Entity {
     }
 
     /// A custom property by name (system properties are the struct's own fields).
-    pub(crate) fn property(&self, name: &str) -> Option<&EdmValue> {
+    pub fn property(&self, name: &str) -> Option<&EdmValue> {
         self.properties
             .iter()
             .find(|p| p.name == name)
@@ -45,14 +45,14 @@ impl Entity {
 /// entity's bytes): what response encoding reads.
 #[derive(Debug, Clone)]
 pub struct EntityView<'a> {
-    pub(crate) partition_key: Cow<'a, str>,
-    pub(crate) row_key: Cow<'a, str>,
-    pub(crate) timestamp: EdmDateTime,
-    pub(crate) properties: Vec<(&'a str, EdmValueRef<'a>)>,
+    pub partition_key: Cow<'a, str>,
+    pub row_key: Cow<'a, str>,
+    pub timestamp: EdmDateTime,
+    pub properties: Vec<(&'a str, EdmValueRef<'a>)>,
 }
 
 impl<'a> EntityView<'a> {
-    pub(crate) fn of(entity: &'a Entity) -> EntityView<'a> {
+    pub fn of(entity: &'a Entity) -> EntityView<'a> {
         EntityView {
             partition_key: Cow::Borrowed(&entity.partition_key),
             row_key: Cow::Borrowed(&entity.row_key),
@@ -65,7 +65,7 @@ impl<'a> EntityView<'a> {
         }
     }
     /// The entity with everything copied out of what the view borrows.
-    pub(crate) fn into_entity(self) -> Entity {
+    pub fn into_entity(self) -> Entity {
         Entity {
             partition_key: self.partition_key.into_owned(),
             row_key: self.row_key.into_owned(),
@@ -92,7 +92,7 @@ pub(crate) fn etag_for(timestamp: EdmDateTime) -> String {
 
 /// [`etag_for`] as the flavour writes it: Cosmos DB's ETag carries the Timestamp's 7-digit
 /// text (`W/"datetime'2021-09-29T20%3A31%3A09.3447688Z'"`, same instant as `Timestamp`).
-pub(crate) fn etag_as(timestamp: EdmDateTime, flavor: Flavor) -> String {
+pub fn etag_as(timestamp: EdmDateTime, flavor: Flavor) -> String {
     let mut etag = String::with_capacity(48);
     etag.push_str("W/\"datetime'");
     etag_datetime_pieces(timestamp, flavor, |piece| etag.push_str(piece));

@@ -2,7 +2,7 @@
 //! Depends on nothing else in the crate.
 
 pub mod edm;
-pub(crate) mod entity;
+pub mod entity;
 pub(crate) mod flavor;
 pub mod limits;
 pub mod names;

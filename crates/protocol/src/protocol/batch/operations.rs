@@ -28,7 +28,7 @@ fn sub_request_path<'a>(account: &str, path: &'a str) -> &'a str {
 }
 
 /// The operation a sub-request of a batch sent to `account` asks for.
-pub(crate) fn parse_sub_operation(account: &str, sub: &SubRequest) -> Result<Operation, ApiError> {
+pub fn parse_sub_operation(account: &str, sub: &SubRequest) -> Result<Operation, ApiError> {
     let (path, query) = sub.path_and_query();
     let resource = parse_resource(sub_request_path(account, path))?;
     let query = QueryParams::parse(query)?;
@@ -47,17 +47,17 @@ pub(crate) fn parse_sub_operation(account: &str, sub: &SubRequest) -> Result<Ope
 
 /// One write of a change set as decoded, with how its sub-response is wanted.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ChangeWrite {
+pub struct ChangeWrite {
     /// The table the operation's URL names.
-    pub(crate) table: String,
-    pub(crate) op: WriteOp,
-    pub(crate) prefer: Option<ReturnPreference>,
-    pub(crate) metadata: Metadata,
+    pub table: String,
+    pub op: WriteOp,
+    pub prefer: Option<ReturnPreference>,
+    pub metadata: Metadata,
 }
 
 /// Decodes the write of a change-set sub-request whose operation is `operation`, held to
 /// `limits`.
-pub(crate) fn decode_change(
+pub fn decode_change(
     operation: Operation,
     sub: &SubRequest,
     limits: EntityLimits,
@@ -114,7 +114,7 @@ fn push_data_service_version(headers: &mut Vec<(String, String)>, flavor: Flavor
 
 /// The sub-response of the operation at `index` (of `operations` in its change set, 1 for a
 /// query batch) that failed with `error`: its message starts with the index, as Azure's does.
-pub(crate) fn error_sub_response(
+pub fn error_sub_response(
     request_id: &str,
     index: usize,
     operations: usize,
@@ -167,7 +167,7 @@ pub(crate) fn error_sub_response(
 /// The sub-response of a committed write with Timestamp `timestamp` in table `table` (the
 /// name as created): 201 with the entity for an Insert (unless `return-no-content`), 204
 /// otherwise.
-pub(crate) fn write_sub_response(
+pub fn write_sub_response(
     base_url: &str,
     account: &str,
     table: &str,
@@ -252,7 +252,7 @@ pub(crate) fn write_sub_response(
 }
 
 /// The sub-response of a query batch's retrieve: 200 with the entity.
-pub(crate) fn retrieve_sub_response(found: &Entity, ctx: &EntityContext<'_>) -> SubResponse {
+pub fn retrieve_sub_response(found: &Entity, ctx: &EntityContext<'_>) -> SubResponse {
     let mut headers = standard_headers(ctx.flavor);
     push_data_service_version(&mut headers, ctx.flavor, "3.0;");
     headers.extend([

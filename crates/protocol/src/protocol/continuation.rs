@@ -5,7 +5,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 
-pub(crate) fn encode_token(key: &str) -> String {
+pub fn encode_token(key: &str) -> String {
     let data = URL_SAFE_NO_PAD.encode(key.as_bytes());
     format!("1!{}!{data}", data.len())
 }
@@ -27,11 +27,7 @@ pub fn decode_token(token: &str) -> Option<String> {
 /// holds the position in the unordered result: the 8-byte order position (creation
 /// instant or key hash, `query::unordered`), then the PartitionKey's
 /// length (4 bytes, big-endian), the PartitionKey and the RowKey.
-pub(crate) fn encode_cosmos_entity_token(
-    position: u64,
-    partition_key: &str,
-    row_key: &str,
-) -> String {
+pub fn encode_cosmos_entity_token(position: u64, partition_key: &str, row_key: &str) -> String {
     use base64::engine::general_purpose::STANDARD;
     let mut data = Vec::with_capacity(12 + partition_key.len() + row_key.len());
     data.extend_from_slice(&position.to_be_bytes());
@@ -67,7 +63,7 @@ pub enum CosmosEntityPosition {
 }
 
 /// `x-ms-continuation-NextRowKey` beside a Cosmos entity continuation.
-pub(crate) const COSMOS_NEXT_ROW_KEY: &str = "NA";
+pub const COSMOS_NEXT_ROW_KEY: &str = "NA";
 
 /// Reads back [`encode_cosmos_entity_token`]'s and [`encode_cosmos_entity_start_token`]'s
 /// tokens (bare, or wrapped in `[…]` as Cosmos's own next-page tokens are). `None` for
@@ -105,7 +101,7 @@ pub fn encode_cosmos_table_token(hash: u64, name: &str) -> String {
 }
 
 /// Reads back [`encode_cosmos_table_token`]'s token.
-pub(crate) fn decode_cosmos_table_token(text: &str) -> Option<(u64, String)> {
+pub fn decode_cosmos_table_token(text: &str) -> Option<(u64, String)> {
     use base64::engine::general_purpose::URL_SAFE;
     let data = URL_SAFE.decode(text.trim()).ok()?;
     let hash = u64::from_be_bytes(data.get(..8)?.try_into().ok()?);

@@ -7,9 +7,9 @@ use super::entity::Property;
 use super::Flavor;
 
 /// Custom properties per entity (255 including PartitionKey, RowKey and Timestamp).
-pub(crate) const MAX_CUSTOM_PROPERTIES: usize = 252;
+pub const MAX_CUSTOM_PROPERTIES: usize = 252;
 /// Entity size by the service's accounting formula.
-pub(crate) const MAX_ENTITY_SIZE: usize = 1024 * 1024;
+pub const MAX_ENTITY_SIZE: usize = 1024 * 1024;
 /// PartitionKey / RowKey length in UTF-16 code units.
 pub(crate) const MAX_KEY_UTF16: usize = 1024;
 /// String property length in UTF-16 code units (64 KiB).
@@ -19,9 +19,9 @@ pub(crate) const MAX_BINARY_BYTES: usize = 64 * 1024;
 /// Property name length in characters.
 pub(crate) const MAX_PROPERTY_NAME: usize = 255;
 /// Entities (or tables) per query page.
-pub(crate) const MAX_PAGE_SIZE: usize = 1000;
+pub const MAX_PAGE_SIZE: usize = 1000;
 /// Request body of a single-entity operation and of a `$batch`.
-pub(crate) const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
+pub const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
 
 /// The largest item Cosmos DB takes: 2 MB, the "UTF-8 length of JSON representation"
 /// ("Azure Cosmos DB service quotas", per-item limits), measured by [`cosmos_item_size`].
@@ -57,7 +57,7 @@ impl EntityLimits {
     /// Whether an Insert Or Replace of an existing entity must keep its creation instant:
     /// Cosmos DB answers queries in creation order, and a replaced item keeps its place;
     /// Storage never shows the instant, so its upserts skip reading the entity they replace.
-    pub(crate) fn upsert_keeps_creation(self) -> bool {
+    pub fn upsert_keeps_creation(self) -> bool {
         self == EntityLimits::Cosmos
     }
 }
@@ -89,7 +89,7 @@ impl std::fmt::Display for EntityLimitError {
 
 /// Size of an entity as the service accounts it:
 /// `4 + 2·(|PK|+|RK|) + Σ(8 + 2·|name| + size(value))`, lengths in UTF-16 code units.
-pub(crate) fn entity_size(partition_key: &str, row_key: &str, properties: &[Property]) -> usize {
+pub fn entity_size(partition_key: &str, row_key: &str, properties: &[Property]) -> usize {
     4 + 2 * (utf16_len(partition_key) + utf16_len(row_key))
         + properties
             .iter()
