@@ -60,10 +60,10 @@
 #![forbid(unsafe_code)]
 #![warn(unreachable_pub)]
 
+pub use tablestore_auth as auth;
 pub use tablestore_protocol::{model, protocol};
 
 pub(crate) mod admin;
-pub mod auth;
 pub(crate) mod batch;
 pub mod config;
 pub(crate) mod console;

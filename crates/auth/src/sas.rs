@@ -265,8 +265,8 @@ impl IpRange {
 /// One end of a SAS key range: a partition key and, optionally, a row key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SasKeyBound {
-    pub(crate) partition_key: String,
-    pub(crate) row_key: Option<String>,
+    pub partition_key: String,
+    pub row_key: Option<String>,
 }
 
 /// The entity range of a service SAS (Azure docs: "Create a service SAS"), all bounds inclusive:
@@ -281,13 +281,13 @@ pub struct SasKeyBound {
 /// Keys compare as Rust strings (Unicode code-point order), the same order the store uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SasKeyRange {
-    pub(crate) start: Option<SasKeyBound>,
-    pub(crate) end: Option<SasKeyBound>,
+    pub start: Option<SasKeyBound>,
+    pub end: Option<SasKeyBound>,
 }
 
 impl SasKeyRange {
     /// `true` when no bound is set.
-    pub(crate) fn is_unbounded(&self) -> bool {
+    pub fn is_unbounded(&self) -> bool {
         self.start.is_none() && self.end.is_none()
     }
 
@@ -360,7 +360,7 @@ pub struct SasGrant {
 
 impl SasGrant {
     /// The key range queries must be clipped to and writes checked against.
-    pub(crate) fn key_range(&self) -> &SasKeyRange {
+    pub fn key_range(&self) -> &SasKeyRange {
         &self.key_range
     }
 

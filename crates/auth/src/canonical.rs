@@ -173,7 +173,7 @@ pub fn compute_signature(key: &[u8], string_to_sign: &str) -> String {
 
 /// The `Authorization` header of a Shared Key Lite request: `SharedKeyLite account:signature`
 /// over `x-ms-date` (`date`) and the canonicalized resource of `raw_path` and `raw_query`.
-pub(crate) fn shared_key_lite_authorization(
+pub fn shared_key_lite_authorization(
     account: &str,
     key: &[u8],
     date: &str,

@@ -165,7 +165,7 @@ impl AuthError {
     }
 
     /// The HTTP status.
-    pub(crate) fn status(&self) -> u16 {
+    pub fn status(&self) -> u16 {
         match self {
             AuthError::AuthenticationFailed(AuthFailure::PolicyFieldConflict) => 400,
             AuthError::InvalidAuthenticationInfo(InvalidAuthInfo::MalformedHeader { .. }) => 400,
@@ -177,7 +177,7 @@ impl AuthError {
     }
 
     /// Azure's human message text, without the `RequestId`/`Time` lines the server appends.
-    pub(crate) fn message(&self) -> String {
+    pub fn message(&self) -> String {
         match self {
             AuthError::AuthenticationFailed(_) => AUTHENTICATION_FAILED_MESSAGE.to_string(),
             AuthError::InvalidAuthenticationInfo(InvalidAuthInfo::MalformedHeader { .. }) => {
@@ -206,7 +206,7 @@ impl AuthError {
     }
 
     /// The `<AuthenticationErrorDetail>` text Azure adds to XML error bodies, if any.
-    pub(crate) fn authentication_error_detail(&self) -> Option<String> {
+    pub fn authentication_error_detail(&self) -> Option<String> {
         match self {
             AuthError::AuthenticationFailed(reason) => reason.detail(),
             AuthError::InvalidAuthenticationInfo(
@@ -231,7 +231,7 @@ impl AuthError {
 
     /// Value for a `WWW-Authenticate` response header: Azure sends a bearer challenge with its
     /// 401 answers. The tenant is not knowable here, so the `common` authority is used [emu].
-    pub(crate) fn www_authenticate(&self) -> Option<String> {
+    pub fn www_authenticate(&self) -> Option<String> {
         match self {
             AuthError::InvalidAuthenticationInfo(InvalidAuthInfo::BearerTokenRejected {
                 ..

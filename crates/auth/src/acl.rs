@@ -28,9 +28,9 @@ pub(crate) const MAX_SIGNED_IDENTIFIER_LEN: usize = 64;
 /// One stored access policy entry.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SignedIdentifier {
-    pub(crate) id: String,
+    pub id: String,
     /// `None` when the request had no `AccessPolicy` element.
-    pub(crate) access_policy: Option<AccessPolicy>,
+    pub access_policy: Option<AccessPolicy>,
 }
 
 /// The optional fields of a stored access policy, as given by the client (times are validated
@@ -44,7 +44,7 @@ pub struct AccessPolicy {
 
 impl AccessPolicy {
     /// `true` when no field is set (Azure then writes no `AccessPolicy` element).
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.start.is_none() && self.expiry.is_none() && self.permission.is_none()
     }
 }
@@ -67,7 +67,7 @@ pub enum AclError {
 
 impl AclError {
     /// Azure error code.
-    pub(crate) fn code(&self) -> &'static str {
+    pub fn code(&self) -> &'static str {
         match self {
             AclError::Malformed { .. } | AclError::TooManyIdentifiers { .. } => {
                 "InvalidXmlDocument"
@@ -83,7 +83,7 @@ impl AclError {
     }
 
     /// Azure message text (without `RequestId`/`Time`).
-    pub(crate) fn message(&self) -> &'static str {
+    pub fn message(&self) -> &'static str {
         match self {
             // [rec: Py] test_set_table_acl_too_many_ids.
             AclError::Malformed { .. } | AclError::TooManyIdentifiers { .. } => {

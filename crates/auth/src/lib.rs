@@ -20,10 +20,12 @@
 //! used when making requests" (azure-sdk-for-net #46263, where the service answered a SAS URL
 //! sent with a token with that error's text).
 //!
-//! This module depends on nothing else in the crate.
+//! This crate depends on no other crate of tablestore.
+#![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod accounts;
-pub(crate) mod acl;
+pub mod acl;
 pub(crate) mod authz;
 pub mod bearer;
 pub mod canonical;
@@ -94,7 +96,7 @@ pub trait PolicyLookup {
 /// A [`PolicyLookup`] that knows no policies (every `si` fails with
 /// "SAS identifier cannot be found…").
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct NoPolicies;
+pub struct NoPolicies;
 
 impl PolicyLookup for NoPolicies {
     fn policy(&self, _account: &str, _table: &str, _id: &str) -> Option<AccessPolicy> {
@@ -116,9 +118,9 @@ where
 pub struct AuthOptions {
     /// Maximum distance between the request's `x-ms-date`/`Date` and `now` for Shared Key
     /// requests; `None` turns the check off. Default: 15 minutes, as Azure.
-    pub(crate) max_clock_skew: Option<chrono::Duration>,
+    pub max_clock_skew: Option<chrono::Duration>,
     /// Accept `Authorization: Bearer` tokens at all. Default: `true`.
-    pub(crate) allow_bearer: bool,
+    pub allow_bearer: bool,
 }
 
 impl Default for AuthOptions {

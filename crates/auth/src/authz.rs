@@ -140,7 +140,7 @@ impl AuthzOperation {
 
     /// Azure's secondary endpoint is read-only: a state-changing operation sent there is 403
     /// `InsufficientAccountPermissions`.
-    pub(crate) fn check_secondary(self, is_secondary: bool) -> Result<(), AuthError> {
+    pub fn check_secondary(self, is_secondary: bool) -> Result<(), AuthError> {
         if is_secondary && !self.is_read_only() {
             Err(AuthError::InsufficientAccountPermissions)
         } else {
@@ -220,7 +220,7 @@ impl Principal {
     }
 
     /// The SAS grant, when the principal is a SAS (for key-range clipping).
-    pub(crate) fn sas(&self) -> Option<&SasGrant> {
+    pub fn sas(&self) -> Option<&SasGrant> {
         match self {
             Principal::Sas(grant) => Some(grant),
             _ => None,

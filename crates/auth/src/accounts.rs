@@ -46,7 +46,7 @@ impl AccountKeys {
     }
 
     /// key1 (always present).
-    pub(crate) fn primary(&self) -> &[u8] {
+    pub fn primary(&self) -> &[u8] {
         // `from_base64` always stores key1 first.
         &self.keys[0]
     }
@@ -131,7 +131,7 @@ impl Accounts {
     }
 
     /// Only the Cosmos DB emulator's account `localhost` with its well-known key.
-    pub(crate) fn cosmos_emulator() -> Self {
+    pub fn cosmos_emulator() -> Self {
         let mut accounts = Accounts::empty();
         let keys = AccountKeys::from_base64(COSMOS_EMULATOR_ACCOUNT_KEY, None)
             .expect("the Cosmos DB emulator key is a valid base64 constant");
@@ -188,17 +188,17 @@ impl Accounts {
     }
 
     /// Keys of `name` (exact, case-sensitive match: account names are lower case in Azure).
-    pub(crate) fn get(&self, name: &str) -> Option<&AccountKeys> {
+    pub fn get(&self, name: &str) -> Option<&AccountKeys> {
         self.accounts.get(name)
     }
 
     /// `true` when `name` is configured.
-    pub(crate) fn contains(&self, name: &str) -> bool {
+    pub fn contains(&self, name: &str) -> bool {
         self.accounts.contains_key(name)
     }
 
     /// Configured account names, sorted.
-    pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
+    pub fn names(&self) -> impl Iterator<Item = &str> {
         self.accounts.keys().map(String::as_str)
     }
 }
