@@ -62,6 +62,8 @@
 
 pub use tablestore_auth as auth;
 pub use tablestore_protocol::{model, protocol};
+pub use tablestore_store as store;
+pub use tablestore_store::store_conformance;
 
 pub(crate) mod admin;
 pub(crate) mod batch;
@@ -74,5 +76,4 @@ pub mod query;
 pub(crate) mod realism;
 pub mod server;
 pub mod startup;
-pub mod store;
 pub mod testing;

@@ -208,10 +208,10 @@ impl Kv for MemoryKv {
 #[cfg(test)]
 crate::store_conformance!(
     durable: false,
-    open: |_dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
-        crate::store::KvStore::open(
-            crate::store::memory::MemoryKv::new(),
-            crate::store::Durability::Durable,
+    open: |_dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
+        crate::KvStore::open(
+            crate::memory::MemoryKv::new(),
+            crate::Durability::Durable,
         )
         .expect("open")
     },

@@ -34,7 +34,7 @@ type Batch = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 /// Replays the log an earlier build left in `dir/wal` into `kv` (the data folder's engine,
 /// whose lock the caller holds), flushes `kv`, then removes the log folder. Returns the
 /// number of records replayed; 0 when there is no log.
-pub(crate) fn drain<B: Kv>(kv: &B, dir: &Path) -> Result<u64, StoreError> {
+pub fn drain<B: Kv>(kv: &B, dir: &Path) -> Result<u64, StoreError> {
     let log_dir = dir.join(LOG_DIR);
     if !log_dir.is_dir() {
         return Ok(0);
@@ -256,7 +256,7 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::memory::MemoryKv;
+    use crate::memory::MemoryKv;
     use std::io::Write;
 
     /// One record as the removed log wrote it.

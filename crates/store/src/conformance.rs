@@ -76,7 +76,7 @@ macro_rules! store_conformance {
             move |dir: ::std::path::PathBuf| {
                 let open = ::std::sync::Arc::clone(&open);
                 async move {
-                    let store: ::std::sync::Arc<dyn $crate::store::Store> = open(&dir);
+                    let store: ::std::sync::Arc<dyn $crate::Store> = open(&dir);
                     store
                 }
             }
@@ -91,10 +91,10 @@ macro_rules! store_conformance {
             use super::*;
 
             async fn run<F: ::std::future::Future<Output = ()>>(
-                check: fn($crate::store::conformance::Harness) -> F,
+                check: fn($crate::conformance::Harness) -> F,
             ) {
                 let dir = ::tempfile::tempdir().expect("a temporary folder");
-                let harness = $crate::store::conformance::Harness::new(
+                let harness = $crate::conformance::Harness::new(
                     dir.path().to_path_buf(),
                     $open,
                     $durable,
@@ -128,7 +128,7 @@ macro_rules! store_conformance {
         $(
             #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $check() {
-                $run($crate::store::conformance::$check).await
+                $run($crate::conformance::$check).await
             }
         )*
     };

@@ -69,14 +69,14 @@ const PURGE_CHUNK: i64 = 1000;
 type Row = (Vec<u8>, Vec<u8>);
 
 /// Whether `location` names a PostgreSQL database (`postgres://` or `postgresql://`).
-pub(crate) fn is_postgres_url(location: &str) -> bool {
+pub fn is_postgres_url(location: &str) -> bool {
     let lower = location.trim_start().to_ascii_lowercase();
     lower.starts_with("postgres://") || lower.starts_with("postgresql://")
 }
 
 /// `url` as start-up output shows it: `postgres://user@host:port/database`, never the
 /// password (or `url` unchanged when it does not parse; opening it then fails anyway).
-pub(crate) fn display_url(url: &str) -> String {
+pub fn display_url(url: &str) -> String {
     match tokio_postgres::Config::from_str(url.trim()) {
         Ok(config) => PgAddress::from_config(&config).url(),
         Err(_) => "(an invalid URL)".to_string(),

@@ -38,22 +38,22 @@ impl<'a> StoredRow<'a> {
     }
 
     /// The entity's Timestamp, if the stored value is well formed.
-    pub(crate) fn timestamp(&self) -> Option<EdmDateTime> {
+    pub fn timestamp(&self) -> Option<EdmDateTime> {
         self.value.timestamp()
     }
 
     /// When the entity was created, if the stored value is well formed.
-    pub(crate) fn created(&self) -> Option<EdmDateTime> {
+    pub fn created(&self) -> Option<EdmDateTime> {
         self.value.created()
     }
 
     /// The value of property `name`, read in place, if the entity has it.
-    pub(crate) fn property(&self, name: &str) -> Option<EdmValueRef<'a>> {
+    pub fn property(&self, name: &str) -> Option<EdmValueRef<'a>> {
         self.value.property(name)
     }
 
     /// The whole entity, its properties borrowed from the stored bytes.
-    pub(crate) fn view(&self) -> Result<EntityView<'a>, StoreError> {
+    pub fn view(&self) -> Result<EntityView<'a>, StoreError> {
         let (partition_key, row_key) = self.keys()?;
         let (timestamp, properties) = self
             .value
@@ -78,7 +78,7 @@ pub struct StoredRows {
 }
 
 impl StoredRows {
-    pub(crate) fn push(&mut self, row: &StoredRow<'_>) {
+    pub fn push(&mut self, row: &StoredRow<'_>) {
         self.bytes.extend_from_slice(row.key);
         let key_end = self.bytes.len();
         self.bytes.extend_from_slice(row.value_bytes);
@@ -94,7 +94,7 @@ impl StoredRows {
     }
 
     /// Keeps the first `n` rows (a page cut short, see `server::realism::cut_page`).
-    pub(crate) fn truncate(&mut self, n: usize) {
+    pub fn truncate(&mut self, n: usize) {
         if n < self.ends.len() {
             let end = if n == 0 { 0 } else { self.ends[n - 1].1 };
             self.ends.truncate(n);
@@ -103,12 +103,12 @@ impl StoredRows {
     }
 
     /// The rows as entities that borrow their properties from the stored bytes.
-    pub(crate) fn entities(&self) -> Result<Vec<EntityView<'_>>, StoreError> {
+    pub fn entities(&self) -> Result<Vec<EntityView<'_>>, StoreError> {
         self.iter().map(|row| row.view()).collect()
     }
 
     /// Each row, in the order it was pushed.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = StoredRow<'_>> {
+    pub fn iter(&self) -> impl Iterator<Item = StoredRow<'_>> {
         let mut start = 0;
         self.ends.iter().map(move |&(key_end, value_end)| {
             let row = StoredRow::new(&self.bytes[start..key_end], &self.bytes[key_end..value_end]);
@@ -122,7 +122,7 @@ impl StoredRows {
 mod tests {
     use super::*;
     use crate::model::{EdmValue, Property};
-    use crate::store::{codec, key};
+    use crate::{codec, key};
 
     #[test]
     fn rows_read_in_place_and_survive_the_copy() {

@@ -946,7 +946,7 @@ fn open_sled_for_tests(
 mod roomy {
     crate::store_conformance!(
         durable: true,
-        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
             super::super::open_sled_for_tests(dir, super::super::TierOptions {
                 budget_bytes: 64 << 20,
                 reload_pause: std::time::Duration::ZERO,
@@ -962,7 +962,7 @@ mod roomy {
 mod tight {
     crate::store_conformance!(
         durable: true,
-        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
             super::super::open_sled_for_tests(dir, super::super::TierOptions {
                 budget_bytes: 2000,
                 reload_pause: std::time::Duration::ZERO,
@@ -977,7 +977,7 @@ mod tight {
 mod background {
     crate::store_conformance!(
         durable: true,
-        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
+        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
             super::super::open_sled_for_tests(dir, super::super::TierOptions {
                 budget_bytes: 64 << 20,
                 reload_pause: std::time::Duration::ZERO,
@@ -990,8 +990,8 @@ mod background {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::key::entity_key;
-    use crate::store::memory::MemoryKv;
+    use crate::key::entity_key;
+    use crate::memory::MemoryKv;
 
     fn inline(budget_bytes: u64) -> TieredKv<MemoryKv> {
         TieredKv::new(
@@ -1305,13 +1305,11 @@ mod model {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::store::conformance::model_check;
+    use crate::conformance::model_check;
 
     const BUDGET: u64 = 1500;
 
-    fn open(
-        dir: &std::path::Path,
-    ) -> Arc<crate::store::KvStore<TieredKv<crate::store::sled_kv::SledKv>>> {
+    fn open(dir: &std::path::Path) -> Arc<crate::KvStore<TieredKv<crate::sled_kv::SledKv>>> {
         open_sled_for_tests(
             dir,
             TierOptions {

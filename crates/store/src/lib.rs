@@ -9,6 +9,8 @@
 //! all-or-nothing; the commit then awaits the store's one group commit (`group_commit.rs`)
 //! when the durability mode asks for it. The store stamps Timestamps from a process-wide
 //! monotonic clock, so every write gets a distinct Timestamp and hence a distinct ETag.
+#![forbid(unsafe_code)]
+#![warn(unreachable_pub)]
 
 pub mod codec;
 #[cfg(any(test, feature = "testing"))]
@@ -17,7 +19,7 @@ pub(crate) mod footprint;
 mod group_commit;
 pub(crate) mod intent;
 pub mod key;
-pub(crate) mod legacy_log;
+pub mod legacy_log;
 pub mod memory;
 pub(crate) mod memory_limit;
 pub mod open;
@@ -36,11 +38,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+/// The model, under the name it has in every crate of tablestore.
+use tablestore_protocol::model;
+
 use crate::model::limits::{check_entity_as, EntityLimitError};
 use crate::model::{EdmDateTime, Entity, IfMatch, Property, WriteKind, WriteOp};
 pub use crate::model::{TableId, TableRef};
 use codec::TableRecord;
-pub(crate) use footprint::Footprint;
+pub use footprint::Footprint;
 use group_commit::GroupCommit;
 pub use key::{KeyBound, KeyRange};
 use read::ReadPool;
@@ -97,7 +102,7 @@ pub(crate) type ErrorSource = Arc<dyn std::error::Error + Send + Sync>;
 impl StoreError {
     /// Whether the store failed, rather than refused the request: the request was not at
     /// fault and may succeed when retried.
-    pub(crate) fn is_failure(&self) -> bool {
+    pub fn is_failure(&self) -> bool {
         !matches!(
             self,
             StoreError::TableNotFound
@@ -118,7 +123,7 @@ impl StoreError {
     }
 
     /// The database refused: `message` is one sentence for the user.
-    pub(crate) fn database(message: impl Into<String>) -> StoreError {
+    pub fn database(message: impl Into<String>) -> StoreError {
         StoreError::Database {
             message: message.into(),
             source: None,
@@ -126,7 +131,7 @@ impl StoreError {
     }
 
     /// The database cannot be reached now: `message` is one sentence for the user.
-    pub(crate) fn unavailable(message: impl Into<String>) -> StoreError {
+    pub fn unavailable(message: impl Into<String>) -> StoreError {
         StoreError::Unavailable {
             message: message.into(),
             source: None,
@@ -134,7 +139,7 @@ impl StoreError {
     }
 
     /// The kind of the I/O error behind this one, if an I/O error caused it.
-    pub(crate) fn io_kind(&self) -> Option<std::io::ErrorKind> {
+    pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
         let mut cause = std::error::Error::source(self);
         while let Some(e) = cause {
             if let Some(io) = e.downcast_ref::<std::io::Error>() {
@@ -219,7 +224,7 @@ impl Eq for StoreError {}
 /// Failure of one operation of a [`Store::commit`]; nothing of the commit was applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitError {
-    pub(crate) index: usize,
+    pub index: usize,
     pub error: StoreError,
 }
 
@@ -228,11 +233,11 @@ pub struct CommitError {
 pub struct TableInfo {
     pub id: TableId,
     /// Name with the casing used at creation.
-    pub(crate) name: String,
+    pub name: String,
     /// The identity it is stored under ([`crate::model::names::table_identity`]).
-    pub(crate) identity: String,
+    pub identity: String,
     /// Stored access policies (opaque bytes owned by the auth layer).
-    pub(crate) acl: Vec<u8>,
+    pub acl: Vec<u8>,
 }
 
 /// The store contract: tables addressed by [`TableRef`], entities by the [`TableId`] a table
@@ -307,8 +312,8 @@ pub trait Store: Send + Sync + 'static {
 
 /// Runs `future` to completion on a runtime of its own: for synchronous tests (property
 /// tests) of code that awaits the store.
-#[cfg(test)]
-pub(crate) fn block_on<F: std::future::Future>(future: F) -> F::Output {
+#[cfg(any(test, feature = "testing"))]
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

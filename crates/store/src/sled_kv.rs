@@ -144,7 +144,7 @@ impl Compression {
 
 impl Layout {
     /// sled's segment size with the given compression.
-    pub(crate) const fn new(compression: Compression) -> Layout {
+    pub const fn new(compression: Compression) -> Layout {
         Layout {
             segment_size: 512 * 1024,
             compression,
@@ -163,7 +163,7 @@ impl Default for Layout {
 const ZSTD_LEVEL: i32 = 1;
 
 /// How the data folder at `path` is compressed (`None`: no folder there yet).
-pub(crate) fn folder_compression(path: &Path) -> Option<Compression> {
+pub fn folder_compression(path: &Path) -> Option<Compression> {
     existing_layout(path).map(|layout| layout.compression)
 }
 
@@ -776,8 +776,8 @@ impl Kv for SledKv {
 #[cfg(test)]
 crate::store_conformance!(
     durable: true,
-    open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
-        crate::store::sled_kv::open_for_tests(dir)
+    open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
+        crate::sled_kv::open_for_tests(dir)
     },
 );
 
@@ -787,13 +787,13 @@ crate::store_conformance!(
 mod raw_values {
     crate::store_conformance!(
         durable: true,
-        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::store::Store> {
-            let options = crate::store::sled_kv::SledOptions {
-                layout: crate::store::sled_kv::Layout::new(crate::store::sled_kv::Compression::Zstd),
-                ..crate::store::sled_kv::SledOptions::default()
+        open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
+            let options = crate::sled_kv::SledOptions {
+                layout: crate::sled_kv::Layout::new(crate::sled_kv::Compression::Zstd),
+                ..crate::sled_kv::SledOptions::default()
             };
-            let kv = crate::store::sled_kv::open_kv_for_tests(dir, &options);
-            crate::store::KvStore::open(kv, crate::store::Durability::Durable).expect("store")
+            let kv = crate::sled_kv::open_kv_for_tests(dir, &options);
+            crate::KvStore::open(kv, crate::Durability::Durable).expect("store")
         },
     );
 }
@@ -814,16 +814,16 @@ pub(crate) fn open_kv_for_tests(dir: &std::path::Path, options: &SledOptions) ->
 
 /// Opens a durable sled store over `dir` (see [`open_kv_for_tests`]).
 #[cfg(test)]
-fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::store::Store> {
+fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::Store> {
     let kv = open_kv_for_tests(dir, &SledOptions::default());
-    crate::store::KvStore::open(kv, crate::store::Durability::Durable).expect("open the store")
+    crate::KvStore::open(kv, crate::Durability::Durable).expect("open the store")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
-    use crate::store::{block_on, Durability, KvStore, RowSource, Store};
+    use crate::{block_on, Durability, KvStore, RowSource, Store};
 
     fn open(dir: &Path, layout: Layout) -> Arc<KvStore<SledKv>> {
         let options = SledOptions {
@@ -894,7 +894,7 @@ mod tests {
     /// than see part of it. With the RAM tier over sled, as the server runs.
     #[test]
     fn change_sets_of_two_partitions_proceed_in_parallel() {
-        use crate::store::tiered::{TierOptions, TieredKv};
+        use crate::tiered::{TierOptions, TieredKv};
         use std::sync::mpsc;
         use std::time::Duration;
 
@@ -1013,7 +1013,7 @@ mod tests {
         let mut rows = Vec::new();
         let scanned = store
             .rows(t.id)
-            .scan_raw(&crate::store::key::KeyRange::all(), &mut |row| {
+            .scan_raw(&crate::key::KeyRange::all(), &mut |row| {
                 rows.push(row.view().map(drop));
                 true
             });

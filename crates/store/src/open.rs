@@ -29,17 +29,17 @@ pub enum StoreOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskOptions {
     /// The data folder (created when missing).
-    pub(crate) dir: PathBuf,
-    pub(crate) durability: Durability,
+    pub dir: PathBuf,
+    pub durability: Durability,
     /// sled's page cache.
-    pub(crate) cache_bytes: u64,
+    pub cache_bytes: u64,
     /// How a folder created now compresses its data (an existing one keeps its own).
-    pub(crate) compression: Compression,
+    pub compression: Compression,
     /// The RAM tier's budget; 0 reads everything from disk.
-    pub(crate) memory_budget_mib: u64,
+    pub memory_budget_mib: u64,
     /// Whether the RAM tier also keeps the whole process near the budget (on in every real
     /// server; tests that need the tier to load and evict at a tiny budget turn it off).
-    pub(crate) process_limit: bool,
+    pub process_limit: bool,
 }
 
 /// Opens the store `options` name (a PostgreSQL store's connections live on the runtime this

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
+use crate::memory::MemoryKv;
 use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
-use crate::store::memory::MemoryKv;
-use crate::store::{read_fn, Durability, KeyRange, Kv, KvStore, Store, TableId};
+use crate::{read_fn, Durability, KeyRange, Kv, KvStore, Store, TableId};
 
 /// One step of a sequence; tables are numbered 0 and 1, row keys `r0`..`r5` in partition `p`.
 #[derive(Debug, Clone)]

@@ -118,7 +118,7 @@ impl KeyRange {
     }
 
     #[cfg(any(test, feature = "testing"))]
-    pub(crate) fn point(partition_key: &str, row_key: &str) -> KeyRange {
+    pub fn point(partition_key: &str, row_key: &str) -> KeyRange {
         KeyRange {
             start: KeyBound::Included(partition_key.to_string(), row_key.to_string()),
             end: KeyBound::Included(partition_key.to_string(), row_key.to_string()),
@@ -126,7 +126,7 @@ impl KeyRange {
     }
 
     /// The byte bounds of this range inside table `table_id`.
-    pub(crate) fn to_bytes(&self, table_id: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    pub fn to_bytes(&self, table_id: u64) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
         let prefix = table_prefix(table_id);
         let partition = |pk: &str, suffix: [u8; 2]| {
             let mut k = prefix.to_vec();
@@ -236,7 +236,7 @@ mod tests {
 
 impl KeyRange {
     /// This range limited to keys at or after `(pk, rk)`; `None` when nothing is left.
-    pub(crate) fn resume_from(&self, partition_key: &str, row_key: &str) -> Option<KeyRange> {
+    pub fn resume_from(&self, partition_key: &str, row_key: &str) -> Option<KeyRange> {
         let resume = entity_key(0, partition_key, row_key);
         let (start, end) = self.to_bytes(0);
         let start_before_resume = match &start {
@@ -283,7 +283,7 @@ mod resume_tests {
 
 impl KeyRange {
     /// The keys in both ranges; `None` when they do not overlap.
-    pub(crate) fn intersect(&self, other: &KeyRange) -> Option<KeyRange> {
+    pub fn intersect(&self, other: &KeyRange) -> Option<KeyRange> {
         let (s1, e1) = self.to_bytes(0);
         let (s2, e2) = other.to_bytes(0);
         // The later start and the earlier end win; on equal bytes an excluded bound is tighter.

@@ -6,7 +6,7 @@
 use deadpool_postgres::PoolError;
 use tokio_postgres::error::SqlState;
 
-use crate::store::StoreError;
+use crate::StoreError;
 
 /// A failed database call, sorted by what the store does about it.
 #[derive(Debug)]
