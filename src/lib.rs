@@ -62,18 +62,12 @@
 
 pub use tablestore_auth as auth;
 pub use tablestore_protocol::{model, protocol};
+use tablestore_server::console;
+pub use tablestore_server::{config, query, server};
 pub use tablestore_store as store;
 pub use tablestore_store::store_conformance;
 
 pub(crate) mod admin;
-pub(crate) mod batch;
-pub mod config;
-pub(crate) mod console;
 pub mod data;
-mod exec;
-pub(crate) mod insight;
-pub mod query;
-pub(crate) mod realism;
-pub mod server;
 pub mod startup;
 pub mod testing;

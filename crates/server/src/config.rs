@@ -27,7 +27,7 @@ pub const DEV_ACCOUNT_KEY: &str =
 /// The Table port of the Azure Cosmos DB emulator (`/TablePort`'s default; Azure docs: "Command-line
 /// and PowerShell reference for Azure Cosmos DB emulator"): `--flavor cosmos` listens there
 /// unless told otherwise.
-pub(crate) const COSMOS_EMULATOR_PORT: u16 = 8902;
+pub const COSMOS_EMULATOR_PORT: u16 = 8902;
 
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
 pub const STORE_DIR_NAME: &str = "__tablestore__";
@@ -172,7 +172,7 @@ pub struct Config {
         default_value = "127.0.0.1",
         value_name = "HOST"
     )]
-    pub(crate) host: String,
+    pub host: String,
 
     /// Port to listen on (10002 is the Table port the SDKs and tools expect, 8902 with
     /// `--flavor cosmos`; 0 picks a free one).
@@ -243,7 +243,7 @@ pub struct Config {
         default_value = "info",
         value_name = "FILTER"
     )]
-    pub(crate) log_level: String,
+    pub log_level: String,
 
     /// Page cache of the on-disk store, in MiB.
     #[arg(
@@ -263,7 +263,7 @@ pub struct Config {
         default_value_t = 256,
         value_name = "MIB"
     )]
-    pub(crate) memory_budget: u64,
+    pub memory_budget: u64,
 
     /// Tests only: `off` stops the RAM tier from also keeping the whole process near
     /// `--memory-budget` + 64 MiB, so that a tiny budget still loads and evicts tables (no real
@@ -302,7 +302,7 @@ pub struct Config {
     /// Append a debug log (every request and response with headers and bodies, and debug
     /// events) to FILE.
     #[arg(short = 'd', long, env = "TABLESTORE_DEBUG", value_name = "FILE")]
-    pub(crate) debug: Option<PathBuf>,
+    pub debug: Option<PathBuf>,
 
     /// Loose mode: ignore unsupported headers and query parameters. tablestore always does,
     /// so this is accepted for Azurite compatibility.
@@ -349,7 +349,7 @@ pub struct Config {
         hide_env_values = true,
         value_name = "TOKEN"
     )]
-    pub(crate) metrics_token: Option<String>,
+    pub metrics_token: Option<String>,
 
     /// Accounts and keys, Azurite's format `name:key1[:key2];name2:key1[:key2]` (base64 keys).
     /// When set, these replace devstoreaccount1.
@@ -386,23 +386,23 @@ pub struct Config {
     /// Probe GET /_health on the configured host and port, then exit 0 (ready) or 1.
     /// For container health checks.
     #[arg(long)]
-    pub(crate) healthcheck: bool,
+    pub healthcheck: bool,
 
     /// Import an export (a .jsonl/.csv file or an export folder) before listening. Entities
     /// that exist are left as they are; an on-disk store records what it seeded, so restarting
     /// with the same seed does nothing (docs/data.md).
     #[arg(long, env = "TABLESTORE_SEED", value_name = "PATH")]
-    pub(crate) seed: Option<PathBuf>,
+    pub seed: Option<PathBuf>,
 
     /// Like --seed, but a missing PATH is no error (the Docker image seeds from /seed this way).
     #[arg(long, env = "TABLESTORE_SEED_IF_PRESENT", value_name = "PATH")]
-    pub(crate) seed_if_present: Option<PathBuf>,
+    pub seed_if_present: Option<PathBuf>,
 
     /// When the --location folder holds Azurite's table database (__azurite_db_table__.json),
     /// import it before listening, once (entities that exist are left as they are).
     #[arg(long, env = "TABLESTORE_IMPORT_AZURITE_IF_PRESENT",
         value_parser = BoolishValueParser::new())]
-    pub(crate) import_azurite_if_present: bool,
+    pub import_azurite_if_present: bool,
 
     /// Print version.
     #[arg(short = 'v', visible_short_alias = 'V', long, action = ArgAction::Version)]
@@ -424,14 +424,14 @@ pub struct Config {
 
     /// The Azurite command this process was started as, if any (its readiness line is printed).
     #[arg(skip)]
-    pub(crate) started_as: StartedAs,
+    pub started_as: StartedAs,
 }
 
 /// The command a server was started as: `tablestore`, or one of Azurite's, named by the
 /// program's own name (a link called `azurite-table`) or by a leading word
 /// (`tablestore azurite-table …`, as in a command written for Azurite's image).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum StartedAs {
+pub enum StartedAs {
     #[default]
     Tablestore,
     /// `azurite`, the all-in-one command.
@@ -662,7 +662,7 @@ impl Config {
     }
 
     /// The PostgreSQL store's URL and schema, when `--store` names one.
-    pub(crate) fn postgres(&self) -> Option<(&str, Option<&str>)> {
+    pub fn postgres(&self) -> Option<(&str, Option<&str>)> {
         match &self.store {
             StoreArg::Postgres { url, schema } => Some((url, schema.as_deref())),
             _ => None,
@@ -670,18 +670,18 @@ impl Config {
     }
 
     /// Whether the store keeps nothing after exit (`--inMemoryPersistence`, `--store memory`).
-    pub(crate) fn is_in_memory(&self) -> bool {
+    pub fn is_in_memory(&self) -> bool {
         self.in_memory || self.store == StoreArg::Memory
     }
 
     /// Whether data lives in a folder under `--location` (sled).
-    pub(crate) fn is_on_disk(&self) -> bool {
+    pub fn is_on_disk(&self) -> bool {
         !self.is_in_memory() && self.postgres().is_none()
     }
 
     /// Parses the process's command line and environment; prints help, the version or the
     /// error and exits when clap says so.
-    pub(crate) fn from_env_and_args() -> Config {
+    pub fn from_env_and_args() -> Config {
         match Config::try_parse_args(std::env::args_os(), |name| std::env::var(name).ok()) {
             Ok(config) => config,
             Err(e) => e.exit(),
@@ -735,7 +735,7 @@ impl Config {
 
     /// Whether `--host` or `--port` was given on the command line (not by default or
     /// environment).
-    pub(crate) fn endpoint_on_command_line(&self) -> bool {
+    pub fn endpoint_on_command_line(&self) -> bool {
         self.endpoint_on_command_line
     }
 
@@ -743,7 +743,7 @@ impl Config {
     /// `/proc/<pid>/cmdline`), read with this process's environment; `None` when the command
     /// is not a `tablestore` server. `--healthcheck` uses it to find the port that the
     /// container's main process (PID 1) listens on.
-    pub(crate) fn of_server_command_line(
+    pub fn of_server_command_line(
         cmdline: &[u8],
         env: impl Fn(&str) -> Option<String>,
     ) -> Option<Config> {
@@ -764,7 +764,7 @@ impl Config {
     }
 
     /// How a data folder created now is compressed.
-    pub(crate) fn new_folder_compression(&self) -> Compression {
+    pub fn new_folder_compression(&self) -> Compression {
         self.compression.into()
     }
 
@@ -776,7 +776,7 @@ impl Config {
     }
 
     /// The service the server answers as.
-    pub(crate) fn flavor(&self) -> Flavor {
+    pub fn flavor(&self) -> Flavor {
         self.flavor.into()
     }
 
@@ -799,7 +799,7 @@ impl Config {
     /// The account that start-up output and test fixtures show, with its base64 key1:
     /// `devstoreaccount1` (`localhost` with `--flavor cosmos`) when it is served, otherwise
     /// the first configured account (in name order).
-    pub(crate) fn default_account(&self) -> Result<(String, String), String> {
+    pub fn default_account(&self) -> Result<(String, String), String> {
         use base64::Engine as _;
         let accounts = self.accounts()?;
         let preferred = match self.flavor() {
@@ -822,17 +822,17 @@ impl Config {
     }
 
     /// `true` when a certificate is configured (the server then speaks HTTPS only).
-    pub(crate) fn https(&self) -> bool {
+    pub fn https(&self) -> bool {
         self.cert.is_some()
     }
 
     /// The folder of the on-disk store: `<location>/__tablestore__`.
-    pub(crate) fn store_dir(&self) -> PathBuf {
+    pub fn store_dir(&self) -> PathBuf {
         self.location.join(STORE_DIR_NAME)
     }
 
     /// Options that belong to one flavour, checked against the flavour asked for.
-    pub(crate) fn check_flavor_options(&self) -> Result<(), String> {
+    pub fn check_flavor_options(&self) -> Result<(), String> {
         if self.cosmos_shuffle_seed.is_some() && !self.flavor().is_cosmos() {
             return Err(
                 "--cosmos-shuffle-seed (TABLESTORE_COSMOS_SHUFFLE_SEED) applies to \
@@ -845,7 +845,7 @@ impl Config {
     }
 
     /// `--metrics-token`, checked: a token Prometheus can send in one header.
-    pub(crate) fn checked_metrics_token(&self) -> Result<Option<&str>, String> {
+    pub fn checked_metrics_token(&self) -> Result<Option<&str>, String> {
         match self.metrics_token.as_deref() {
             None => Ok(None),
             Some(t) if t.is_empty() || t.len() > 1024 || !t.bytes().all(|b| b.is_ascii_graphic()) => Err(
@@ -995,12 +995,7 @@ pub(crate) fn connection_string(endpoint: &str, account: &str, key: &str) -> Str
 /// segment, as in the emulator's own connection string
 /// (`…;TableEndpoint=http://localhost:8902/;`); `endpoint` should then name `localhost`, the
 /// host the SDKs take for a Cosmos endpoint.
-pub(crate) fn connection_string_for(
-    flavor: Flavor,
-    endpoint: &str,
-    account: &str,
-    key: &str,
-) -> String {
+pub fn connection_string_for(flavor: Flavor, endpoint: &str, account: &str, key: &str) -> String {
     let protocol = if endpoint.starts_with("https://") {
         "https"
     } else {

@@ -14,7 +14,7 @@ pub(crate) const HEALTH_PATH: &str = "/_health";
 
 /// The address to probe for a listening address: a wildcard (`0.0.0.0`, `::`) means this
 /// machine, so the loopback address of the same family is probed.
-pub(crate) fn probe_host(listen_host: &str) -> &str {
+pub fn probe_host(listen_host: &str) -> &str {
     match listen_host.trim_start_matches('[').trim_end_matches(']') {
         "" | "0.0.0.0" => "127.0.0.1",
         "::" => "::1",
@@ -23,7 +23,7 @@ pub(crate) fn probe_host(listen_host: &str) -> &str {
 }
 
 /// Asks `http://{host}:{port}/_health`; `Ok` when it answers 200 within `timeout`.
-pub(crate) async fn probe(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+pub async fn probe(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
     let host = probe_host(host);
     let exchange = async {
         let stream = connect(host, port).await?;
@@ -36,7 +36,7 @@ pub(crate) async fn probe(host: &str, port: u16, timeout: Duration) -> Result<()
 /// it answers 200 within `timeout`. Any certificate is accepted: the probe checks that this
 /// machine's server is up, sends no credentials, and a self-signed certificate is the usual
 /// case.
-pub(crate) async fn probe_https(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
+pub async fn probe_https(host: &str, port: u16, timeout: Duration) -> Result<(), String> {
     let host = probe_host(host);
     let exchange = async {
         let tcp = connect(host, port).await?;

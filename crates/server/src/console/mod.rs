@@ -7,7 +7,7 @@
 //! "Console safety"). Depends on nothing else in the crate.
 
 /// Where the console lives (always with the trailing slash).
-pub(crate) const CONSOLE_PATH: &str = "/_tablestore/console/";
+pub const CONSOLE_PATH: &str = "/_tablestore/console/";
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");

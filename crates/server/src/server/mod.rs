@@ -15,12 +15,12 @@ mod dispatch;
 mod encode;
 mod error;
 mod front_page;
-pub(crate) mod health;
+pub mod health;
 mod insight;
 mod intake;
 pub(crate) mod middleware;
 pub mod realism;
-pub(crate) mod tls;
+pub mod tls;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -35,7 +35,7 @@ pub use connections::ServeLimits;
 
 /// Shared by every request.
 #[derive(Clone)]
-pub(crate) struct AppState {
+pub struct AppState {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) config: Arc<Config>,
     pub(crate) accounts: Arc<Accounts>,
@@ -46,7 +46,7 @@ pub(crate) struct AppState {
 }
 
 impl AppState {
-    pub(crate) fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
+    pub fn new(store: Arc<dyn Store>, config: Config) -> Result<AppState, String> {
         let accounts = config.accounts()?;
         // The binary states what realism is on in its start-up lines (`realism::summary`).
         let realism =
@@ -65,7 +65,7 @@ impl AppState {
 
 /// Opens the store the configuration asks for (a PostgreSQL store's connections live on
 /// the runtime this is awaited on).
-pub(crate) async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
+pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     crate::store::open::open(&config.store_options()).await
 }
 
@@ -109,7 +109,7 @@ impl Scheme {
 }
 
 /// Serves plain HTTP until `shutdown` completes, then flushes the store.
-pub(crate) async fn serve(
+pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -129,7 +129,7 @@ pub(crate) async fn serve_with_limits(
 
 /// Serves HTTPS with `tls` until `shutdown` completes, then flushes the store. Requests carry
 /// [`Scheme::Https`] and, as over HTTP, `ConnectInfo<SocketAddr>` with the client's address.
-pub(crate) async fn serve_tls(
+pub async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     state: AppState,
@@ -140,7 +140,7 @@ pub(crate) async fn serve_tls(
 
 /// The one accept loop (connection limits, timeouts), over plain TCP or TLS; the embedded
 /// fixture ([`crate::testing::TestServer`]) serves through it too.
-pub(crate) async fn serve_inner(
+pub async fn serve_inner(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
     state: AppState,

@@ -25,12 +25,12 @@ use crate::store::{
 #[derive(Debug, Clone, Copy)]
 pub struct PageLimits {
     /// Most entities returned (0..=1000; the handler answers 0 without reading).
-    pub(crate) top: usize,
+    pub top: usize,
     /// Most entities examined before the page ends early with a continuation token (Azure
     /// ends a page after 5 s of work; a count keeps our pages predictable).
-    pub(crate) max_examined: u64,
+    pub max_examined: u64,
     /// Wall-clock bound on one page's scan.
-    pub(crate) max_duration: Duration,
+    pub max_duration: Duration,
 }
 
 impl Default for PageLimits {
@@ -49,7 +49,7 @@ impl Default for PageLimits {
 pub struct RawPage {
     pub rows: StoredRows,
     /// Where the next page starts (PartitionKey, RowKey), if more entities may match.
-    pub(crate) next: Option<(String, String)>,
+    pub next: Option<(String, String)>,
     /// Entities read from the store for this page (including the look-ahead).
     pub examined: u64,
 }

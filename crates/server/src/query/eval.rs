@@ -99,7 +99,7 @@ pub fn matches(expr: &Expr, row: &impl Row) -> bool {
 }
 
 /// `matches` for an optional filter (no filter matches everything).
-pub(crate) fn matches_opt(expr: Option<&Expr>, row: &impl Row) -> bool {
+pub fn matches_opt(expr: Option<&Expr>, row: &impl Row) -> bool {
     expr.is_none_or(|e| matches(e, row))
 }
 

@@ -55,7 +55,7 @@ pub(crate) fn certificate_source(config: &Config) -> Result<Option<CertificateSo
 
 /// Builds the TLS configuration for the configured certificate (`Ok(None)`: plain HTTP).
 /// Every error names the file and what is wrong with it, for the start-up message.
-pub(crate) fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, String> {
+pub fn server_config(config: &Config) -> Result<Option<Arc<ServerConfig>>, String> {
     let Some(source) = certificate_source(config)? else {
         return Ok(None);
     };
