@@ -66,8 +66,8 @@ use tablestore_server::console;
 pub use tablestore_server::{config, query, server};
 pub use tablestore_store as store;
 pub use tablestore_store::store_conformance;
+use tablestore_tools::admin;
+pub use tablestore_tools::data;
 
-pub(crate) mod admin;
-pub mod data;
 pub mod startup;
 pub mod testing;

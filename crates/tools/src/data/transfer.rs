@@ -143,10 +143,10 @@ pub(crate) struct ExportOptions {
 /// What a transfer did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
-    pub(crate) tables: usize,
+    pub tables: usize,
     pub entities: u64,
     /// Entities an import left as they were (`--mode skip`).
-    pub(crate) skipped: u64,
+    pub skipped: u64,
 }
 
 /// The tables of `source` an export takes, names as created; a named table that does not

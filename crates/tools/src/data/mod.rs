@@ -10,7 +10,7 @@
 //! Depends on model, protocol (the wire's typed JSON, `$filter`), query (evaluating `$filter`
 //! on a data folder), store, and auth (Shared Key signing for remote endpoints).
 
-pub(crate) mod azurite;
+pub mod azurite;
 pub mod cli;
 pub(crate) mod csv;
 pub(crate) mod jsonl;

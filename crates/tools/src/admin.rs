@@ -115,7 +115,7 @@ struct Request {
 /// Runs `tablestore admin …` (`args` is the whole command line) and returns its exit code:
 /// 0 when the server answered 2xx (the body is printed), 1 otherwise (one sentence on
 /// standard error), 2 for a bad command line.
-pub(crate) fn run(args: &[OsString]) -> ExitCode {
+pub fn run(args: &[OsString]) -> ExitCode {
     let mut words: Vec<OsString> = vec![OsString::from("tablestore admin")];
     words.extend(args.iter().skip(2).cloned());
     let cli = match AdminCli::try_parse_from(words) {

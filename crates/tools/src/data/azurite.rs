@@ -19,7 +19,7 @@ use crate::model::edm::parse_guid;
 use crate::model::Entity;
 
 /// The database file's name in Azurite's location.
-pub(crate) const DB_FILE: &str = "__azurite_db_table__.json";
+pub const DB_FILE: &str = "__azurite_db_table__.json";
 const TABLES_COLLECTION: &str = "$TABLES_COLLECTION$";
 
 /// One table of the database with its entities.

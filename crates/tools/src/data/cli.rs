@@ -143,7 +143,7 @@ struct ImportArgs {
 
 /// `Some(exit code)` when `args` is an `export` or `import` command line (which it then
 /// runs), `None` for a server command line.
-pub(crate) fn run_if_subcommand(args: &[OsString]) -> Option<ExitCode> {
+pub fn run_if_subcommand(args: &[OsString]) -> Option<ExitCode> {
     let word = args.get(1)?.to_str()?;
     if !matches!(word, "export" | "import") {
         return None;
@@ -520,7 +520,7 @@ pub fn seed(
 /// the server's store before it listens, each table into its own account, leaving entities
 /// that exist as they are. As with [`seed`], a durable store records the database's digest in
 /// `record`, so the same database is imported once.
-pub(crate) fn import_azurite_at_start(
+pub fn import_azurite_at_start(
     store: Arc<dyn Store>,
     dir: &Path,
     record: Option<&Path>,
