@@ -10,7 +10,6 @@ mod arbitrary_input;
 mod auth;
 mod auth_golden;
 mod batch;
-mod bench_floor;
 mod cli;
 mod client_shapes;
 mod concurrency;
