@@ -25,11 +25,12 @@ ARG DEBIAN_RELEASE=bookworm
 FROM rust:${RUST_VERSION}-${DEBIAN_RELEASE} AS builder
 WORKDIR /src
 COPY . .
-# The target folder is a cache mount: touching the crate roots makes cargo rebuild this crate
-# even when a copied source file is older than the cached build (dependencies stay cached).
+# The target folder is a cache mount: touching the crate roots makes cargo rebuild the
+# workspace's crates even when a copied source file is older than the cached build
+# (dependencies stay cached).
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    touch src/lib.rs src/main.rs \
+    touch src/lib.rs src/main.rs crates/*/src/lib.rs \
  && cargo build --release --locked --bin tablestore \
  && install -D -m 0755 target/release/tablestore /out/tablestore \
  && strip /out/tablestore \

@@ -3,8 +3,9 @@
 #
 #   ./test.sh           everything CI runs (under 10 minutes from a fresh clone on two cores
 #                       with the dependencies cached; CONTRIBUTING.md has the stage times)
-#   ./test.sh --quick   the inner loop: cargo fmt --check, cargo clippy, the unit tests
-#                       (cargo test --lib); under two minutes once built
+#   ./test.sh --quick   the inner loop: cargo fmt --check, cargo clippy, the unit tests of
+#                       every crate (cargo test --workspace --lib --bins); under two minutes
+#                       once built
 #
 # Everything, in order:
 #   0. the installs the later stages need (PostgreSQL and Chromium through apt, the SDK suites'
@@ -12,9 +13,10 @@
 #      network and the disk while the next steps use the cores
 #   1. in a fresh clone, the dependencies an earlier run on this machine compiled for the same
 #      Cargo.lock and toolchain are copied into target/ (scripts/ci/cargo-cache.sh); then
-#      scripts/ci/lint.sh: cargo fmt --check, cargo clippy --all-targets -D warnings, cargo
-#      check of the fuzz targets; a failure stops the run here, within minutes
-#   2. cargo test (built first with --no-run, run once PostgreSQL is installed); the one
+#      scripts/ci/lint.sh: cargo fmt --check, cargo clippy --workspace --all-targets -D warnings,
+#      cargo check of the fuzz targets; a failure stops the run here, within minutes
+#   2. cargo test --workspace: every crate's unit tests, tests/it, the bench crate's, the doc
+#      test (built first with --no-run, run once PostgreSQL is installed); the one
 #      profile for the tests and the binary the later stages use: dev by default, see below
 #   3. the suites, in two lanes (cargo test and each suite mostly wait on their servers, so
 #      one at a time they left a core idle):
@@ -37,7 +39,7 @@
 #   4. print a summary with each stage's time; exit non-zero if anything failed
 #
 # Why the dev (debug) profile: on the 2-core machine a clean debug build of the
-# crate, its dependencies and the test binaries takes a few minutes; the release
+# workspace, its dependencies and the test binaries takes a few minutes; the release
 # profile took ~15 min (optimising + debuginfo). The SDK suites are client-bound, so a
 # debug server runs them about as fast (Python suite ~15 s on disk either way).
 # TABLESTORE_CARGO_PROFILE=release switches both steps to --release.
@@ -242,14 +244,14 @@ run_cargo_test() { # name args...
 if [ "$QUICK" = "1" ]; then
   begin "cargo fmt --check"
   if cargo fmt --all --check; then record "fmt" ok ""; else record "fmt" FAILED "run cargo fmt"; fi
-  begin "cargo clippy --all-targets -- -D warnings"
-  if cargo clippy --all-targets -- -D warnings; then
+  begin "cargo clippy --workspace --all-targets -- -D warnings"
+  if cargo clippy --workspace --all-targets -- -D warnings; then
     record "clippy" ok ""
   else
     record "clippy" FAILED "see output above"
   fi
-  begin "cargo test --lib"
-  run_cargo_test "unit tests" --lib
+  begin "cargo test --workspace --lib --bins"
+  run_cargo_test "unit tests" --workspace --lib --bins
   print_summary
   ! any_failed || exit 1
   exit 0
@@ -647,8 +649,8 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; the
   # before it would compile the crates whose features differ a second time. The explicit
   # build below only runs when the test build did not produce the binary.
   touch "$WORK/cargo-start"
-  begin "cargo test ${CARGO_FLAGS[*]} --no-run (the build)"
-  if cargo test "${CARGO_FLAGS[@]}" --no-run; then
+  begin "cargo test --workspace ${CARGO_FLAGS[*]} --no-run (the build)"
+  if cargo test --workspace "${CARGO_FLAGS[@]}" --no-run; then
     record "cargo build" ok "tests and the $PROFILE binary"
     # cargo test's PostgreSQL tests start their own server from the installed package.
     wait_for_postgres_install
@@ -656,10 +658,10 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_CARGO:-0}" != "1" ]; the
       scripts/ci/cargo-cache.sh save "$TARGET_DIR/debug" || echo "test.sh: the cargo cache was not saved"
     fi
     start_lane2
-    begin "cargo test ${CARGO_FLAGS[*]}"
+    begin "cargo test --workspace ${CARGO_FLAGS[*]}"
     # Four tests at a time on two cores: most of them wait (on their servers, child processes,
     # fsync and timeouts); two at a time kept about half a core busy.
-    RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}" run_cargo_test "cargo test" "${CARGO_FLAGS[@]}"
+    RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}" run_cargo_test "cargo test" --workspace "${CARGO_FLAGS[@]}"
   else
     add_counts 0 1 0
     record "cargo build" FAILED "the tests do not build; see output above"

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # The compiled dependencies of ./test.sh's builds, kept between runs on one machine as the Azure
 # CLI's virtual environment is (scripts/ci/azure-cli.sh): a fresh clone then compiles only the
-# crate itself, not the ~400 crates under it (most of a cold build, and of clippy's).
+# workspace's own crates, not the ~400 crates under them (most of a cold build, and of
+# clippy's).
 #
 # Usage: scripts/ci/cargo-cache.sh restore|save PROFILE_DIR      (PROFILE_DIR: target/debug)
 #   restore  before the first build: copies the cache, if there is one, into PROFILE_DIR when
 #            that holds no build yet (a fresh clone)
 #   save     after a build and lint that passed, when restore found nothing: keeps
 #            PROFILE_DIR's dependency artifacts (build, check and build-script outputs; not
-#            the crate's own, which a clone elsewhere rebuilds anyway) as the cache
+#            those of the workspace's own crates, which a clone elsewhere rebuilds anyway) as
+#            the cache
 #
 # The cache is a folder under $TABLESTORE_CACHE_DIR (default ~/.cache/tablestore) named after a
-# hash of everything that decides the dependencies' artifacts: Cargo.toml and Cargo.lock (the
-# crate's and the fuzz workspace's), rust-toolchain.toml, `rustc -vV` and RUSTFLAGS. Any change
+# hash of everything that decides the dependencies' artifacts: every Cargo.toml of the workspace
+# (the root's and each crate's under crates/), Cargo.lock, the fuzz workspace's Cargo.toml and
+# Cargo.lock, rust-toolchain.toml, `rustc -vV` and RUSTFLAGS. Any change
 # to them is a miss, and the build is as cold as without a cache; a save keeps only the newest
 # folder. Cargo still checks every artifact's fingerprint, so a stale one is rebuilt, not used.
 # TABLESTORE_CARGO_CACHE=0 turns the cache off.
@@ -28,7 +31,8 @@ fi
 
 cache_root="${TABLESTORE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tablestore}"
 key="$({
-  cat Cargo.toml Cargo.lock fuzz/Cargo.toml fuzz/Cargo.lock rust-toolchain.toml
+  # A crate's manifest decides which features its dependencies are built with.
+  cat Cargo.toml crates/*/Cargo.toml Cargo.lock fuzz/Cargo.toml fuzz/Cargo.lock rust-toolchain.toml
   rustc -vV
   echo "RUSTFLAGS=${RUSTFLAGS:-}"
 } | sha256sum | cut -c1-16)"
@@ -57,8 +61,9 @@ case "$action" in
     start=$SECONDS
     mkdir -p "$cache_root"
     tmp="$(mktemp -d "$cache_root/.cargo-deps-$key.XXXXXX")"
-    # The crate's own artifacts: its packages' and targets' names, as cargo spells them in
-    # file names (- becomes _ in crate names).
+    # The workspace's own artifacts: every member's package and target names (cargo metadata
+    # --no-deps lists all members of a workspace), and the fuzz workspace's, as cargo spells
+    # them in file names (- becomes _ in crate names).
     own="$(cargo metadata --no-deps --format-version 1 --manifest-path Cargo.toml
       cargo metadata --no-deps --format-version 1 --manifest-path fuzz/Cargo.toml)"
     mapfile -t names < <(printf '%s\n' "$own" | python3 -c '

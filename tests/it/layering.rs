@@ -1,49 +1,84 @@
-//! The layering of `src/`, checked by reading the source rather than kept by care.
+//! The layering inside the crates, checked by reading the source rather than kept by care.
 //!
-//! Each top-level module may import (through `crate::…` or `super::…` paths, in `use`
-//! declarations or inline) only the modules its arrows in docs/architecture.md allow:
+//! The workspace's crates are the coarse layers (docs/architecture.md): a crate depends only on
+//! the crates below it, so an import that points up between crates does not compile. This test
+//! keeps what crate boundaries cannot:
+//!
+//! - each crate names the crates below it only in its `lib.rs`, under the names they have in
+//!   every crate (`use tablestore_store as store;` makes `crate::store`), and only those its
+//!   layer may use ([`NAMES`]): the store sees the model but not the wire protocol, the data
+//!   tools see the configuration and the query executor but not the front end;
+//! - the arrows between the modules that share a crate ([`ALLOWED`]):
 //!
 //! ```text
-//! model     -> nothing
-//! protocol  -> model
-//! store     -> model
-//! auth      -> nothing
-//! query     -> model, protocol, store
-//! batch     -> model, store
-//! exec      -> model, protocol, store, query, batch, auth
-//! config    -> model, store, auth
-//! data      -> model, protocol, store, auth, query, config
-//! admin     -> auth, config, data
-//! insight   -> model, protocol, store, query, batch, exec
-//! realism   -> model, protocol
-//! server    -> everything (except testing)
-//! startup   -> everything (except testing)
-//! testing   -> everything
+//! crates/protocol  model     -> nothing
+//!                  protocol  -> model
+//! crates/server    query     -> model, protocol, store
+//!                  batch     -> model, store
+//!                  exec      -> model, protocol, store, query, batch, auth
+//!                  config    -> model, store, auth
+//!                  insight   -> model, protocol, store, query, batch, exec
+//!                  realism   -> model, protocol
+//!                  console   -> nothing
+//!                  server    -> everything in and below its crate
+//! crates/tools     data      -> model, protocol, store, auth, query, config
+//!                  admin     -> auth, config, data
 //! ```
 //!
 //! The executor (`exec`) runs typed operations and returns typed outcomes; `protocol` never
 //! imports it (bytes to typed values and back stay apart from running them), and only the
 //! server and the layers beside the request path (insight) read its outcomes.
 //!
-//! Below the top level: only the store reads its byte layout (`store::key`, `store::codec`);
-//! `query`, `batch`, `exec` and `server` use the contract's key-range and row types. The
-//! executor, the server and insight see the store through its one seam, the async `Store` contract (and `store::open`,
-//! which stacks the engine and the RAM tier): never an engine (`store::sled_kv`,
-//! `store::memory`, `store::postgres`), the RAM tier (`store::tiered`, `store::memory_limit`)
-//! or the old log's reader (`store::legacy_log`). Inside `server`, the decode and encode
-//! steps never import the dispatcher or the admission of requests (the dispatcher imports
-//! them, so that would be a circle). The allowed graph itself must be free of cycles.
-//! `a_wrong_import_is_caught` shows the check failing.
+//! Below the top level: the store's public modules are there for its tests and benches, not
+//! for the layers above. Only the store reads its byte layout (`store::key`, `store::codec`);
+//! `query`, `batch`, `exec`, `data` and `server` use the contract's key-range and row types.
+//! The executor, the server and insight see the store through its one seam, the async `Store`
+//! contract (and `store::open`, which stacks the engine and the RAM tier): never an engine
+//! (`store::sled_kv`, `store::memory`, `store::postgres`) or the RAM tier (`store::tiered`,
+//! `store::memory_limit`). Inside `server`, the decode and encode steps never import the
+//! dispatcher or the admission of requests (the dispatcher imports them, so that would be a
+//! circle). The allowed graph itself must be free of cycles. `a_wrong_import_is_caught`
+//! shows the check failing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Top-level module → the modules it may import.
+/// Each crate's source folder (under the repository root) → the crates below it its `lib.rs`
+/// names, and the names it gives them (`crate::<name>` in the crate's files).
+const NAMES: &[(&str, &[(&str, &str)])] = &[
+    ("crates/protocol/src", &[]),
+    ("crates/auth/src", &[]),
+    ("crates/store/src", &[("tablestore_protocol", "model")]),
+    (
+        "crates/server/src",
+        &[
+            ("tablestore_protocol", "model"),
+            ("tablestore_protocol", "protocol"),
+            ("tablestore_auth", "auth"),
+            ("tablestore_store", "store"),
+        ],
+    ),
+    (
+        "crates/tools/src",
+        &[
+            ("tablestore_protocol", "model"),
+            ("tablestore_protocol", "protocol"),
+            ("tablestore_auth", "auth"),
+            ("tablestore_store", "store"),
+            ("tablestore_server", "config"),
+            ("tablestore_server", "query"),
+        ],
+    ),
+    ("crates/bench/src", &[]),
+];
+
+/// The crates whose modules [`ALLOWED`] places.
+const LAYERED: &[&str] = &["crates/protocol/src", "crates/server/src", "crates/tools/src"];
+
+/// Module → the modules (of its crate, or the names of the crates below) it may import.
 const ALLOWED: &[(&str, &[&str])] = &[
     ("model", &[]),
     ("protocol", &["model"]),
-    ("store", &["model"]),
-    ("auth", &[]),
     ("query", &["model", "protocol", "store"]),
     ("batch", &["model", "store"]),
     (
@@ -58,11 +93,6 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("realism", &["model", "protocol"]),
     ("console", &[]),
     (
-        "data",
-        &["model", "protocol", "store", "auth", "query", "config"],
-    ),
-    ("admin", &["auth", "config", "data"]),
-    (
         "server",
         &[
             "model", "protocol", "store", "auth", "query", "batch", "exec", "config", "insight",
@@ -70,19 +100,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "startup",
-        &[
-            "model", "protocol", "store", "auth", "query", "batch", "exec", "config", "insight",
-            "realism", "console", "data", "admin", "server",
-        ],
+        "data",
+        &["model", "protocol", "store", "auth", "query", "config"],
     ),
-    (
-        "testing",
-        &[
-            "model", "protocol", "store", "auth", "query", "batch", "exec", "config", "insight",
-            "realism", "server",
-        ],
-    ),
+    ("admin", &["auth", "config", "data"]),
+    // The crates below, as every crate names them: their own crates keep their arrows.
+    ("auth", &[]),
+    ("store", &["model"]),
 ];
 
 /// (importing module prefix, imported module prefix) pairs that are never allowed, although
@@ -110,7 +134,6 @@ const FORBIDDEN_INSIDE: &[(&str, &str)] = &[
     ("server", "store::postgres"),
     ("server", "store::tiered"),
     ("server", "store::memory_limit"),
-    ("server", "store::legacy_log"),
     ("insight", "store::sled_kv"),
     ("insight", "store::memory"),
     ("insight", "store::postgres"),
@@ -296,7 +319,8 @@ struct Violation {
     to: String,
 }
 
-/// Checks files (path under `src/`, contents) against [`ALLOWED`] and [`FORBIDDEN_INSIDE`].
+/// Checks files (path under a crate's `src/`, contents) against [`ALLOWED`] and
+/// [`FORBIDDEN_INSIDE`].
 fn check(files: &[(PathBuf, String)]) -> Vec<Violation> {
     let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
     let mut violations = Vec::new();
@@ -304,7 +328,7 @@ fn check(files: &[(PathBuf, String)]) -> Vec<Violation> {
         let module = module_of(path);
         let Some(top) = module.first() else { continue };
         let Some(may) = allowed.get(top.as_str()) else {
-            continue; // lib.rs, main.rs, bin/: not part of the layering
+            continue; // lib.rs: not part of the layering
         };
         for target in imports(&module, source) {
             let Some(target_top) = target.first() else {
@@ -391,23 +415,114 @@ fn source_files(dir: &Path, root: &Path, out: &mut Vec<(PathBuf, String)>) {
     }
 }
 
-#[test]
-fn layering_holds() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+fn repository() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn crate_files(src: &str) -> Vec<(PathBuf, String)> {
+    let root = repository().join(src);
     let mut files = Vec::new();
     source_files(&root, &root, &mut files);
-    assert!(files.len() > 40, "read the whole source tree");
-    let unplaced: BTreeSet<String> = files
-        .iter()
-        .filter_map(|(path, _)| module_of(path).into_iter().next())
-        .filter(|top| !["lib", "main", "bin"].contains(&top.as_str()))
-        .filter(|top| !ALLOWED.iter().any(|(m, _)| m == top))
-        .collect();
-    assert!(
-        unplaced.is_empty(),
-        "top-level modules without arrows in ALLOWED (add them here and to docs/architecture.md): {unplaced:?}"
-    );
-    let violations = check(&files);
+    files
+}
+
+/// The `use tablestore_x …` lines of a `lib.rs`: (crate, name it is given) pairs. `use
+/// tablestore_x as name;` and `use tablestore_x::{a, b};` (each module under its own name).
+fn names_of(lib: &str) -> BTreeSet<(String, String)> {
+    let mut names = BTreeSet::new();
+    for line in strip_comments(lib).lines() {
+        let line = line.trim();
+        let Some(rest) = line
+            .strip_prefix("use ")
+            .or_else(|| line.strip_prefix("pub use "))
+            .or_else(|| line.strip_prefix("pub(crate) use "))
+        else {
+            continue;
+        };
+        if !rest.starts_with("tablestore_") {
+            continue;
+        }
+        let rest = rest.trim_end_matches(';');
+        if let Some((krate, name)) = rest.split_once(" as ") {
+            names.insert((krate.to_string(), name.to_string()));
+        } else if let Some((krate, group)) = rest.split_once("::") {
+            for item in read_group(group) {
+                let name = item.last().cloned().unwrap_or_default();
+                names.insert((krate.to_string(), name));
+            }
+            if !group.starts_with('{') {
+                names.insert((krate.to_string(), read_path(group).join("::")));
+            }
+        }
+    }
+    names
+}
+
+/// Whether code names a crate of the workspace as a path (`tablestore_store::…`) or in a
+/// `use` (metric names such as `"tablestore_requests_total"` are neither).
+fn names_a_crate(code: &str) -> bool {
+    code.match_indices("tablestore_").any(|(i, _)| {
+        let before = code[..i].chars().last().unwrap_or(' ');
+        let ident_end = code[i..]
+            .find(|c: char| !is_ident_char(c))
+            .map_or(code.len(), |n| i + n);
+        !is_ident_char(before)
+            && before != '"'
+            && (code[ident_end..].starts_with("::") || code[..i].trim_end().ends_with("use"))
+    })
+}
+
+#[test]
+fn each_crate_names_only_the_layers_below_it_may_use() {
+    for (src, expected) in NAMES {
+        let files = crate_files(src);
+        assert!(!files.is_empty(), "read {src}");
+        let lib = files
+            .iter()
+            .find(|(path, _)| path == Path::new("lib.rs"))
+            .map(|(_, text)| text.as_str())
+            .unwrap_or("");
+        let found = names_of(lib);
+        let expected: BTreeSet<(String, String)> = expected
+            .iter()
+            .map(|(k, n)| (k.to_string(), n.to_string()))
+            .collect();
+        assert_eq!(found, expected, "the crates {src}/lib.rs names");
+        // Elsewhere, a crate below is reached through those names only.
+        for (path, text) in &files {
+            if path == Path::new("lib.rs") {
+                continue;
+            }
+            assert!(
+                !names_a_crate(&strip_comments(text)),
+                "{src}/{} names a crate directly; use the name its lib.rs gives it",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn layering_holds() {
+    let allowed: BTreeSet<&str> = ALLOWED.iter().map(|(m, _)| *m).collect();
+    let mut violations = Vec::new();
+    for src in LAYERED {
+        let files = crate_files(src);
+        assert!(files.len() > 10, "read the whole of {src}");
+        let unplaced: BTreeSet<String> = files
+            .iter()
+            .filter_map(|(path, _)| module_of(path).into_iter().next())
+            .filter(|top| top != "lib" && !allowed.contains(top.as_str()))
+            .collect();
+        assert!(
+            unplaced.is_empty(),
+            "modules of {src} without arrows in ALLOWED (add them here and to docs/architecture.md): {unplaced:?}"
+        );
+        violations.extend(check(&files).into_iter().map(|mut v| {
+            v.file = format!("{src}/{}", v.file);
+            v
+        }));
+    }
     assert!(
         violations.is_empty(),
         "imports against the architecture (docs/architecture.md):\n{}",
@@ -438,20 +553,22 @@ fn a_wrong_import_is_caught() {
         file("protocol/batch/mod.rs", "use crate::{model::Entity, query::Page};\n"),
         file("protocol/uri.rs", "fn f() { crate::server::run(); }\n"),
         file("model/edm.rs", "use super::super::protocol::ApiError;\n"),
-        file("store/key.rs", "use crate::protocol::{filter::Expr, json};\n"),
         file("server/encode.rs", "use crate::server::dispatch::Call;\n"),
         file("server/decode.rs", "use super::intake::Admitted;\n"),
         file("server/cors.rs", "fn f() { crate::store::tiered::TieredKv::new(); }\n"),
         file("server/mod.rs", "use crate::store::{open::open, sled_kv::SledKv};\n"),
-        // The wire codec running operations, and the executor reaching for HTTP.
+        // The wire codec running operations, the executor reaching for HTTP, the data tools
+        // for the admin client.
         file("protocol/operation.rs", "use crate::exec::{execute, Op};\n"),
         file("exec/entities.rs", "use crate::server::encode::Reply;\n"),
         file("exec/mod.rs", "fn f() { crate::store::codec::decode_entity(b); }\n"),
+        file("data/local.rs", "use crate::admin::run;\n"),
         // Allowed, and prose that merely mentions a path.
         file("query/plan.rs", "use crate::store::{KeyBound, KeyRange};\nuse crate::protocol::filter::Expr;\n"),
-        file("store/mod.rs", "//! Unlike [`crate::protocol`], this never sees HTTP.\nuse crate::model::Entity;\n/* crate::server */\n"),
+        file("realism/mod.rs", "//! Unlike [`crate::server`], this never sees HTTP.\nuse crate::model::Entity;\n/* crate::server */\n"),
         file("server/dispatch.rs", "use super::{decode::decode, encode::encode};\nuse crate::exec;\n"),
         file("insight/mod.rs", "use crate::exec::{BatchOutcome, Outcome};\n"),
+        file("admin.rs", "use crate::data::remote;\n"),
         file("query/mod.rs", "fn f() { crate::store::codec::RawEntity::new(b); }\n"),
     ];
     let found: Vec<(String, String, String)> = check(&files)
@@ -462,6 +579,7 @@ fn a_wrong_import_is_caught() {
     assert_eq!(
         found,
         vec![
+            v("data/local.rs", "data", "admin"),
             v("exec/entities.rs", "exec", "server"),
             v("exec/mod.rs", "exec", "store::codec"),
             v("model/edm.rs", "model", "protocol"),
@@ -474,7 +592,29 @@ fn a_wrong_import_is_caught() {
             v("server/decode.rs", "server::decode", "server::intake"),
             v("server/encode.rs", "server::encode", "server::dispatch"),
             v("server/mod.rs", "server", "store::sled_kv"),
-            v("store/key.rs", "store", "protocol"),
         ]
+    );
+}
+
+#[test]
+fn a_crate_named_outside_lib_rs_is_caught() {
+    assert!(names_a_crate("fn f() { tablestore_store::open(); }"));
+    assert!(names_a_crate("use tablestore_server as server;"));
+    assert!(!names_a_crate("const M: &str = \"tablestore_requests_total\";"));
+    assert!(!names_a_crate("use crate::store::open;"));
+}
+
+#[test]
+fn a_lib_rs_names_its_layers_in_either_spelling() {
+    let lib = "//! use tablestore_server::exec;\nuse tablestore_auth as auth;\nuse tablestore_protocol::{model, protocol};\npub use tablestore_server::query;\nuse std::fmt;\n";
+    let pair = |k: &str, n: &str| (k.to_string(), n.to_string());
+    assert_eq!(
+        names_of(lib),
+        BTreeSet::from([
+            pair("tablestore_auth", "auth"),
+            pair("tablestore_protocol", "model"),
+            pair("tablestore_protocol", "protocol"),
+            pair("tablestore_server", "query"),
+        ])
     );
 }
