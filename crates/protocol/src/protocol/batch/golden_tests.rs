@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 
 fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/batch")
+    // The fixtures are the repository's, two folders above this crate.
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/golden/batch")
 }
 
 fn load(name: &str) -> (String, Vec<u8>) {
