@@ -11,7 +11,7 @@ use tablestore::model::{EdmDateTime, Entity};
 use tablestore::protocol::batch::{decode_batch, BatchBody, SubRequest};
 use tablestore::protocol::headers::Metadata;
 use tablestore::protocol::json::{self, EntityContext};
-use tablestore::store::{codec, key};
+use tablestore::store::encoding::{codec, key};
 
 /// The load benchmark's entity shape: ten properties of eight EDM types, ~1 KiB of JSON.
 const ENTITY_JSON: &str = r#"{"PartitionKey":"p042","RowKey":"r0000012345",

@@ -15,8 +15,8 @@ use tablestore::model::{
 };
 use tablestore::protocol::filter::parse;
 use tablestore::query::{eval, execute_raw_page, PageLimits, PageRead};
-use tablestore::store::memory::MemoryKv;
-use tablestore::store::tiered::{TierOptions, TieredKv};
+use tablestore::store::kv::memory::MemoryKv;
+use tablestore::store::tier::{TierOptions, TieredKv};
 use tablestore::store::{Durability, KeyRange, KvStore, Store, StoredRow};
 
 /// The server's allocator (src/main.rs), so rows are laid out in memory as in the server.

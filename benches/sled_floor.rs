@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use tablestore::store::key::entity_key;
+use tablestore::store::encoding::key::entity_key;
 
 /// The encoded size of the load benchmark's ~1 KiB JSON entity in tablestore's value codec.
 const VALUE_BYTES: usize = 800;

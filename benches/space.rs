@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use tablestore::model::{EdmDateTime, EdmValue, EntityKey, IfMatch, Property, TableRef};
 use tablestore::model::{WriteKind, WriteOp};
-use tablestore::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
+use tablestore::store::kv::sled::{Compression, Layout, SledKv, SledOptions};
 use tablestore::store::{Durability, KeyRange, KvStore, RowSource, Store, TableId};
 
 const PARTITIONS: usize = 100;

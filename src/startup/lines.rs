@@ -113,7 +113,7 @@ fn storage_lines(config: &Config) -> Vec<String> {
     if let Some((url, _)) = config.postgres() {
         return vec![format!(
             "Storage: PostgreSQL {}",
-            crate::store::postgres::display_url(url)
+            crate::store::open::display_url(url)
         )];
     }
     if config.is_in_memory() {
@@ -132,7 +132,7 @@ fn storage_lines(config: &Config) -> Vec<String> {
 /// The start-up line saying how the data folder is compressed, and when that was chosen.
 fn compression_line(config: &Config) -> String {
     let asked = config.new_folder_compression();
-    match crate::store::sled_kv::folder_compression(&config.store_dir()) {
+    match crate::store::open::folder_compression(&config.store_dir()) {
         Some(c) if c == asked => format!(
             "Compression: {} (--compression lz4|zstd|off chooses for new data folders)",
             asked.name()

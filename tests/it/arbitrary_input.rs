@@ -1,7 +1,8 @@
 //! Every parser of untrusted input, fed arbitrary and structured-random input: it returns
 //! (a value or an error) and never panics. The bounded, always-on counterpart of the
 //! `fuzz/` targets (same entry points); the batch decoder's own property tests live in
-//! `src/protocol/batch/golden_tests.rs`, the stored-value codec's in `src/store/codec.rs`.
+//! `crates/protocol/src/protocol/batch/golden_tests.rs`, the stored-value codec's in
+//! `crates/store/src/encoding/codec.rs`.
 //!
 //! TODO: add the `$filter` parser here and in `fuzz/` once it lands (`protocol::filter`).
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tablestore::model::EdmValue;
 use tablestore::model::{EntityKey, IfMatch, Property, TableId, TableRef, WriteKind, WriteOp};
-use tablestore::store::memory::MemoryKv;
+use tablestore::store::kv::memory::MemoryKv;
 use tablestore::store::{Durability, Kv, KvStore, Space, Store, StoreError};
 
 /// Waits for `work` on this thread (a runtime of its own): the store applies a write on the

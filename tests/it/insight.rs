@@ -14,7 +14,7 @@ use reqwest::StatusCode;
 use serde_json::Value;
 use tablestore::config::DEV_ACCOUNT;
 use tablestore::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
-use tablestore::store::memory::MemoryKv;
+use tablestore::store::kv::memory::MemoryKv;
 use tablestore::store::{Durability, KvStore, Store};
 
 /// `people`: 100 partitions `p000`…`p099` × 1,000 rows `r0000`…`r0999`; `LastName` is

@@ -29,13 +29,13 @@
 //! imports it (bytes to typed values and back stay apart from running them), and only the
 //! server and the layers beside the request path (insight) read its outcomes.
 //!
-//! Below the top level: the store's public modules are there for its tests and benches, not
-//! for the layers above. Only the store reads its byte layout (`store::key`, `store::codec`);
-//! `query`, `batch`, `exec`, `data` and `server` use the contract's key-range and row types.
-//! The executor, the server and insight see the store through its one seam, the async `Store`
+//! Below the top level: the store's public rooms are there for its tests and benches, not
+//! for the layers above. Only the store reads its byte layout (`store::encoding`); `query`,
+//! `batch`, `exec`, `data` and `server` use the contract's key-range and row types. The
+//! executor, the server and insight see the store through its one seam, the async `Store`
 //! contract (and `store::open`, which stacks the engine and the RAM tier): never an engine
-//! (`store::sled_kv`, `store::memory`, `store::postgres`) or the RAM tier (`store::tiered`,
-//! `store::memory_limit`). Inside `server`, the decode and encode steps never import the
+//! (`store::kv`, `store::postgres`) or the RAM tier (`store::tier`). Inside `server`, the
+//! decode and encode steps never import the
 //! dispatcher or the admission of requests (the dispatcher imports them, so that would be a
 //! circle). The allowed graph itself must be free of cycles. `a_wrong_import_is_caught`
 //! shows the check failing.
@@ -73,7 +73,11 @@ const NAMES: &[(&str, &[(&str, &str)])] = &[
 ];
 
 /// The crates whose modules [`ALLOWED`] places.
-const LAYERED: &[&str] = &["crates/protocol/src", "crates/server/src", "crates/tools/src"];
+const LAYERED: &[&str] = &[
+    "crates/protocol/src",
+    "crates/server/src",
+    "crates/tools/src",
+];
 
 /// Module → the modules (of its crate, or the names of the crates below) it may import.
 const ALLOWED: &[(&str, &[&str])] = &[
@@ -115,29 +119,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// contract (what lies under it is the store's: engines, the RAM tier), and the decode and
 /// encode steps never import the route table or admission.
 const FORBIDDEN_INSIDE: &[(&str, &str)] = &[
-    ("query", "store::key"),
-    ("query", "store::codec"),
-    ("batch", "store::key"),
-    ("batch", "store::codec"),
-    ("exec", "store::key"),
-    ("exec", "store::codec"),
-    ("exec", "store::sled_kv"),
-    ("exec", "store::memory"),
+    ("query", "store::encoding"),
+    ("batch", "store::encoding"),
+    ("exec", "store::encoding"),
+    ("exec", "store::kv"),
     ("exec", "store::postgres"),
-    ("exec", "store::tiered"),
-    ("data", "store::key"),
-    ("data", "store::codec"),
-    ("server", "store::key"),
-    ("server", "store::codec"),
-    ("server", "store::sled_kv"),
-    ("server", "store::memory"),
+    ("exec", "store::tier"),
+    ("data", "store::encoding"),
+    ("server", "store::encoding"),
+    ("server", "store::kv"),
     ("server", "store::postgres"),
-    ("server", "store::tiered"),
-    ("server", "store::memory_limit"),
-    ("insight", "store::sled_kv"),
-    ("insight", "store::memory"),
+    ("server", "store::tier"),
+    ("insight", "store::kv"),
     ("insight", "store::postgres"),
-    ("insight", "store::tiered"),
+    ("insight", "store::tier"),
     ("server::decode", "server::dispatch"),
     ("server::decode", "server::intake"),
     ("server::encode", "server::dispatch"),
@@ -555,13 +550,13 @@ fn a_wrong_import_is_caught() {
         file("model/edm.rs", "use super::super::protocol::ApiError;\n"),
         file("server/encode.rs", "use crate::server::dispatch::Call;\n"),
         file("server/decode.rs", "use super::intake::Admitted;\n"),
-        file("server/cors.rs", "fn f() { crate::store::tiered::TieredKv::new(); }\n"),
-        file("server/mod.rs", "use crate::store::{open::open, sled_kv::SledKv};\n"),
+        file("server/cors.rs", "fn f() { crate::store::tier::TieredKv::new(); }\n"),
+        file("server/mod.rs", "use crate::store::{open::open, kv::sled::SledKv};\n"),
         // The wire codec running operations, the executor reaching for HTTP, the data tools
         // for the admin client.
         file("protocol/operation.rs", "use crate::exec::{execute, Op};\n"),
         file("exec/entities.rs", "use crate::server::encode::Reply;\n"),
-        file("exec/mod.rs", "fn f() { crate::store::codec::decode_entity(b); }\n"),
+        file("exec/mod.rs", "fn f() { crate::store::encoding::codec::decode_entity(b); }\n"),
         file("data/local.rs", "use crate::admin::run;\n"),
         // Allowed, and prose that merely mentions a path.
         file("query/plan.rs", "use crate::store::{KeyBound, KeyRange};\nuse crate::protocol::filter::Expr;\n"),
@@ -569,7 +564,7 @@ fn a_wrong_import_is_caught() {
         file("server/dispatch.rs", "use super::{decode::decode, encode::encode};\nuse crate::exec;\n"),
         file("insight/mod.rs", "use crate::exec::{BatchOutcome, Outcome};\n"),
         file("admin.rs", "use crate::data::remote;\n"),
-        file("query/mod.rs", "fn f() { crate::store::codec::RawEntity::new(b); }\n"),
+        file("query/mod.rs", "fn f() { crate::store::encoding::codec::RawEntity::new(b); }\n"),
     ];
     let found: Vec<(String, String, String)> = check(&files)
         .into_iter()
@@ -581,17 +576,17 @@ fn a_wrong_import_is_caught() {
         vec![
             v("data/local.rs", "data", "admin"),
             v("exec/entities.rs", "exec", "server"),
-            v("exec/mod.rs", "exec", "store::codec"),
+            v("exec/mod.rs", "exec", "store::encoding"),
             v("model/edm.rs", "model", "protocol"),
             v("protocol/batch/mod.rs", "protocol", "query"),
             v("protocol/json.rs", "protocol", "store"),
             v("protocol/operation.rs", "protocol", "exec"),
             v("protocol/uri.rs", "protocol", "server"),
-            v("query/mod.rs", "query", "store::codec"),
-            v("server/cors.rs", "server", "store::tiered"),
+            v("query/mod.rs", "query", "store::encoding"),
+            v("server/cors.rs", "server", "store::tier"),
             v("server/decode.rs", "server::decode", "server::intake"),
             v("server/encode.rs", "server::encode", "server::dispatch"),
-            v("server/mod.rs", "server", "store::sled_kv"),
+            v("server/mod.rs", "server", "store::kv"),
         ]
     );
 }
@@ -600,7 +595,9 @@ fn a_wrong_import_is_caught() {
 fn a_crate_named_outside_lib_rs_is_caught() {
     assert!(names_a_crate("fn f() { tablestore_store::open(); }"));
     assert!(names_a_crate("use tablestore_server as server;"));
-    assert!(!names_a_crate("const M: &str = \"tablestore_requests_total\";"));
+    assert!(!names_a_crate(
+        "const M: &str = \"tablestore_requests_total\";"
+    ));
     assert!(!names_a_crate("use crate::store::open;"));
 }
 

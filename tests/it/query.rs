@@ -12,7 +12,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use tablestore::config::DEV_ACCOUNT;
 use tablestore::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
-use tablestore::store::memory::MemoryKv;
+use tablestore::store::kv::memory::MemoryKv;
 use tablestore::store::{Durability, KvStore, Store};
 
 type Keys<'a> = &'a [(&'a str, &'a str)];

@@ -15,8 +15,8 @@ use clap::parser::ValueSource;
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 use crate::model::Flavor;
+use crate::store::open::Compression;
 use crate::store::open::{DiskOptions, StoreOptions};
-use crate::store::sled_kv::Compression;
 use crate::store::Durability;
 
 /// The well-known development account and its published key.
@@ -122,7 +122,7 @@ fn parse_store(text: &str) -> Result<StoreArg, String> {
     match text.trim() {
         t if t.eq_ignore_ascii_case("sled") => Ok(StoreArg::Sled),
         t if t.eq_ignore_ascii_case("memory") => Ok(StoreArg::Memory),
-        t if crate::store::postgres::is_postgres_url(t) => Ok(StoreArg::Postgres {
+        t if crate::store::open::is_postgres_url(t) => Ok(StoreArg::Postgres {
             url: t.to_string(),
             schema: None,
         }),
@@ -651,7 +651,7 @@ impl Config {
     /// With `url` (the value of [`TEST_STORE_ENV`]) a PostgreSQL URL: the store is that
     /// database, in a new schema named after a random UUID, so test servers never share data.
     fn with_test_store(mut self, url: Option<String>) -> Config {
-        if let Some(url) = url.filter(|u| crate::store::postgres::is_postgres_url(u)) {
+        if let Some(url) = url.filter(|u| crate::store::open::is_postgres_url(u)) {
             self.in_memory = false;
             self.store = StoreArg::Postgres {
                 url,

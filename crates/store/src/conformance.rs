@@ -25,8 +25,8 @@ use crate::model::{
     EdmDateTime, EdmValue, Entity, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp,
 };
 
-use super::read::read_fn;
-use super::{Footprint, KeyBound, KeyRange, Store, StoreError, TableId};
+use crate::read_fn;
+use crate::{Footprint, KeyBound, KeyRange, Store, StoreError, TableId};
 
 #[cfg(test)]
 pub(crate) mod model_check;
@@ -1158,13 +1158,14 @@ async fn recount(store: &dyn Store, tables: &[TableId]) -> (u64, u64) {
         let (rows, size) = read_fn(store, t, move |rows, (n, bytes): &mut (u64, u64)| {
             rows.scan_raw(&KeyRange::all(), &mut |row| {
                 let e = row.view().expect("entity").into_entity();
-                let stamps = super::codec::EntityStamps {
+                let stamps = crate::encoding::codec::EntityStamps {
                     timestamp: e.timestamp,
                     created: row.created().expect("creation instant"),
                 };
                 *n += 1;
-                *bytes += (super::key::entity_key(t.0, &e.partition_key, &e.row_key).len()
-                    + super::codec::encode_entity_stamped(stamps, &e.properties).len())
+                *bytes += (crate::encoding::key::entity_key(t.0, &e.partition_key, &e.row_key)
+                    .len()
+                    + crate::encoding::codec::encode_entity_stamped(stamps, &e.properties).len())
                     as u64;
                 true
             })

@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::{Kv, Space, StoreError};
+use crate::{Kv, Space, StoreError};
 
 /// First bytes of every log file: what it is and the format version.
 const HEADER: &[u8; 8] = b"TSWAL\0\0\x01";
@@ -256,7 +256,7 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::MemoryKv;
+    use crate::kv::memory::MemoryKv;
     use std::io::Write;
 
     /// One record as the removed log wrote it.

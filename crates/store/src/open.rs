@@ -7,12 +7,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::memory::MemoryKv;
-use super::memory_limit::ProcessLimit;
-use super::postgres::PgStore;
-use super::sled_kv::{Compression, Layout, SledKv, SledOptions};
-use super::tiered::{TierOptions, TieredKv};
-use super::{legacy_log, Durability, Kv, KvStore, Store, StoreError};
+use crate::kv::memory::MemoryKv;
+/// What a configuration choosing a store needs to know of the engines: sled's compressions
+/// (and a folder's own), PostgreSQL's URLs.
+pub use crate::kv::sled::{folder_compression, Compression};
+use crate::kv::sled::{Layout, SledKv, SledOptions};
+use crate::postgres::PgStore;
+pub use crate::postgres::{display_url, is_postgres_url};
+use crate::tier::memory_limit::ProcessLimit;
+use crate::tier::{TierOptions, TieredKv};
+use crate::{legacy_log, Durability, Kv, KvStore, Store, StoreError};
 
 /// Which store to open, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]

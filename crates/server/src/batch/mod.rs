@@ -158,7 +158,7 @@ pub(crate) async fn execute(
 mod tests {
     use super::*;
     use crate::model::{EntityKey, IfMatch, TableRef, WriteKind};
-    use crate::store::memory::MemoryKv;
+    use crate::store::kv::memory::MemoryKv;
     use crate::store::{Durability, KvStore, StoreError};
 
     fn op(kind: WriteKind, pk: &str, rk: &str) -> WriteOp {

@@ -11,7 +11,7 @@ use super::{eval, read_page, PageLimits};
 use crate::model::edm::compare_ordinal;
 use crate::model::{EdmValue, Entity, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
 use crate::protocol::filter::{parse, CmpOp, Expr, MAX_COMPARISONS};
-use crate::store::memory::MemoryKv;
+use crate::store::kv::memory::MemoryKv;
 use crate::store::{block_on, Durability, KeyRange, KvStore, RowSource, Store, TableId};
 
 /// Keys from a small alphabet so filters hit them often; includes the empty key, a quote,

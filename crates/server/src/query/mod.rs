@@ -329,7 +329,7 @@ mod tests {
     use crate::model::{
         EdmValue, EdmValueRef, Entity, EntityKey, EntityView, IfMatch, Property, WriteKind, WriteOp,
     };
-    use crate::store::memory::MemoryKv;
+    use crate::store::kv::memory::MemoryKv;
     use crate::store::{Durability, KvStore};
 
     async fn store_with(n: usize) -> (std::sync::Arc<KvStore<MemoryKv>>, TableId) {

@@ -11,8 +11,8 @@ use super::split::Split;
 use super::{eval, read_page, PageLimits, RawPage};
 use crate::model::EdmValue;
 use crate::protocol::filter::{parse, Expr, MAX_COMPARISONS};
-use crate::store::memory::MemoryKv;
-use crate::store::tiered::{TierOptions, TieredKv};
+use crate::store::kv::memory::MemoryKv;
+use crate::store::tier::{TierOptions, TieredKv};
 use crate::store::{block_on, Durability, KeyRange, KvStore, RowSource, Store};
 
 /// Entities over many partitions (so ranges split) with Int32 and String properties.

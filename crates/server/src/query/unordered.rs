@@ -301,7 +301,7 @@ mod tests {
     use super::*;
     use crate::model::limits::EntityLimits;
     use crate::model::{EntityKey, IfMatch, WriteKind, WriteOp};
-    use crate::store::memory::MemoryKv;
+    use crate::store::kv::memory::MemoryKv;
     use crate::store::{read_with, Durability, KvStore, Store};
     use std::sync::Arc;
 

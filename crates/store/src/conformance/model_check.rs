@@ -12,7 +12,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use crate::memory::MemoryKv;
+use crate::kv::memory::MemoryKv;
 use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
 use crate::{read_fn, Durability, KeyRange, Kv, KvStore, Store, TableId};
 

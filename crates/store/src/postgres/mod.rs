@@ -3,9 +3,9 @@
 //! same accounts from one database.
 //!
 //! Rows keep the sled store's byte layout: entity keys are `table id ‖ enc(PartitionKey) ‖
-//! enc(RowKey)` in a `bytea` primary key (`store/key.rs`), so the database's order is Azure's
+//! enc(RowKey)` in a `bytea` primary key (`encoding/key.rs`), so the database's order is Azure's
 //! (UTF-16 ordinal) whatever its collation, and every key range is one index range scan;
-//! values are the `store/codec.rs` encoding. Scans read in pages by key (keyset pagination) of
+//! values are the `encoding/codec.rs` encoding. Scans read in pages by key (keyset pagination) of
 //! at most 512 rows and, once large rows are seen, about 8 MiB: never a whole table at once.
 //!
 //! Every guarantee is the database's, not the process's, so it holds across nodes: a commit
@@ -38,13 +38,15 @@ use tokio::runtime::Handle;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::NoTls;
 
-use super::read::ReadPool;
-use super::{
-    apply_write, key, Clock, CommitError, Footprint, KeyRange, ReadJob, RowSource, Store,
-    StoreError, StoredRow, TableId, TableInfo, TableRef,
-};
+use crate::contract::read::ReadPool;
+use crate::encoding::key;
 use crate::model::limits::EntityLimitError;
 use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
+use crate::table::{apply_write, Clock};
+use crate::{
+    CommitError, Footprint, KeyRange, ReadJob, RowSource, Store, StoreError, StoredRow, TableId,
+    TableInfo, TableRef,
+};
 pub(crate) use errors::PgAddress;
 use errors::{classify, from_db_error, from_pool_error, DbFailure};
 
@@ -317,20 +319,20 @@ fn next_limit(limit: i64, rows: &[Row]) -> i64 {
     (limit * 4).min(MAX_PAGE).min(fits)
 }
 
-/// An entity's Timestamp and the first [`super::codec::ENTITY_STAMPS_LEN`] bytes of its
+/// An entity's Timestamp and the first [`crate::encoding::codec::ENTITY_STAMPS_LEN`] bytes of its
 /// value (the header that holds its creation instant), locked for the transaction.
 const SELECT_STAMPS: &str =
     "SELECT ts, substring(value from 1 for 17) FROM entities WHERE key = $1 FOR UPDATE";
 const _: () = assert!(
-    super::codec::ENTITY_STAMPS_LEN == 17,
+    crate::encoding::codec::ENTITY_STAMPS_LEN == 17,
     "SELECT_STAMPS cuts the header"
 );
 
 fn decode_entity(k: &[u8], v: &[u8]) -> Result<Entity, StoreError> {
     let row = StoredRow::new(k, v);
     let (partition_key, row_key) = row.keys()?;
-    let (timestamp, properties) =
-        super::codec::decode_entity(v).ok_or_else(|| StoreError::Corrupt("entity".into()))?;
+    let (timestamp, properties) = crate::encoding::codec::decode_entity(v)
+        .ok_or_else(|| StoreError::Corrupt("entity".into()))?;
     Ok(Entity {
         partition_key,
         row_key,

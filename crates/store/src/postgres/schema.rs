@@ -22,7 +22,7 @@ pub const CURRENT: i32 = MIGRATIONS.len() as i32;
 const MIGRATIONS: &[&str] = &[
     // 1: tables, entities, pending purges, service properties, id counters.
     "CREATE TABLE IF NOT EXISTS tables (
-        meta_key BYTEA PRIMARY KEY,   -- enc(account) ‖ lower-cased name (store/key.rs)
+        meta_key BYTEA PRIMARY KEY,   -- enc(account) ‖ lower-cased name (encoding/key.rs)
         account TEXT NOT NULL,
         name TEXT NOT NULL,           -- casing used at creation
         id BIGINT NOT NULL,
@@ -31,7 +31,7 @@ const MIGRATIONS: &[&str] = &[
     CREATE TABLE IF NOT EXISTS entities (
         key BYTEA PRIMARY KEY,        -- table id ‖ enc(PartitionKey) ‖ enc(RowKey)
         ts BIGINT NOT NULL,           -- Timestamp in ticks; the ETag derives from it
-        value BYTEA NOT NULL          -- store/codec.rs entity encoding
+        value BYTEA NOT NULL          -- encoding/codec.rs entity encoding
     );
     CREATE TABLE IF NOT EXISTS deleted_tables (id BIGINT PRIMARY KEY);
     CREATE TABLE IF NOT EXISTS service_properties (

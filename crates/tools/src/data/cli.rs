@@ -17,7 +17,7 @@ use crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME;
 use crate::config::{CompressionArg, FlavorArg, DEV_ACCOUNT, STORE_DIR_NAME};
 use crate::model::limits::EntityLimits;
 use crate::model::Flavor;
-use crate::store::sled_kv::{folder_compression, Compression};
+use crate::store::open::{folder_compression, Compression};
 use crate::store::Store;
 
 #[derive(Debug, Parser)]

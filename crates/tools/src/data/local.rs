@@ -17,7 +17,7 @@ use crate::model::{Entity, Flavor, TableId, TableName, TableNameError, TableRef,
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
 use crate::query::{execute_raw_page, PageLimits, PageRead};
-use crate::store::sled_kv::{Compression, Layout, SledKv, SledOptions};
+use crate::store::kv::sled::{Compression, Layout, SledKv, SledOptions};
 use crate::store::{Durability, KeyRange, KvStore, Store, StoreError, TableInfo};
 
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.

@@ -10,7 +10,7 @@ use super::progress::Progress;
 use super::transfer::{self, ExportOptions, Format, ImportOptions};
 use super::{Endpoint, Mode};
 use crate::model::{EdmDateTime, EdmValue, Entity, Property};
-use crate::store::memory::MemoryKv;
+use crate::store::kv::memory::MemoryKv;
 use crate::store::{Durability, KvStore, Store};
 
 const ACCOUNT: &str = "devstoreaccount1";

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use super::StoreError;
+use crate::StoreError;
 
 /// The store's size as `/metrics` and the insight endpoint report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

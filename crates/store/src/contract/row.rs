@@ -1,13 +1,13 @@
 //! Stored entities as the store lends them to a scan: [`StoredRow`] reads the keys and the
 //! properties a filter names in place, without decoding the whole entity, and [`StoredRows`]
 //! keeps the rows a page returns. These are the row types of the store contract; callers
-//! never see the byte layout (`key.rs`, `codec.rs`) behind them.
+//! never see the byte layout (`crate::encoding`) behind them.
 
 use crate::model::{EdmDateTime, EdmValueRef, EntityView};
 
-use super::codec::RawEntity;
-use super::key::decode_entity_key;
-use super::StoreError;
+use crate::encoding::codec::RawEntity;
+use crate::encoding::key::decode_entity_key;
+use crate::StoreError;
 
 /// One stored entity, borrowed from the store for the duration of a scan callback.
 #[derive(Debug, Clone, Copy)]
@@ -18,7 +18,7 @@ pub struct StoredRow<'a> {
 }
 
 impl<'a> StoredRow<'a> {
-    /// A row from its stored entity key and encoded value (see `key.rs` and `codec.rs`).
+    /// A row from its stored entity key and encoded value (see `crate::encoding`).
     pub(crate) fn new(key: &'a [u8], value: &'a [u8]) -> StoredRow<'a> {
         StoredRow {
             key,
@@ -121,8 +121,8 @@ impl StoredRows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::encoding::{codec, key};
     use crate::model::{EdmValue, Property};
-    use crate::{codec, key};
 
     #[test]
     fn rows_read_in_place_and_survive_the_copy() {

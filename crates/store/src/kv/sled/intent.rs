@@ -36,7 +36,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Space, StoreError};
+use crate::{Space, StoreError};
 
 /// The name of the intents' tree in the sled database.
 pub(super) const TREE: &str = "intents";

@@ -3,7 +3,7 @@
 //! of those tables never walk the backend's pages. The backend stays the store of record.
 //!
 //! Exactly in step: a write goes to the backend first and, once the backend has applied it, to
-//! the copy, before [`Kv::apply`] returns (so inside [`super::KvStore`]'s commit, under its
+//! the copy, before [`Kv::apply`] returns (so inside [`crate::KvStore`]'s commit, under its
 //! partition lock). A read is served from the copy only while the table is *resident*; the copy
 //! therefore never shows a state the backend does not hold. When the backend discards unflushed
 //! writes (it was reopened after a failed write: its generation changed), every copy is dropped.
@@ -26,10 +26,12 @@ use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::key::table_prefix;
-use super::memory::{as_slice, middle_key, range_is_valid};
-use super::memory_limit::ProcessLimit;
-use super::{Kv, LayeredBytes, Space, StoreError};
+pub mod memory_limit;
+
+use crate::encoding::key::table_prefix;
+use crate::kv::memory::{as_slice, middle_key, range_is_valid};
+use crate::{Kv, LayeredBytes, Space, StoreError};
+use memory_limit::ProcessLimit;
 
 /// A resident row: key and value, shared with the readers that copied them out.
 type Row = (Arc<[u8]>, Arc<[u8]>);
@@ -918,7 +920,7 @@ impl<B: Kv> Kv for TieredKv<B> {
     }
 
     /// The backend's count: every write reaches it, resident or not.
-    fn footprint(&self) -> Option<super::Footprint> {
+    fn footprint(&self) -> Option<crate::Footprint> {
         self.shared.inner.footprint()
     }
 
@@ -935,9 +937,9 @@ impl<B: Kv> Kv for TieredKv<B> {
 fn open_sled_for_tests(
     dir: &std::path::Path,
     options: TierOptions,
-) -> Arc<super::KvStore<TieredKv<super::sled_kv::SledKv>>> {
-    let kv = super::sled_kv::open_kv_for_tests(dir, &Default::default());
-    super::KvStore::open(TieredKv::new(kv, options), super::Durability::Durable)
+) -> Arc<crate::KvStore<TieredKv<crate::kv::sled::SledKv>>> {
+    let kv = crate::kv::sled::open_kv_for_tests(dir, &Default::default());
+    crate::KvStore::open(TieredKv::new(kv, options), crate::Durability::Durable)
         .expect("open the store")
 }
 
@@ -990,8 +992,8 @@ mod background {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::entity_key;
-    use crate::memory::MemoryKv;
+    use crate::encoding::key::entity_key;
+    use crate::kv::memory::MemoryKv;
 
     fn inline(budget_bytes: u64) -> TieredKv<MemoryKv> {
         TieredKv::new(
@@ -1309,7 +1311,7 @@ mod model {
 
     const BUDGET: u64 = 1500;
 
-    fn open(dir: &std::path::Path) -> Arc<crate::KvStore<TieredKv<crate::sled_kv::SledKv>>> {
+    fn open(dir: &std::path::Path) -> Arc<crate::KvStore<TieredKv<crate::kv::sled::SledKv>>> {
         open_sled_for_tests(
             dir,
             TierOptions {

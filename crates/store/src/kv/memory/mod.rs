@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use super::footprint::{Footprint, Totals};
-use super::{Kv, Space, StoreError};
+use crate::contract::footprint::{Footprint, Totals};
+use crate::{Kv, Space, StoreError};
 
 type Map = BTreeMap<Vec<u8>, Arc<[u8]>>;
 type Entry = (Arc<[u8]>, Arc<[u8]>);
@@ -72,7 +72,7 @@ impl Iterator for MemoryIter<'_> {
 }
 
 /// BTreeMap::range panics on inverted or empty-excluded ranges; such ranges are simply empty.
-pub(super) fn range_is_valid(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+pub(crate) fn range_is_valid(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
     match (start, end) {
         (Bound::Included(s), Bound::Included(e)) => s <= e,
         (Bound::Included(s), Bound::Excluded(e)) | (Bound::Excluded(s), Bound::Included(e)) => {
@@ -84,7 +84,7 @@ pub(super) fn range_is_valid(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bo
 }
 
 /// A range's bounds as slices, for `BTreeMap::range` over byte-string keys.
-pub(super) fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+pub(crate) fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     match b {
         Bound::Included(v) => Bound::Included(v.as_slice()),
         Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
@@ -95,7 +95,7 @@ pub(super) fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 /// [`Kv::split_point`] over an ordered map held in RAM: the first key at or after the
 /// byte-wise midpoint of the range's first and last keys, if the range holds at least
 /// `min_rows` keys (counted without reading a value) and that key is not the first.
-pub(super) fn middle_key<K: Borrow<[u8]> + Ord, V>(
+pub(crate) fn middle_key<K: Borrow<[u8]> + Ord, V>(
     rows: &BTreeMap<K, V>,
     start: &Bound<Vec<u8>>,
     end: &Bound<Vec<u8>>,
@@ -210,7 +210,7 @@ crate::store_conformance!(
     durable: false,
     open: |_dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
         crate::KvStore::open(
-            crate::memory::MemoryKv::new(),
+            crate::kv::memory::MemoryKv::new(),
             crate::Durability::Durable,
         )
         .expect("open")

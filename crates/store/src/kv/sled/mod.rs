@@ -1,5 +1,5 @@
 //! sled backend (the default, on disk): one tree per keyspace. A multi-key write is made
-//! atomic across crashes with an intent record ([`super::intent`]), not with `sled::Batch`,
+//! atomic across crashes with an intent record ([`intent`]), not with `sled::Batch`,
 //! whose process-wide lock would serialise every write of the server.
 //!
 //! A full disk: writes are refused while less than [`SledOptions::min_free_bytes`] is free,
@@ -23,8 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::footprint::{folder_bytes, Footprint, Totals};
-use super::{intent, value_lz4, Kv, Space, StoreError};
+use crate::contract::footprint::{folder_bytes, Footprint, Totals};
+use crate::encoding::lz4;
+use crate::{Kv, Space, StoreError};
+
+pub(crate) mod intent;
 
 /// Least time between two attempts to reopen a failed store.
 const RECOVERY_INTERVAL: Duration = Duration::from_millis(200);
@@ -48,7 +51,7 @@ pub struct SledKv {
     last_attempt: Mutex<Option<Instant>>,
     /// The entity tree's count and bytes (docs/performance.md, "Disk use").
     totals: Totals,
-    /// Entity values are stored as [`value_lz4`] frames (store format 2).
+    /// Entity values are stored as [`lz4`] frames (store format 2).
     framed: bool,
     /// Until when (ms since `opened`) the free space need not be read again.
     roomy_until_ms: AtomicU64,
@@ -112,7 +115,7 @@ pub struct Layout {
 /// values written one way cannot be read the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Compression {
-    /// Each entity compressed on its own with LZ4 ([`super::value_lz4`], store format 2);
+    /// Each entity compressed on its own with LZ4 ([`crate::encoding::lz4`], store format 2);
     /// sled's log uncompressed. New folders since LZ4 was introduced (the default).
     #[default]
     Lz4,
@@ -277,7 +280,7 @@ const MARKER_PREFIX: &str = "tablestore data folder, store format ";
 const FORMAT_KEY: &[u8] = b"\xFF\xFCstore-format";
 /// Store format 1: entity values stored as they are encoded.
 const FORMAT_RAW_VALUES: &[u8] = b"1";
-/// Store format 2: entity values stored as [`super::value_lz4`] frames.
+/// Store format 2: entity values stored as [`crate::encoding::lz4`] frames.
 const FORMAT_LZ4_VALUES: &[u8] = b"2";
 
 /// Written into the store as its very last write at a clean shutdown, and into the marker
@@ -304,7 +307,7 @@ fn load_totals(handles: &Handles, clean: bool, framed: bool) -> Result<Totals, S
     let started = Instant::now();
     let entries = handles.entities.iter().map(|r| r.map_err(io));
     let totals = if framed {
-        Totals::count(entries, value_lz4::value_len)?
+        Totals::count(entries, lz4::value_len)?
     } else {
         Totals::count(entries, <[u8]>::len)?
     };
@@ -358,7 +361,7 @@ fn write_marker(path: &Path, format: &[u8], clean_token: Option<&str>) -> std::i
 struct Checked {
     /// The last shutdown was clean (so what it recorded last is current).
     clean: bool,
-    /// Entity values are [`super::value_lz4`] frames (store format 2).
+    /// Entity values are [`crate::encoding::lz4`] frames (store format 2).
     framed: bool,
 }
 
@@ -460,7 +463,7 @@ impl SledKv {
         }
     }
 
-    /// Whether values of `space` are [`value_lz4`] frames.
+    /// Whether values of `space` are [`lz4`] frames.
     fn frames(&self, space: Space) -> bool {
         self.framed && space == Space::Entities
     }
@@ -468,7 +471,7 @@ impl SledKv {
     /// The length of the value a stored entry of `space` holds.
     fn value_len(&self, space: Space, stored: &[u8]) -> usize {
         if self.frames(space) {
-            value_lz4::value_len(stored)
+            lz4::value_len(stored)
         } else {
             stored.len()
         }
@@ -589,7 +592,7 @@ impl SledKv {
             .map(|(k, v)| {
                 let len = v.as_ref().map(Vec::len);
                 let stored = match v {
-                    Some(v) if frames => Some(value_lz4::encode(&v)),
+                    Some(v) if frames => Some(lz4::encode(&v)),
                     other => other,
                 };
                 (k, stored, len)
@@ -668,7 +671,7 @@ type StoredEntry = (Vec<u8>, Option<Vec<u8>>, Option<usize>);
 /// the database it reads, so a reopen waits for it.
 pub struct SledIter {
     inner: Option<sled::Iter>,
-    /// Values are [`value_lz4`] frames to decode.
+    /// Values are [`lz4`] frames to decode.
     framed: bool,
     /// An error to yield first (the store was being reopened).
     error: Option<StoreError>,
@@ -684,7 +687,7 @@ impl Iterator for SledIter {
         }
         let entry = self.inner.as_mut()?.next()?.map_err(io);
         Some(match entry {
-            Ok((k, v)) if self.framed => value_lz4::decode(&v).map(|v| (k, v)),
+            Ok((k, v)) if self.framed => lz4::decode(&v).map(|v| (k, v)),
             other => other,
         })
     }
@@ -698,7 +701,7 @@ impl Kv for SledKv {
         let handles = self.handles().ok_or_else(unavailable)?;
         let stored = handles.tree(space).get(key).map_err(io)?;
         match stored {
-            Some(frame) if self.frames(space) => value_lz4::decode(&frame).map(Some),
+            Some(frame) if self.frames(space) => lz4::decode(&frame).map(Some),
             other => Ok(other),
         }
     }
@@ -777,7 +780,7 @@ impl Kv for SledKv {
 crate::store_conformance!(
     durable: true,
     open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
-        crate::sled_kv::open_for_tests(dir)
+        crate::kv::sled::open_for_tests(dir)
     },
 );
 
@@ -788,11 +791,11 @@ mod raw_values {
     crate::store_conformance!(
         durable: true,
         open: |dir: &std::path::Path| -> std::sync::Arc<dyn crate::Store> {
-            let options = crate::sled_kv::SledOptions {
-                layout: crate::sled_kv::Layout::new(crate::sled_kv::Compression::Zstd),
-                ..crate::sled_kv::SledOptions::default()
+            let options = crate::kv::sled::SledOptions {
+                layout: crate::kv::sled::Layout::new(crate::kv::sled::Compression::Zstd),
+                ..crate::kv::sled::SledOptions::default()
             };
-            let kv = crate::sled_kv::open_kv_for_tests(dir, &options);
+            let kv = crate::kv::sled::open_kv_for_tests(dir, &options);
             crate::KvStore::open(kv, crate::Durability::Durable).expect("store")
         },
     );
@@ -894,7 +897,7 @@ mod tests {
     /// than see part of it. With the RAM tier over sled, as the server runs.
     #[test]
     fn change_sets_of_two_partitions_proceed_in_parallel() {
-        use crate::tiered::{TierOptions, TieredKv};
+        use crate::tier::{TierOptions, TieredKv};
         use std::sync::mpsc;
         use std::time::Duration;
 
@@ -906,7 +909,7 @@ mod tests {
         let armed = Arc::new(AtomicBool::new(false));
         let hold_armed = Arc::clone(&armed);
         let _ = kv.hold_apply.set(Box::new(move |first_key: &[u8]| {
-            let held = super::super::key::decode_entity_key(first_key)
+            let held = crate::encoding::key::decode_entity_key(first_key)
                 .is_some_and(|(partition, _)| partition == "held");
             if held && hold_armed.load(Ordering::SeqCst) {
                 entered_tx.send(()).unwrap();
@@ -1011,12 +1014,13 @@ mod tests {
             .unwrap()
             .expect("table");
         let mut rows = Vec::new();
-        let scanned = store
-            .rows(t.id)
-            .scan_raw(&crate::key::KeyRange::all(), &mut |row| {
-                rows.push(row.view().map(drop));
-                true
-            });
+        let scanned =
+            store
+                .rows(t.id)
+                .scan_raw(&crate::encoding::key::KeyRange::all(), &mut |row| {
+                    rows.push(row.view().map(drop));
+                    true
+                });
         // A row that cannot be read ends the scan with its error.
         if let Err(e) = scanned {
             rows.push(Err(e));

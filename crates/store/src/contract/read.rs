@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use super::{KeyRange, Store, StoreError, StoredRow, TableId};
+use crate::{KeyRange, Store, StoreError, StoredRow, TableId};
 
 /// One table's stored rows, as a read job sees them.
 pub trait RowSource: Sync {

@@ -14,7 +14,7 @@
 
 use sled::IVec;
 
-use super::StoreError;
+use crate::StoreError;
 
 /// Tag of a frame holding the value unchanged.
 const RAW: u8 = 0;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::StoreError;
+use crate::StoreError;
 
 /// What the flusher did last.
 #[derive(Debug, Clone, Default)]
