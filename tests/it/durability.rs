@@ -13,7 +13,7 @@ use std::time::Duration;
 use tablestore::model::EdmValue;
 use tablestore::model::{EntityKey, IfMatch, Property, TableId, TableRef, WriteKind, WriteOp};
 use tablestore::store::kv::memory::MemoryKv;
-use tablestore::store::{Durability, Kv, KvStore, Space, Store, StoreError};
+use tablestore::store::{Backend, Durability, Kv, KvStore, Space, Store, StoreError};
 
 /// Waits for `work` on this thread (a runtime of its own): the store applies a write on the
 /// thread that awaits its commit, which [`LAST_APPLY`] relies on.
@@ -110,6 +110,9 @@ impl Kv for Shared {
         true
     }
 }
+
+/// A plain engine: none of the abilities beyond `Kv`.
+impl Backend for Shared {}
 
 fn open(
     durability: Durability,

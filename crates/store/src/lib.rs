@@ -44,6 +44,6 @@ pub use contract::read::{read_fn, read_with, ReadJob, RowSource};
 pub use contract::row::{StoredRow, StoredRows};
 pub use contract::{CommitError, Durability, Store, StoreError, TableInfo};
 pub use encoding::key::{KeyBound, KeyRange};
-pub use kv::{Kv, LayeredBytes, Space};
+pub use kv::{Backend, Kv, LayeredBytes, Space};
 pub use model::{TableId, TableRef};
 pub use table::{KvRows, KvStore};

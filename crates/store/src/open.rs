@@ -16,7 +16,7 @@ use crate::postgres::PgStore;
 pub use crate::postgres::{display_url, is_postgres_url};
 use crate::tier::memory_limit::ProcessLimit;
 use crate::tier::{TierOptions, TieredKv};
-use crate::{legacy_log, Durability, Kv, KvStore, Store, StoreError};
+use crate::{legacy_log, Backend, Durability, KvStore, Store, StoreError};
 
 /// Which store to open, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,7 +72,7 @@ fn open_disk(disk: &DiskOptions) -> Result<Arc<dyn Store>, StoreError> {
 }
 
 /// The store over `kv`, with the RAM tier in front unless its budget is 0.
-fn over_tier<B: Kv>(kv: B, disk: &DiskOptions) -> Result<Arc<dyn Store>, StoreError> {
+fn over_tier<B: Backend>(kv: B, disk: &DiskOptions) -> Result<Arc<dyn Store>, StoreError> {
     if disk.memory_budget_mib == 0 {
         return Ok(KvStore::open(kv, disk.durability)?);
     }

@@ -14,7 +14,7 @@ use proptest::test_runner::TestCaseError;
 
 use crate::kv::memory::MemoryKv;
 use crate::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
-use crate::{read_fn, Durability, KeyRange, Kv, KvStore, Store, TableId};
+use crate::{read_fn, Backend, Durability, KeyRange, KvStore, Store, TableId};
 
 /// One step of a sequence; tables are numbered 0 and 1, row keys `r0`..`r5` in partition `p`.
 #[derive(Debug, Clone)]
@@ -109,7 +109,7 @@ async fn contents(store: &dyn Store, t: TableId) -> Vec<(String, Vec<Property>)>
 /// Runs `steps` against the store `open` opens in a fresh temporary folder and against the
 /// memory store. `extra` carries out a store's own step (given its backend and the table
 /// ids); `invariant` is checked on the backend after every step.
-pub(crate) fn run<K: Kv, X>(
+pub(crate) fn run<K: Backend, X>(
     steps: Vec<Step<X>>,
     open: impl Fn(&Path) -> Arc<KvStore<K>>,
     extra: impl Fn(&K, &[TableId], X) -> Result<(), TestCaseError>,

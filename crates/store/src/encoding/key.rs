@@ -178,6 +178,40 @@ pub fn account_prefix(account: &str) -> Vec<u8> {
     key
 }
 
+/// Metadata keys outside every account's key range (account encodings never start with 0xFF):
+/// the next table id, the marker of a deleted table whose entities are still being purged, and
+/// an account's service properties.
+pub(crate) const NEXT_TABLE_ID_KEY: &[u8] = b"\xFF\xFFnext-table-id";
+const DELETED_TABLE_PREFIX: &[u8] = b"\xFF\xFEdeleted-table/";
+const SERVICE_PROPERTIES_PREFIX: &[u8] = b"\xFF\xFDservice-properties/";
+
+/// The key of `account`'s service properties.
+pub(crate) fn service_properties_key(account: &str) -> Vec<u8> {
+    let mut key = SERVICE_PROPERTIES_PREFIX.to_vec();
+    key.extend_from_slice(account.as_bytes());
+    key
+}
+
+/// The marker of deleted table `table_id`, kept until its entities are purged.
+pub(crate) fn deleted_table_key(table_id: u64) -> Vec<u8> {
+    let mut key = DELETED_TABLE_PREFIX.to_vec();
+    key.extend_from_slice(&table_id.to_be_bytes());
+    key
+}
+
+/// The table a deleted-table marker names; `None` for any other key.
+pub(crate) fn deleted_table_of(key: &[u8]) -> Option<u64> {
+    key.strip_prefix(DELETED_TABLE_PREFIX)
+        .and_then(|id| id.try_into().ok())
+        .map(u64::from_be_bytes)
+}
+
+/// Where the deleted-table markers start: a range from here to the end of the metadata
+/// keyspace holds them all (and keys [`deleted_table_of`] passes over).
+pub(crate) fn deleted_tables_start() -> Bound<Vec<u8>> {
+    Bound::Included(DELETED_TABLE_PREFIX.to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

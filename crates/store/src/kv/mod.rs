@@ -1,6 +1,10 @@
 //! The key-value engines under the table layer ([`crate::KvStore`]): [`Kv`], what an engine
-//! must do, and the engines: [`memory`] (`--in-memory`, tests) and [`sled`] (on disk). The
+//! must do, [`Backend`], what it may do better than the table layer's defaults, and the
+//! engines, each in its folder: [`memory`] (`--in-memory`, tests) and [`sled`] (on disk). The
 //! RAM tier ([`crate::tier`]) is one more [`Kv`], layered over an engine.
+//!
+//! A new engine implements [`Kv`] and [`Backend`] (often empty), passes the conformance suite
+//! (`crate::store_conformance!` next to it) and is stacked in [`crate::open`].
 
 pub mod memory;
 pub mod sled;
@@ -10,7 +14,10 @@ use std::sync::Arc;
 
 use crate::{Footprint, StoreError};
 
-/// The ordered key-value backend under [`KvStore`]. Two keyspaces: table metadata and entities.
+/// What an ordered key-value engine must do for the table layer ([`crate::KvStore`]): point
+/// reads, range reads in key order, atomic batches of puts and removes, and a flush, over two
+/// keyspaces ([`Space`]). Nothing more: what an engine can do better than the table layer's
+/// defaults is [`Backend`]'s.
 pub trait Kv: Send + Sync + 'static {
     type Bytes: AsRef<[u8]> + Send;
     type Iter<'a>: Iterator<Item = Result<(Self::Bytes, Self::Bytes), StoreError>> + Send + 'a
@@ -29,10 +36,23 @@ pub trait Kv: Send + Sync + 'static {
     ) -> Result<(), StoreError> {
         visit_entries(self.range(space, start, end), visit)
     }
+    /// Applies all puts (`Some`) and removes (`None`) atomically.
+    fn apply(&self, space: Space, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>)
+        -> Result<(), StoreError>;
+    fn flush(&self) -> Result<(), StoreError>;
+    /// Whether [`Kv::flush`] does any work (false for memory).
+    fn is_persistent(&self) -> bool;
+}
+
+/// What the table layer asks of the stack under it beyond [`Kv`]: an engine's own abilities
+/// and protocols, each with the answer of an engine that has none, so an engine implements
+/// only what it has (`impl Backend for MyKv {}` for none). The RAM tier passes each through
+/// to the engine under it, answering [`Backend::split_point`] itself for the tables it holds.
+pub trait Backend: Kv {
     /// The key of an entry near the middle of a range holding at least `min_rows` entries
     /// (never the range's first entry), for scanning the range's halves at once; `None` when
     /// the range is smaller or the backend reads it from disk (two cursors would only add
-    /// seeks to a scan bound by the backend's pages).
+    /// seeks to a scan bound by the backend's pages). The memory engine and the RAM tier.
     fn split_point(
         &self,
         _space: Space,
@@ -42,12 +62,9 @@ pub trait Kv: Send + Sync + 'static {
     ) -> Option<Vec<u8>> {
         None
     }
-    /// Applies all puts (`Some`) and removes (`None`) atomically.
-    fn apply(&self, space: Space, batch: Vec<(Vec<u8>, Option<Vec<u8>>)>)
-        -> Result<(), StoreError>;
     /// [`Kv::apply`] of puts only, to keys the caller found holding no value under the lock
     /// that orders every write of them (the partition lock): a backend may make such a write
-    /// crash-atomic more cheaply (sled: a record of its keys only, see `intent`).
+    /// crash-atomic more cheaply (sled: a record of its keys only, see `kv/sled/intent.rs`).
     fn apply_new_keys(
         &self,
         space: Space,
@@ -55,11 +72,9 @@ pub trait Kv: Send + Sync + 'static {
     ) -> Result<(), StoreError> {
         self.apply(space, batch)
     }
-    fn flush(&self) -> Result<(), StoreError>;
-    /// Whether [`Kv::flush`] does any work (false for memory).
-    fn is_persistent(&self) -> bool;
-    /// Called before a write: a backend may reopen itself here after a failed write (sled
-    /// refuses all writes after one failed). Returns the backend's generation.
+    /// sled's recovery protocol, with [`Backend::generation`]: called before a write, a
+    /// backend may reopen itself here after a failed write (sled refuses all writes after
+    /// one failed). Returns the backend's generation.
     fn begin_write(&self) -> Result<u64, StoreError> {
         Ok(0)
     }
@@ -69,12 +84,10 @@ pub trait Kv: Send + Sync + 'static {
     fn generation(&self) -> u64 {
         0
     }
-    /// The entity keyspace's totals and the bytes on disk ([`Store::footprint`]).
+    /// The entity keyspace's totals and the bytes on disk ([`crate::Store::footprint`]).
     fn footprint(&self) -> Option<Footprint> {
         None
     }
-    /// Table `table_id` was deleted: its entities are about to be purged and never read again.
-    fn forget_table(&self, _table_id: u64) {}
 }
 
 /// Lends the entries of `entries` in order to `visit` until it returns false (the body of
@@ -92,8 +105,8 @@ pub(crate) fn visit_entries<K: AsRef<[u8]>, V: AsRef<[u8]>>(
     Ok(())
 }
 
-/// Bytes a [`Kv`] layered over a backend (the RAM tier, the write-ahead log) holds itself,
-/// shared with the readers that copied them out, or the backend's own.
+/// Bytes a [`Kv`] layered over a backend (the RAM tier) holds itself, shared with the readers
+/// that copied them out, or the backend's own.
 pub enum LayeredBytes<T> {
     Held(Arc<[u8]>),
     Backend(T),
@@ -108,6 +121,7 @@ impl<T: AsRef<[u8]>> AsRef<[u8]> for LayeredBytes<T> {
     }
 }
 
+/// The two keyspaces of every engine: table metadata and entities.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Space {
     Tables,

@@ -1,5 +1,5 @@
 //! The table layer: [`KvStore`], the one [`Store`] implementation over an ordered key-value
-//! engine ([`Kv`]). It owns tables (ids, metadata, the purge of deleted ones), Timestamps
+//! engine ([`crate::Kv`], with its [`Backend`] abilities). It owns tables (ids, metadata, the purge of deleted ones), Timestamps
 //! ([`Clock`]), preconditions checked under a per-partition lock, change sets applied as one
 //! engine batch, reads that see each change set whole, and durability through the store's one
 //! group commit ([`group_commit`]).
@@ -19,8 +19,8 @@ use crate::encoding::key;
 use crate::model::limits::check_entity_as;
 use crate::model::{EdmDateTime, Entity, IfMatch, Property, TableId, TableRef, WriteKind, WriteOp};
 use crate::{
-    CommitError, Durability, Footprint, KeyRange, Kv, ReadJob, RowSource, Space, Store, StoreError,
-    StoredRow, TableInfo,
+    Backend, CommitError, Durability, Footprint, KeyRange, ReadJob, RowSource, Space, Store,
+    StoreError, StoredRow, TableInfo,
 };
 use group_commit::GroupCommit;
 
@@ -29,16 +29,6 @@ const LOCK_STRIPES: usize = 1024;
 const WATCH_STRIPES: usize = 64;
 /// Reads tried while no commit overlaps them before commits are held off for one.
 const OPTIMISTIC_READS: usize = 4;
-/// Metadata keys outside every account's key range (account encodings never start with 0xFF).
-const NEXT_TABLE_ID_KEY: &[u8] = b"\xFF\xFFnext-table-id";
-const DELETED_TABLE_PREFIX: &[u8] = b"\xFF\xFEdeleted-table/";
-const SERVICE_PROPERTIES_PREFIX: &[u8] = b"\xFF\xFDservice-properties/";
-
-fn service_properties_key(account: &str) -> Vec<u8> {
-    let mut key = SERVICE_PROPERTIES_PREFIX.to_vec();
-    key.extend_from_slice(account.as_bytes());
-    key
-}
 
 /// Hands out Timestamps in ticks: now, but later than every one handed out before by this
 /// clock and than a given previous one, so no two writes share a Timestamp (and an ETag).
@@ -67,7 +57,7 @@ impl Clock {
 }
 
 /// The single [`Store`] implementation over a key-value backend, generic over the backend.
-pub struct KvStore<B: Kv> {
+pub struct KvStore<B: Backend> {
     pub(crate) kv: Arc<B>,
     /// Serialises table creation/deletion and id allocation.
     table_lock: Mutex<()>,
@@ -140,12 +130,12 @@ impl CommitWatches {
 }
 
 /// One table's rows in a [`KvStore`], as a [`ReadJob`] reads them.
-pub struct KvRows<B: Kv> {
+pub struct KvRows<B: Backend> {
     kv: Arc<B>,
     table: TableId,
 }
 
-impl<B: Kv> RowSource for KvRows<B> {
+impl<B: Backend> RowSource for KvRows<B> {
     fn scan_raw(
         &self,
         range: &KeyRange,
@@ -180,10 +170,10 @@ impl<B: Kv> RowSource for KvRows<B> {
     }
 }
 
-impl<B: Kv> KvStore<B> {
+impl<B: Backend> KvStore<B> {
     pub fn open(kv: B, durability: Durability) -> Result<Arc<KvStore<B>>, StoreError> {
         let kv = Arc::new(kv);
-        let next = match kv.get(Space::Tables, NEXT_TABLE_ID_KEY)? {
+        let next = match kv.get(Space::Tables, key::NEXT_TABLE_ID_KEY)? {
             Some(b) => u64::from_le_bytes(
                 b.as_ref()
                     .try_into()
@@ -216,18 +206,9 @@ impl<B: Kv> KvStore<B> {
         // Finish purging tables whose deletion was interrupted.
         let pending: Vec<u64> = store
             .kv
-            .range(
-                Space::Tables,
-                Bound::Included(DELETED_TABLE_PREFIX.to_vec()),
-                Bound::Unbounded,
-            )
+            .range(Space::Tables, key::deleted_tables_start(), Bound::Unbounded)
             .filter_map(Result::ok)
-            .filter_map(|(k, _)| {
-                let k = k.as_ref();
-                k.strip_prefix(DELETED_TABLE_PREFIX)
-                    .and_then(|id| id.try_into().ok())
-                    .map(u64::from_be_bytes)
-            })
+            .filter_map(|(k, _)| key::deleted_table_of(k.as_ref()))
             .collect();
         for id in pending {
             store.spawn_purge(id);
@@ -325,7 +306,7 @@ impl<B: Kv> KvStore<B> {
         };
         let generation = self.write_tables(vec![
             (
-                NEXT_TABLE_ID_KEY.to_vec(),
+                key::NEXT_TABLE_ID_KEY.to_vec(),
                 Some((id + 1).to_le_bytes().to_vec()),
             ),
             (
@@ -351,11 +332,9 @@ impl<B: Kv> KvStore<B> {
         let record = self
             .read_table(account, &folded)?
             .ok_or(StoreError::TableNotFound)?;
-        let mut marker = DELETED_TABLE_PREFIX.to_vec();
-        marker.extend_from_slice(&record.id.to_be_bytes());
         let generation = self.write_tables(vec![
             (key::table_meta_key(account, &folded), None),
-            (marker, Some(Vec::new())),
+            (key::deleted_table_key(record.id), Some(Vec::new())),
         ])?;
         Ok((record.id, generation))
     }
@@ -442,7 +421,6 @@ impl<B: Kv> KvStore<B> {
 
     /// Removes every entity of a deleted table, in chunks, then forgets the table id.
     fn purge_table(kv: &B, table_id: u64) -> Result<(), StoreError> {
-        kv.forget_table(table_id);
         let (start, end) = KeyRange::all().to_bytes(table_id);
         loop {
             let chunk: Vec<(Vec<u8>, Option<Vec<u8>>)> = kv
@@ -455,9 +433,10 @@ impl<B: Kv> KvStore<B> {
             }
             kv.apply(Space::Entities, chunk)?;
         }
-        let mut marker = DELETED_TABLE_PREFIX.to_vec();
-        marker.extend_from_slice(&table_id.to_be_bytes());
-        kv.apply(Space::Tables, vec![(marker, None)])
+        kv.apply(
+            Space::Tables,
+            vec![(key::deleted_table_key(table_id), None)],
+        )
     }
 
     fn spawn_purge(&self, table_id: u64) {
@@ -555,7 +534,7 @@ pub(crate) fn apply_write(
 }
 
 #[async_trait]
-impl<B: Kv> Store for KvStore<B> {
+impl<B: Backend> Store for KvStore<B> {
     async fn create_table(&self, table: &TableRef) -> Result<TableInfo, StoreError> {
         let (info, generation) = self.apply_create_table(table)?;
         self.durable(generation).await?;
@@ -681,7 +660,7 @@ impl<B: Kv> Store for KvStore<B> {
     async fn get_service_properties(&self, account: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
             .kv
-            .get(Space::Tables, &service_properties_key(account))?
+            .get(Space::Tables, &key::service_properties_key(account))?
             .map(|b| b.as_ref().to_vec()))
     }
 
@@ -690,8 +669,10 @@ impl<B: Kv> Store for KvStore<B> {
         account: &str,
         properties: Vec<u8>,
     ) -> Result<(), StoreError> {
-        let generation =
-            self.write_tables(vec![(service_properties_key(account), Some(properties))])?;
+        let generation = self.write_tables(vec![(
+            key::service_properties_key(account),
+            Some(properties),
+        )])?;
         self.durable(generation).await
     }
 

@@ -28,9 +28,9 @@ use std::time::{Duration, Instant};
 
 pub mod memory_limit;
 
-use crate::encoding::key::table_prefix;
+use crate::encoding::key::{deleted_table_of, deleted_tables_start, table_prefix};
 use crate::kv::memory::{as_slice, middle_key, range_is_valid};
-use crate::{Kv, LayeredBytes, Space, StoreError};
+use crate::{Backend, Kv, LayeredBytes, Space, StoreError};
 use memory_limit::ProcessLimit;
 
 /// A resident row: key and value, shared with the readers that copied them out.
@@ -136,7 +136,7 @@ struct State {
     strikes: HashMap<u64, u32>,
 }
 
-struct Shared<B: Kv> {
+struct Shared<B: Backend> {
     inner: B,
     options: TierOptions,
     state: Mutex<State>,
@@ -153,7 +153,7 @@ struct Shared<B: Kv> {
 }
 
 /// The backend `inner` with the RAM tier in front of it.
-pub struct TieredKv<B: Kv> {
+pub struct TieredKv<B: Backend> {
     shared: Arc<Shared<B>>,
     requests: Option<mpsc::Sender<(u64, u64)>>,
     loader: Option<JoinHandle<()>>,
@@ -234,6 +234,13 @@ impl State {
         true
     }
 
+    /// Table `id` was deleted: out of RAM, and never loaded again (its entities are about to be
+    /// purged).
+    fn forget(&mut self, id: u64) {
+        self.evict(id);
+        self.tables.insert(id, Slot::Deleted);
+    }
+
     /// Moves table `id` out of RAM until its reload pause has passed.
     fn evict(&mut self, id: u64) {
         let pause = match self.tables.get(&id) {
@@ -269,7 +276,7 @@ impl State {
     }
 }
 
-impl<B: Kv> Shared<B> {
+impl<B: Backend> Shared<B> {
     fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
         let mut state = self.state.lock();
         state.check_generation(self.inner.generation());
@@ -462,16 +469,23 @@ fn apply_rows(rows: &mut Rows, batch: Batch) -> (u64, u64) {
     (added, removed)
 }
 
-impl<B: Kv> TieredKv<B> {
+impl<B: Backend> TieredKv<B> {
     pub fn new(inner: B, options: TierOptions) -> TieredKv<B> {
         let generation = inner.generation();
+        // Tables deleted before (their purge resumes when the store opens) are never loaded.
+        let deleted: HashMap<u64, Slot> = inner
+            .range(Space::Tables, deleted_tables_start(), Bound::Unbounded)
+            .filter_map(Result::ok)
+            .filter_map(|(k, _)| deleted_table_of(k.as_ref()))
+            .map(|id| (id, Slot::Deleted))
+            .collect();
         let background = options.background;
         let reload_pause = options.reload_pause;
         let shared = Arc::new(Shared {
             inner,
             options,
             state: Mutex::new(State {
-                tables: HashMap::new(),
+                tables: deleted,
                 used: 0,
                 clock: 0,
                 next_token: 0,
@@ -636,7 +650,8 @@ impl<B: Kv> TieredKv<B> {
         }
     }
 
-    /// [`Kv::apply`] (`new_keys`: [`Kv::apply_new_keys`]): the backend first, then the copy.
+    /// [`Kv::apply`] (`new_keys`: [`Backend::apply_new_keys`]): the backend first, then the
+    /// copy. A table marked deleted in the metadata is forgotten at once.
     fn apply_to_backend(
         &self,
         space: Space,
@@ -651,7 +666,19 @@ impl<B: Kv> TieredKv<B> {
             }
         };
         if space == Space::Tables {
-            return backend(batch);
+            let deleted: Vec<u64> = batch
+                .iter()
+                .filter(|(_, v)| v.is_some())
+                .filter_map(|(k, _)| deleted_table_of(k))
+                .collect();
+            backend(batch)?;
+            if !deleted.is_empty() {
+                let mut state = self.shared.lock();
+                for id in deleted {
+                    state.forget(id);
+                }
+            }
+            return Ok(());
         }
         let Some(id) = batch.first().and_then(|(k, _)| table_of(k)) else {
             return backend(batch);
@@ -724,7 +751,7 @@ impl<B: Kv> TieredKv<B> {
     }
 }
 
-impl<B: Kv> Drop for TieredKv<B> {
+impl<B: Backend> Drop for TieredKv<B> {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         self.requests = None;
@@ -790,7 +817,7 @@ impl<'a, B: Kv + 'a> Iterator for TierIter<'a, B> {
     }
 }
 
-impl<B: Kv> Kv for TieredKv<B> {
+impl<B: Backend> Kv for TieredKv<B> {
     type Bytes = LayeredBytes<B::Bytes>;
     type Iter<'a> = TierIter<'a, B>;
 
@@ -879,6 +906,21 @@ impl<B: Kv> Kv for TieredKv<B> {
         }
     }
 
+    fn apply(&self, space: Space, batch: Batch) -> Result<(), StoreError> {
+        self.apply_to_backend(space, batch, false)
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.shared.inner.flush()
+    }
+
+    fn is_persistent(&self) -> bool {
+        self.shared.inner.is_persistent()
+    }
+}
+
+/// Split points of the tables it holds; the rest is the engine's.
+impl<B: Backend> Backend for TieredKv<B> {
     fn split_point(
         &self,
         space: Space,
@@ -895,20 +937,8 @@ impl<B: Kv> Kv for TieredKv<B> {
         middle_key(&rows, start, end, min_rows)
     }
 
-    fn apply(&self, space: Space, batch: Batch) -> Result<(), StoreError> {
-        self.apply_to_backend(space, batch, false)
-    }
-
     fn apply_new_keys(&self, space: Space, batch: Batch) -> Result<(), StoreError> {
         self.apply_to_backend(space, batch, true)
-    }
-
-    fn flush(&self) -> Result<(), StoreError> {
-        self.shared.inner.flush()
-    }
-
-    fn is_persistent(&self) -> bool {
-        self.shared.inner.is_persistent()
     }
 
     fn begin_write(&self) -> Result<u64, StoreError> {
@@ -922,12 +952,6 @@ impl<B: Kv> Kv for TieredKv<B> {
     /// The backend's count: every write reaches it, resident or not.
     fn footprint(&self) -> Option<crate::Footprint> {
         self.shared.inner.footprint()
-    }
-
-    fn forget_table(&self, table_id: u64) {
-        let mut state = self.shared.lock();
-        state.evict(table_id);
-        state.tables.insert(table_id, Slot::Deleted);
     }
 }
 
@@ -1255,7 +1279,12 @@ mod tests {
             .range(Space::Entities, end.clone(), start.clone())
             .count();
         assert_eq!(backwards, 0);
-        kv.forget_table(9);
+        // The store deletes table 9: its marker reaches the metadata through the tier.
+        kv.apply(
+            Space::Tables,
+            vec![(crate::encoding::key::deleted_table_key(9), Some(Vec::new()))],
+        )
+        .expect("mark table 9 deleted");
         assert!(!kv.is_resident(9));
         assert_eq!(kv.range(Space::Entities, start, end).count(), n);
         assert!(!kv.is_resident(9), "a deleted table is never loaded again");

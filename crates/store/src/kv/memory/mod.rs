@@ -8,7 +8,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::contract::footprint::{Footprint, Totals};
-use crate::{Kv, Space, StoreError};
+use crate::{Backend, Kv, Space, StoreError};
 
 type Map = BTreeMap<Vec<u8>, Arc<[u8]>>;
 type Entry = (Arc<[u8]>, Arc<[u8]>);
@@ -92,7 +92,7 @@ pub(crate) fn as_slice(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     }
 }
 
-/// [`Kv::split_point`] over an ordered map held in RAM: the first key at or after the
+/// [`Backend::split_point`] over an ordered map held in RAM: the first key at or after the
 /// byte-wise midpoint of the range's first and last keys, if the range holds at least
 /// `min_rows` keys (counted without reading a value) and that key is not the first.
 pub(crate) fn middle_key<K: Borrow<[u8]> + Ord, V>(
@@ -156,17 +156,6 @@ impl Kv for MemoryKv {
         }
     }
 
-    fn split_point(
-        &self,
-        space: Space,
-        start: &Bound<Vec<u8>>,
-        end: &Bound<Vec<u8>>,
-        min_rows: usize,
-    ) -> Option<Vec<u8>> {
-        let map = self.map(space).read();
-        middle_key(&map, start, end, min_rows)
-    }
-
     fn apply(
         &self,
         space: Space,
@@ -193,6 +182,20 @@ impl Kv for MemoryKv {
 
     fn is_persistent(&self) -> bool {
         false
+    }
+}
+
+/// In RAM, a range splits from the map's keys; the totals are kept as writes apply.
+impl Backend for MemoryKv {
+    fn split_point(
+        &self,
+        space: Space,
+        start: &Bound<Vec<u8>>,
+        end: &Bound<Vec<u8>>,
+        min_rows: usize,
+    ) -> Option<Vec<u8>> {
+        let map = self.map(space).read();
+        middle_key(&map, start, end, min_rows)
     }
 
     fn footprint(&self) -> Option<Footprint> {

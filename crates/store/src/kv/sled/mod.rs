@@ -8,7 +8,7 @@
 //! Recovery from a failed write anyway: once a write to its log fails (the disk filled up
 //! behind our back, an I/O error),
 //! sled refuses every later write until the database is reopened. So after a failed write or
-//! flush, the next write (`Kv::begin_write`) first checks that the file system has room again
+//! flush, the next write (`Backend::begin_write`) first checks that the file system has room again
 //! and, if so, reopens the database on the same folder (waiting for running reads to let go
 //! of the old one). Reads keep working meanwhile; writes answer `StoreError::DiskFull` or
 //! `StoreError::Reopening` until room
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::contract::footprint::{folder_bytes, Footprint, Totals};
 use crate::encoding::lz4;
-use crate::{Kv, Space, StoreError};
+use crate::{Backend, Kv, Space, StoreError};
 
 pub(crate) mod intent;
 
@@ -577,7 +577,7 @@ impl SledKv {
         }
     }
 
-    /// [`Kv::apply`]; `new_keys`: [`Kv::apply_new_keys`], whose intent names the keys only.
+    /// [`Kv::apply`]; `new_keys`: [`Backend::apply_new_keys`], whose intent names the keys only.
     fn apply_with_intent(
         &self,
         space: Space,
@@ -738,20 +738,24 @@ impl Kv for SledKv {
         self.apply_with_intent(space, batch, false)
     }
 
-    fn apply_new_keys(
-        &self,
-        space: Space,
-        batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    ) -> Result<(), StoreError> {
-        self.apply_with_intent(space, batch, true)
-    }
-
     fn flush(&self) -> Result<(), StoreError> {
         self.write(|h| h.db.flush().map(drop))
     }
 
     fn is_persistent(&self) -> bool {
         true
+    }
+}
+
+/// sled's intents that name new keys only, its recovery protocol (module documentation) and
+/// its totals.
+impl Backend for SledKv {
+    fn apply_new_keys(
+        &self,
+        space: Space,
+        batch: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ) -> Result<(), StoreError> {
+        self.apply_with_intent(space, batch, true)
     }
 
     fn begin_write(&self) -> Result<u64, StoreError> {
