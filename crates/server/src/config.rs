@@ -718,7 +718,7 @@ impl Config {
             };
             return Err(Config::command().error(
                 clap::error::ErrorKind::UnknownArgument,
-                format!("{given} was removed: the write-ahead log it sized measured slower than the store's own log on every write workload (docs/performance.md); drop it (a data folder's old log is applied at start-up)"),
+                format!("{given} was removed: the write-ahead log it sized measured slower than the store's own log on every write workload (docs/performance.md); drop it"),
             ));
         }
         if config.in_memory && config.postgres().is_some() {

@@ -28,7 +28,6 @@ pub mod conformance;
 pub mod contract;
 pub mod encoding;
 pub mod kv;
-pub mod legacy_log;
 pub mod open;
 pub mod postgres;
 pub mod table;

@@ -1,6 +1,5 @@
 //! Opens the store a configuration names: PostgreSQL, the memory store, or sled in a data
-//! folder with the RAM tier in front (unless its budget is 0), after draining a write-ahead
-//! log an earlier build left there. The one place that knows how engines and the RAM tier
+//! folder with the RAM tier in front (unless its budget is 0). The one place that knows how engines and the RAM tier
 //! stack under [`KvStore`]: at most two layers (the tier and the engine) sit below the
 //! contract the server sees.
 
@@ -16,7 +15,7 @@ use crate::postgres::PgStore;
 pub use crate::postgres::{display_url, is_postgres_url};
 use crate::tier::memory_limit::ProcessLimit;
 use crate::tier::{TierOptions, TieredKv};
-use crate::{legacy_log, Backend, Durability, KvStore, Store, StoreError};
+use crate::{Backend, Durability, KvStore, Store, StoreError};
 
 /// Which store to open, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +66,6 @@ fn open_disk(disk: &DiskOptions) -> Result<Arc<dyn Store>, StoreError> {
         ..SledOptions::default()
     };
     let kv = SledKv::open(&disk.dir, &options)?;
-    legacy_log::drain(&kv, &disk.dir)?;
     over_tier(kv, disk)
 }
 

@@ -60,13 +60,6 @@ pub(crate) fn open_folder(
             store_message(&other)
         )),
     })?;
-    // A server of an earlier build may have left writes in its write-ahead log.
-    crate::store::legacy_log::drain(&kv, &dir).map_err(|e| {
-        DataError::new(format!(
-            "cannot open the data folder: {}",
-            store_message(&e)
-        ))
-    })?;
     let store: Arc<dyn Store> = KvStore::open(kv, Durability::Relaxed).map_err(|e| {
         DataError::new(format!(
             "cannot open the data folder: {}",
