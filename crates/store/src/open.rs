@@ -1,7 +1,8 @@
 //! Opens the store a configuration names: PostgreSQL, the memory store, or sled in a data
 //! folder with the RAM tier in front (unless its budget is 0). The one place that knows how engines and the RAM tier
 //! stack under [`KvStore`]: at most two layers (the tier and the engine) sit below the
-//! contract the server sees.
+//! contract the server sees. The server, the data commands and the tests all open their
+//! stores through [`open`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,6 +44,22 @@ pub struct DiskOptions {
     /// Whether the RAM tier also keeps the whole process near the budget (on in every real
     /// server; tests that need the tier to load and evict at a tiny budget turn it off).
     pub process_limit: bool,
+}
+
+impl DiskOptions {
+    /// A data folder opened by a bulk transfer (`tablestore export` and `import`): writes are
+    /// made durable when the transfer flushes (at its checkpoints), sled's default page cache,
+    /// and no RAM tier (a transfer reads each table once).
+    pub fn for_transfer(dir: PathBuf, compression: Compression) -> DiskOptions {
+        DiskOptions {
+            dir,
+            durability: Durability::Relaxed,
+            cache_bytes: SledOptions::default().cache_capacity,
+            compression,
+            memory_budget_mib: 0,
+            process_limit: false,
+        }
+    }
 }
 
 /// Opens the store `options` name (a PostgreSQL store's connections live on the runtime this

@@ -390,7 +390,7 @@ fn with_endpoints<T>(
     match &endpoint.location {
         Some(location) => {
             let runtime = runtime()?;
-            let store: Arc<dyn Store> = open_folder(location, write)?;
+            let store: Arc<dyn Store> = open_folder(&runtime, location, write)?;
             let label = location.display().to_string();
             let flavor = credentials.flavor.into();
             let endpoints = local_endpoints(&store, &runtime, accounts, &label, flavor);

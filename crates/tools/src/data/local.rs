@@ -17,17 +17,19 @@ use crate::model::{Entity, Flavor, TableId, TableName, TableNameError, TableRef,
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
 use crate::query::{execute_raw_page, PageLimits, PageRead};
-use crate::store::kv::sled::{Compression, Layout, SledKv, SledOptions};
-use crate::store::{Durability, KeyRange, KvStore, Store, StoreError, TableInfo};
+use crate::store::open::{open, Compression, DiskOptions, StoreOptions};
+use crate::store::{KeyRange, Store, StoreError, TableInfo};
 
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
 pub(crate) use crate::config::STORE_DIR_NAME;
 
-/// Opens the store of the workspace `location` for a bulk transfer. Writes are flushed at
-/// each checkpoint rather than each batch. A folder a server holds is refused. With `create`,
-/// a missing data folder is created with that compression (an existing one keeps its own);
-/// without, it must exist.
+/// Opens the store of the workspace `location` for a bulk transfer, as the store opens every
+/// data folder ([`open`], [`DiskOptions::for_transfer`]), waiting on `runtime`. Writes are
+/// flushed at each checkpoint rather than each batch. A folder a server holds is refused.
+/// With `create`, a missing data folder is created with that compression (an existing one
+/// keeps its own); without, it must exist.
 pub(crate) fn open_folder(
+    runtime: &Handle,
     location: &Path,
     create: Option<Compression>,
 ) -> Result<Arc<dyn Store>, DataError> {
@@ -44,11 +46,8 @@ pub(crate) fn open_folder(
             dir.display()
         ))
     })?;
-    let options = SledOptions {
-        layout: Layout::new(create.unwrap_or_default()),
-        ..SledOptions::default()
-    };
-    let kv = SledKv::open(&dir, &options).map_err(|e| match e {
+    let options = StoreOptions::Disk(DiskOptions::for_transfer(dir, create.unwrap_or_default()));
+    runtime.block_on(open(&options)).map_err(|e| match e {
         StoreError::FolderInUse => DataError::new(format!(
             "the data folder {} is in use by a running server: stop it, or give the server's \
              endpoint with --connection-string instead",
@@ -59,14 +58,7 @@ pub(crate) fn open_folder(
             location.display(),
             store_message(&other)
         )),
-    })?;
-    let store: Arc<dyn Store> = KvStore::open(kv, Durability::Relaxed).map_err(|e| {
-        DataError::new(format!(
-            "cannot open the data folder: {}",
-            store_message(&e)
-        ))
-    })?;
-    Ok(store)
+    })
 }
 
 /// The runtime a transfer waits for the store on: the one the command was started from
