@@ -255,6 +255,41 @@ async fn each_sas_refusal_names_what_the_sas_lacks() {
     }
 }
 
+#[tokio::test]
+async fn an_account_sas_names_the_service_or_resource_type_it_lacks() {
+    let log = CapturedLog::start();
+    let t = TestServer::start().await;
+    let account_sas = |ss, srt| {
+        Signer::dev().account_sas(&canonical::AccountSasFields {
+            sp: "rl",
+            ss,
+            srt,
+            se: "2099-01-01T00:00:00Z",
+            spr: "https,http",
+            sv: "2019-02-02",
+            ..Default::default()
+        })
+    };
+    let url = |sas: String| format!("{}/Tables?{sas}", t.base());
+    for (sas, code, cause) in [
+        (
+            account_sas("t", "o"),
+            "AuthorizationResourceTypeMismatch",
+            "the account SAS's resource types (srt) do not cover this operation",
+        ),
+        (
+            account_sas("b", "sco"),
+            "AuthorizationServiceMismatch",
+            "the account SAS's services (ss) do not include t (Table)",
+        ),
+    ] {
+        let r = send(&t, "GET", &url(sas), &[], None, Signing::None).await;
+        assert_eq!(r.error_code(), code, "{}", r.text());
+        let line = denied_line(&log, &r);
+        assert!(line.contains(cause), "{cause}\n{line}");
+    }
+}
+
 /// Cosmos refuses `PATCH` with 405, as the SDKs send Merge to an endpoint they take for
 /// Table storage (any host name but `localhost` and `.table.cosmos.` names): the log says so.
 #[tokio::test]
