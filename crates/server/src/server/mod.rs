@@ -139,7 +139,7 @@ pub async fn serve_tls(
 }
 
 /// The one accept loop (connection limits, timeouts), over plain TCP or TLS; the embedded
-/// fixture ([`crate::testing::TestServer`]) serves through it too.
+/// fixture (`tablestore::testing::TestServer`) serves through it too.
 pub async fn serve_inner(
     listener: TcpListener,
     tls: Option<Arc<rustls::ServerConfig>>,
