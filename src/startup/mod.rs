@@ -44,7 +44,23 @@ pub async fn main(args: Vec<OsString>) -> ExitCode {
         }
         _ => {}
     }
-    let config = Config::from_env_and_args();
+    if let Some(sentence) = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .and_then(sentences::unknown_command)
+    {
+        eprintln!("tablestore: {sentence}");
+        return ExitCode::from(2);
+    }
+    let config = match Config::try_parse_args(args, |name| std::env::var(name).ok()) {
+        Ok(config) => config,
+        Err(e) => {
+            // Help, the version or a usage error; a reader that went away (`--help | head`)
+            // is no error.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     if config.healthcheck {
         return healthcheck::run(&config).await;
     }
@@ -91,7 +107,8 @@ impl std::fmt::Display for StartError {
             StartError::Accounts(m) => write!(
                 f,
                 "invalid accounts in AZURITE_ACCOUNTS / --accounts: {m} (expected \
-                 name:key1[:key2];name2:key1…, keys in base64)"
+                 name:key1[:key2];name2:key1…, each key in base64, as `openssl rand -base64 32` \
+                 prints one)"
             ),
             StartError::Https(m) => write!(f, "HTTPS: {m}"),
             StartError::Seed(m) => write!(f, "--seed: {m}"),
