@@ -160,10 +160,12 @@ async fn run(config: Config) -> Result<(), StartError> {
     let warnings = config.warnings();
     let lines = lines::start_up_lines(&config, &start_up);
     let state = AppState::new(store, config).map_err(StartError::Accounts)?;
+    // Handlers first: a SIGTERM right after the readiness line is a graceful stop.
+    let shutdown = signals::shutdown();
     lines::banner(&warnings, &lines);
     let served = match tls_config {
-        Some(tls_config) => serve_tls(listener, tls_config, state, signals::shutdown()).await,
-        None => serve(listener, state, signals::shutdown()).await,
+        Some(tls_config) => serve_tls(listener, tls_config, state, shutdown).await,
+        None => serve(listener, state, shutdown).await,
     };
     served.map_err(StartError::Serve)
 }

@@ -1294,3 +1294,21 @@ fn the_cosmos_flavour_says_cosmos_and_ends_with_started() {
     );
     assert!(!out.contains("Azurite"), "{out}");
 }
+
+/// A SIGTERM sent as soon as the start-up lines appear stops the server gracefully (exit 0):
+/// the signal handlers are installed before the banner is printed. It was a race, lost when
+/// a watcher stopped the server right after its readiness line (the JS helper's
+/// `start()`/`stop()` with nothing in between), which then died of the signal.
+#[test]
+fn a_sigterm_right_after_start_up_is_a_graceful_stop() {
+    for flavor in ["storage", "cosmos"] {
+        let mut s = Server::start(&["--flavor", flavor, "--port", "0", "--in-memory"], &[]);
+        let status = Command::new("kill")
+            .args(["-TERM", &s.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = s.child.wait().unwrap();
+        assert_eq!(exit.code(), Some(0), "{flavor}: {exit:?}");
+    }
+}
