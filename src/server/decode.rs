@@ -16,7 +16,7 @@ use crate::protocol::filter::Expr;
 use crate::protocol::headers::{
     self, check_json_content_type, negotiate_metadata, ReturnPreference,
 };
-use crate::protocol::operation::Operation;
+use crate::protocol::operation::{Misplaced, Operation};
 use crate::protocol::service_properties::PropertiesUpdate;
 use crate::protocol::uri::QueryParams;
 use crate::protocol::write::{decode_insert, decode_write};
@@ -68,6 +68,14 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         Operation::GetTableAcl { table } => (Op::GetTableAcl { table }, plain),
         Operation::SetTableAcl { table } => (set_table_acl(call, table)?, plain),
         Operation::Batch => batch(call)?,
+        Operation::BelowTable(Misplaced { table, target }) => match target {
+            Some(target) => (Op::BelowTable { table, target }, plain),
+            // Not a shape an SDK sends: the URL names no resource (as before).
+            None => {
+                let cause = flavor::table_in_service_url_cause(&table);
+                return Err(ApiError::new(ErrorCode::InvalidUri).with_cause(cause));
+            }
+        },
     })
 }
 
@@ -84,8 +92,10 @@ fn cosmos_token_refused() -> ApiError {
 
 /// A reply in the metadata level `Accept` and `$format` ask for.
 fn with_metadata(call: &Call) -> Result<Reply, ApiError> {
+    let accept = call.header("accept");
+    let format = flavor::metadata_format(call.ctx.flavor, accept, call.query.get("$format"));
     Ok(Reply {
-        metadata: negotiate_metadata(call.header("accept"), call.query.get("$format"))?,
+        metadata: negotiate_metadata(accept, format)?,
         ..Reply::default()
     })
 }
