@@ -3,7 +3,7 @@
 //! Every check here reads the request only; nothing touches the store.
 
 use crate::exec::{BatchInput, EntityQuery, Op, Resume, SubRequestInput, TableQuery};
-use crate::model::limits::{EntityLimits, MAX_PAGE_SIZE};
+use crate::model::limits::{EntityLimits, MAX_PAGE_SIZE, MAX_XML_BODY};
 use crate::model::{Flavor, WriteOp};
 use crate::model::{TableName, TableNameError};
 use crate::protocol::batch::{
@@ -61,7 +61,7 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         }
         Operation::GetServiceProperties => (Op::GetServiceProperties, plain),
         Operation::SetServiceProperties => {
-            let update = PropertiesUpdate::decode(&call.body)?;
+            let update = PropertiesUpdate::decode(xml_body(call)?)?;
             (Op::SetServiceProperties(update), plain)
         }
         Operation::GetServiceStats => (get_service_stats(call)?, plain),
@@ -278,8 +278,18 @@ fn get_service_stats(call: &Call) -> Result<Op, ApiError> {
     Ok(Op::GetServiceStats)
 }
 
+/// The XML body of Set Table ACL or Set Table Service Properties; one over [`MAX_XML_BODY`]
+/// is refused unparsed with Azure's answer to a body over its limit (413
+/// `RequestBodyTooLarge`).
+fn xml_body(call: &Call) -> Result<&[u8], ApiError> {
+    if call.body.len() > MAX_XML_BODY {
+        return Err(ApiError::new(ErrorCode::RequestBodyTooLarge));
+    }
+    Ok(&call.body)
+}
+
 fn set_table_acl(call: &Call, table: String) -> Result<Op, ApiError> {
-    let identifiers = crate::auth::decode_signed_identifiers(&call.body)
+    let identifiers = crate::auth::decode_signed_identifiers(xml_body(call)?)
         .map_err(|e| super::error::acl_error(&e))?;
     let encoded = crate::auth::encode_signed_identifiers(&identifiers);
     Ok(Op::SetTableAcl { table, encoded })

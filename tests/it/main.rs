@@ -27,6 +27,7 @@ mod hostile_batch;
 mod hostile_filter;
 mod hostile_http;
 mod hostile_json;
+mod hostile_xml;
 mod insight;
 mod layering;
 mod limits;
