@@ -198,7 +198,11 @@ fn console_file(state: &AppState, ctx: &RequestContext, path: &str) -> Option<Re
     };
     if path == format!("{CONSOLE_PATH}config.json") {
         let accounts: Vec<String> = state.accounts.names().map(str::to_string).collect();
-        let config = config_json(!state.config.disable_auth, &accounts);
+        let published: Vec<(String, &'static str)> = accounts
+            .iter()
+            .filter_map(|a| Some((a.clone(), state.accounts.published_key(a)?)))
+            .collect();
+        let config = config_json(!state.config.disable_auth, &accounts, &published);
         r.body("application/json", config.into_bytes());
     } else if path == FAVICON_PATH {
         r.body(FAVICON_TYPE, favicon().as_bytes().to_vec());
