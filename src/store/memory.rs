@@ -195,6 +195,10 @@ impl Kv for MemoryKv {
         false
     }
 
+    fn share(bytes: Arc<[u8]>) -> Arc<[u8]> {
+        bytes
+    }
+
     fn footprint(&self) -> Option<Footprint> {
         let (entities, logical_bytes) = self.totals.get();
         Some(Footprint {

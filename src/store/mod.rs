@@ -25,6 +25,7 @@ pub mod postgres;
 pub(crate) mod read;
 pub(crate) mod row;
 pub mod sled_kv;
+pub mod state;
 pub mod tiered;
 pub(crate) mod value_lz4;
 
@@ -303,6 +304,10 @@ pub trait Store: Send + Sync + 'static {
     fn group_commit_flushes(&self) -> u64 {
         0
     }
+    /// Reset, snapshots and restore ([`state`]); `None` for a store without them.
+    fn state(&self) -> Option<&dyn state::StoreState> {
+        None
+    }
 }
 
 /// Runs `future` to completion on a runtime of its own: for synchronous tests (property
@@ -381,6 +386,12 @@ pub trait Kv: Send + Sync + 'static {
     }
     /// Table `table_id` was deleted: its entities are about to be purged and never read again.
     fn forget_table(&self, _table_id: u64) {}
+    /// A value read from the backend as shared bytes, for an image of the store's state
+    /// ([`state::Image`]): a copy, unless the backend already holds it shared (the memory
+    /// store), so an image of the memory store shares its entities' bytes.
+    fn share(bytes: Self::Bytes) -> Arc<[u8]> {
+        Arc::from(bytes.as_ref())
+    }
 }
 
 /// Lends the entries of `entries` in order to `visit` until it returns false (the body of
@@ -1110,6 +1121,10 @@ impl<B: Kv> Store for KvStore<B> {
 
     fn group_commit_flushes(&self) -> u64 {
         self.group_commit.as_ref().map_or(0, GroupCommit::flushes)
+    }
+
+    fn state(&self) -> Option<&dyn state::StoreState> {
+        Some(self)
     }
 }
 
