@@ -28,6 +28,7 @@ pub(crate) mod authz;
 pub mod bearer;
 pub mod canonical;
 pub(crate) mod error;
+pub(crate) mod live;
 pub(crate) mod sas;
 pub(crate) mod shared_key;
 pub mod time;
