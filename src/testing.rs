@@ -140,7 +140,9 @@ impl TestServer {
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
         let flavor = config.flavor();
-        let state = AppState::new(store, config).map_err(std::io::Error::other)?;
+        let state = AppState::serving(store, config, &account)
+            .await
+            .map_err(std::io::Error::other)?;
         let (tx, rx) = oneshot::channel::<()>();
         let shutdown = async move {
             let _ = rx.await;

@@ -288,6 +288,12 @@ impl Insight {
         self.shared.metrics.encode(advice, flushes, store)
     }
 
+    /// Forgets the statistics and advice of one account's tables (every account's when
+    /// `None`): its data was reset or restored, so what was learnt about it no longer holds.
+    pub(crate) fn forget(&self, account: Option<&str>) {
+        self.shared.stats.lock().forget(account);
+    }
+
     /// Waits until every report queued so far has been counted (tests and the endpoint's
     /// `?sync` option read their own writes with it); gives up after `timeout`.
     pub(crate) fn settle(&self, timeout: Duration) -> bool {

@@ -115,6 +115,7 @@ async fn run(config: Config) -> Result<(), StartError> {
     crate::server::realism::options(&config.realism, config.flavor())
         .map_err(StartError::Option)?;
     config.checked_metrics_token().map_err(StartError::Option)?;
+    config.checked_admin_token().map_err(StartError::Option)?;
     config.check_flavor_options().map_err(StartError::Option)?;
     // The port before the store: a busy port fails before any data folder is created.
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
@@ -132,6 +133,9 @@ async fn run(config: Config) -> Result<(), StartError> {
     let address = listener
         .local_addr()
         .map_err(|e| StartError::Listen(sentences::listen_error(&config, &e)))?;
+    let baseline = crate::server::state::start_up_image(&config, &store, &account)
+        .await
+        .map_err(StartError::Seed)?;
     let start_up = lines::StartUp {
         https: tls_config.is_some(),
         address,
@@ -143,6 +147,7 @@ async fn run(config: Config) -> Result<(), StartError> {
     let warnings = config.warnings();
     let lines = lines::start_up_lines(&config, &start_up);
     let state = AppState::new(store, config).map_err(StartError::Accounts)?;
+    state.control.set_baseline(baseline);
     lines::banner(&warnings, &lines);
     let served = match tls_config {
         Some(tls_config) => serve_tls(listener, tls_config, state, signals::shutdown()).await,
