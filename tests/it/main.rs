@@ -39,6 +39,8 @@ mod security;
 mod service;
 mod smoke;
 mod soak;
+mod state;
+mod state_faults;
 mod store_postgres;
 mod tables;
 mod tls;
