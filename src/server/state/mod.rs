@@ -344,19 +344,13 @@ async fn install_atomically(state: &AppState, image: &Image) -> Result<Installed
         store.switch(staged).await
     }
     .map_err(|e| store_failed("Switching to the new state", &e))?;
-    forget(state, &image.scope).await;
+    forget(state, &image.scope);
     Ok(installed)
 }
 
 /// Insight forgets the statistics and advice of what a scope held.
-async fn forget(state: &AppState, scope: &StateScope) {
-    let insight = state.insight.clone();
-    let account = scope.account().map(str::to_string);
-    let _ = tokio::task::spawn_blocking(move || {
-        insight.settle(std::time::Duration::from_secs(2));
-        insight.forget(account.as_deref());
-    })
-    .await;
+fn forget(state: &AppState, scope: &StateScope) {
+    state.insight.forget(scope.account());
 }
 
 /// Brings `scope` back to the start-up state.
@@ -610,7 +604,7 @@ async fn accounts(
         }
     };
     switched.map_err(|e| store_failed("Deleting the account's data", &e))?;
-    forget(state, &scope).await;
+    forget(state, &scope);
     Ok(ctx.plain_response(StatusCode::NO_CONTENT).into_response())
 }
 
@@ -666,7 +660,7 @@ async fn create_account(
             Err(_) => return Err(ApiError::new(ErrorCode::InternalError)),
         }
     }
-    forget(state, &StateScope::Account(name.clone())).await;
+    forget(state, &StateScope::Account(name.clone()));
     let host = parts
         .headers
         .get("host")

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -160,12 +161,12 @@ impl<B: Kv> KvStore<B> {
                         let mut k = Vec::with_capacity(8 + suffix.len());
                         k.extend_from_slice(&prefix);
                         k.extend_from_slice(suffix);
-                        (k, Some(value.to_vec()))
+                        (k, Arc::clone(value))
                     })
                     .collect();
                 self.kv.begin_write()?;
                 // The ids are new: no key of theirs holds a value.
-                self.kv.apply_new_keys(Space::Entities, batch)?;
+                self.kv.put_new_shared(Space::Entities, batch)?;
             }
         }
         Ok(staged)
