@@ -8,6 +8,10 @@
 
 use std::time::{Duration, Instant};
 
+// The server binary's allocator (src/main.rs), so the numbers are the binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use serde_json::json;
 use tablestore::auth::canonical;
 use tablestore::config::{Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
@@ -151,6 +155,27 @@ async fn reset_of(config: Config, label: &str, entities: usize, runs: usize, tar
         &mut times,
         target,
     );
+    // The background purge of a reset: until the store counts no entity.
+    b.fill("big", entities).await;
+    b.call(reqwest::Method::POST, "/_tablestore/reset", "")
+        .await;
+    let started = Instant::now();
+    loop {
+        let (_, text) = b
+            .call(reqwest::Method::GET, "/_tablestore/insight", "")
+            .await;
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        if doc["store"]["entities"] == 0 || started.elapsed() > Duration::from_secs(60) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let mut purge = vec![started.elapsed()];
+    summary(
+        &format!("  then the background purge of {entities} entities"),
+        &mut purge,
+        "-",
+    );
 }
 
 async fn restore_of(config: Config, label: &str, entities: usize, runs: usize, target: &str) {
@@ -228,6 +253,17 @@ async fn point_reads(runs: usize) {
 }
 
 fn main() {
+    // `--gate N`: only N passes of the gate on one thread (for an instruction count:
+    // `valgrind --tool=callgrind target/release/deps/state-* --gate N`).
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--gate")
+        .and_then(|i| args.get(i + 1))
+    {
+        gate_passes(n.parse().expect("--gate N"));
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -250,6 +286,20 @@ fn main() {
         point_reads(200).await;
     });
     gate_cost();
+}
+
+/// `n` passes of the gate on this thread.
+fn gate_passes(n: u32) {
+    let gate = tablestore::server::StateGate::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        for _ in 0..n {
+            let pass = gate.pass().await;
+            std::hint::black_box(&pass);
+        }
+    });
 }
 
 /// The gate every request passes: passing it and leaving, alone and with other threads
