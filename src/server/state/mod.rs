@@ -356,12 +356,9 @@ fn forget(state: &AppState, scope: &StateScope) {
 /// Brings `scope` back to the start-up state.
 pub(crate) async fn reset(state: &AppState, scope: &StateScope) -> Result<Installed, ApiError> {
     let _op = state.control.ops.lock().await;
-    let image = state.control.baseline().narrowed(scope);
-    let image = Image {
-        scope: scope.clone(),
-        ..image
-    };
-    install_atomically(state, &image).await
+    let baseline = state.control.baseline();
+    let narrowed = baseline.narrowed(scope);
+    install_atomically(state, narrowed.as_ref().unwrap_or(&baseline)).await
 }
 
 fn installed_json(
@@ -512,8 +509,8 @@ async fn snapshots(
                     return Err(account_not_found(account));
                 }
             }
-            let image = image.narrowed(&scope);
-            let installed = install_atomically(state, &image).await?;
+            let narrowed = image.narrowed(&scope);
+            let installed = install_atomically(state, narrowed.as_ref().unwrap_or(&image)).await?;
             Ok(json_answer(
                 ctx,
                 StatusCode::OK,

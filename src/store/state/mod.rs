@@ -81,26 +81,28 @@ impl Image {
         }
     }
 
-    /// The part of this image that lies in `scope` (the image's whole when it is narrower).
-    pub(crate) fn narrowed(&self, scope: &StateScope) -> Image {
-        let Some(account) = scope.account() else {
-            return self.clone();
-        };
-        Image {
+    /// The part of this image that lies in `scope`, which then covers it; `None` when the
+    /// image lies in `scope` already (no copy needed).
+    pub(crate) fn narrowed(&self, scope: &StateScope) -> Option<Image> {
+        if *scope == self.scope {
+            return None;
+        }
+        let narrowed = |account: Option<&str>| Image {
             scope: scope.clone(),
             tables: self
                 .tables
                 .iter()
-                .filter(|t| t.account == account)
+                .filter(|t| account.is_none_or(|a| t.account == a))
                 .cloned()
                 .collect(),
             service_properties: self
                 .service_properties
                 .iter()
-                .filter(|(a, _)| a == account)
+                .filter(|(a, _)| account.is_none_or(|b| a == b))
                 .cloned()
                 .collect(),
-        }
+        };
+        Some(narrowed(scope.account()))
     }
 
     pub(crate) fn entities(&self) -> u64 {
