@@ -311,5 +311,7 @@ pub(super) fn operation_name(op: &Operation) -> &'static str {
         Operation::GetTableAcl { .. } => "GetTableAcl",
         Operation::SetTableAcl { .. } => "SetTableAcl",
         Operation::Batch => "Batch",
+        // Not a REST operation: a service URL that ends with a table name.
+        Operation::BelowTable(_) => "Other",
     }
 }
