@@ -72,14 +72,17 @@ impl AppState {
 }
 
 impl AppState {
-    /// [`AppState::new`] with what a reset brings back taken now, once start-up loading is
-    /// done (`account`: the one `--seed` loads into by default).
+    /// [`AppState::new`] whose reset brings back `store` as it is now (`capture`), or an
+    /// empty store (a data folder or a database, whose data outlives the process).
     pub(crate) async fn serving(
         store: Arc<dyn Store>,
         config: Config,
-        account: &str,
+        capture: bool,
     ) -> Result<AppState, String> {
-        let baseline = state::start_up_image(&config, &store, account).await?;
+        let baseline = match capture {
+            true => state::image_of(&store).await?,
+            false => crate::store::state::Image::empty(crate::store::state::StateScope::Server),
+        };
         let app = AppState::new(store, config)?;
         app.control.set_baseline(baseline);
         Ok(app)

@@ -133,7 +133,7 @@ async fn run(config: Config) -> Result<(), StartError> {
     let address = listener
         .local_addr()
         .map_err(|e| StartError::Listen(sentences::listen_error(&config, &e)))?;
-    let baseline = crate::server::state::start_up_image(&config, &store, &account)
+    let baseline = loading::reset_image(&config, &store, &account)
         .await
         .map_err(StartError::Seed)?;
     let start_up = lines::StartUp {

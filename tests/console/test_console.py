@@ -357,7 +357,9 @@ def test_the_reset_button_empties_the_account(browser):
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#tables a[data-table='resetme']"))
     browser.find_element(By.ID, "reset-account").click()
     wait(browser, EC.alert_is_present()).accept()
-    wait(browser, lambda d: status_text(d).startswith(f"Reset {ACCOUNT}:"))
+    said = lambda d: d.find_element(By.ID, "reset-status").text  # noqa: E731
+    wait(browser, lambda d: said(d))
+    assert said(browser).startswith(f"Reset {ACCOUNT}: 2 table(s) removed"), said(browser)  # people, resetme
     assert not browser.find_elements(By.CSS_SELECTOR, "#tables a")
     _, _, listed = rest("GET", f"/{ACCOUNT}/Tables")
     assert listed["value"] == []

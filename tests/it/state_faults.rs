@@ -335,3 +335,43 @@ async fn the_admin_commands_reset_snapshot_and_make_accounts() {
     assert_eq!(code, 1);
     assert!(err.contains("given at start-up"), "{err}");
 }
+
+/// `--seed` is what a reset brings back, on a data folder (which also kept data of its own
+/// from before: a reset is "as if started afresh") and in memory.
+#[tokio::test]
+async fn a_reset_brings_the_seed_back() {
+    let work = tempfile::tempdir().unwrap();
+    let seed = work.path().join("seed");
+    std::fs::create_dir(&seed).unwrap();
+    let lines: String = (0..5)
+        .map(|i| format!("{{\"PartitionKey\":\"p\",\"RowKey\":\"{i}\",\"n\":{i}}}\n"))
+        .collect();
+    std::fs::write(seed.join("Seeded.jsonl"), lines).unwrap();
+    let seed_arg = seed.to_str().unwrap();
+    for args in [
+        vec!["--seed", seed_arg],
+        vec!["--seed", seed_arg, "--inMemoryPersistence"],
+    ] {
+        let data = tempfile::tempdir().unwrap();
+        let server = ChildServer::start(data.path(), &args);
+        let client = Client::new(&server.endpoint(), Signer::dev());
+        assert_eq!(contents(&client).await, vec![("Seeded".to_string(), 5)]);
+        fill(&client, "later", 3, 1).await;
+        client
+            .call(
+                "DELETE",
+                "/Seeded(PartitionKey='p',RowKey='0')",
+                &[("If-Match", "*")],
+                None,
+            )
+            .await;
+        let r = control(&client, "POST", "/_tablestore/reset").await;
+        assert_eq!(r.status.as_u16(), 200, "{args:?}: {}", r.text());
+        assert_eq!(r.json()["entities"], 5, "{args:?}");
+        assert_eq!(
+            contents(&client).await,
+            vec![("Seeded".to_string(), 5)],
+            "{args:?}"
+        );
+    }
+}

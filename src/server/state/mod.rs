@@ -97,46 +97,16 @@ impl Control {
     }
 }
 
-/// The image a reset brings back: what a first start of this command holds. In memory that
-/// is the store as start-up left it (its `--seed` and any import); a data folder or a
-/// database outlives the process, so there it is `--seed` alone, loaded into a scratch
-/// memory store (nothing without a seed).
-pub(crate) async fn start_up_image(
-    config: &Config,
-    store: &Arc<dyn Store>,
-    account: &str,
-) -> Result<Image, String> {
-    if config.is_in_memory() {
-        return match store.state() {
-            Some(state) => state
-                .capture(&StateScope::Server)
-                .await
-                .map_err(|e| e.to_string()),
-            None => Ok(Image::empty(StateScope::Server)),
-        };
+/// The whole store as it is now, for what a reset brings back when the store is the
+/// process's own (in memory: what start-up left in it); empty for a store without state.
+pub(crate) async fn image_of(store: &Arc<dyn Store>) -> Result<Image, String> {
+    match store.state() {
+        Some(state) => state
+            .capture(&StateScope::Server)
+            .await
+            .map_err(|e| e.to_string()),
+        None => Ok(Image::empty(StateScope::Server)),
     }
-    let seed = match (&config.seed, &config.seed_if_present) {
-        (Some(path), _) => path.clone(),
-        (None, Some(path)) if path.exists() => path.clone(),
-        _ => return Ok(Image::empty(StateScope::Server)),
-    };
-    let scratch: Arc<dyn Store> = crate::store::KvStore::open(
-        crate::store::memory::MemoryKv::new(),
-        crate::store::Durability::Relaxed,
-    )
-    .map_err(|e| e.to_string())?;
-    let (loaded, account, flavor) = (Arc::clone(&scratch), account.to_string(), config.flavor());
-    tokio::task::spawn_blocking(move || {
-        crate::data::cli::seed(loaded, &seed, &account, flavor, None)
-    })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())?;
-    let state = scratch.state().ok_or("the memory store keeps state")?;
-    state
-        .capture(&StateScope::Server)
-        .await
-        .map_err(|e| e.to_string())
 }
 
 /// Who is calling.
