@@ -18,7 +18,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::auth::canonical::shared_key_lite_authorization;
 use crate::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
-use crate::data::remote::{plain, Credential, RemoteAccount};
+use crate::data::cli::stdout_line_bytes;
+use crate::data::remote::{Credential, RemoteAccount};
+use crate::data::sentences::{status_text, unreachable, what_to_check};
 
 const INSIGHT_PATH: &str = "/_tablestore/insight";
 const METRICS_PATH: &str = "/metrics";
@@ -174,6 +176,8 @@ struct Server {
     key: Vec<u8>,
     /// Sent as a bearer token instead of a signature, when given.
     admin_token: Option<String>,
+    /// The options that gave the account and key, for what to check after a refusal.
+    given_by: &'static str,
 }
 
 /// A request to send: method, path below the server's root, query, body, and what to print
@@ -227,12 +231,7 @@ pub(crate) fn run(args: &[OsString]) -> ExitCode {
     };
     match execute(cli) {
         Ok(body) => {
-            use std::io::Write as _;
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&body);
-            if !body.ends_with(b"\n") && !body.is_empty() {
-                let _ = out.write_all(b"\n");
-            }
+            stdout_line_bytes(&body);
             ExitCode::SUCCESS
         }
         Err(message) => {
@@ -320,6 +319,7 @@ fn server(args: &ServerArgs) -> Result<Server, String> {
             account: target.account,
             key,
             admin_token: args.admin_token.clone(),
+            given_by: "the connection string's AccountName and AccountKey",
         });
     }
     let url = args.url.clone().unwrap_or_else(default_url);
@@ -351,6 +351,8 @@ fn server(args: &ServerArgs) -> Result<Server, String> {
         account,
         key,
         admin_token: args.admin_token.clone(),
+        given_by: "--account and --account-key (by default the development account \
+                   devstoreaccount1 and its published key)",
     })
 }
 
@@ -399,7 +401,7 @@ fn send(
     }
     let client = client
         .build()
-        .map_err(|e| format!("cannot start the HTTP client: {}", plain(&e)))?;
+        .map_err(|e| format!("cannot start the HTTP client: {}", unreachable(&e)))?;
     let mut url = format!("{}{}", server.origin, request.path);
     if let Some(query) = &request.query {
         url.push('?');
@@ -435,19 +437,20 @@ fn send(
         builder = builder.body(body);
     }
     let response = builder.send().map_err(|e| {
-        let text = plain(&e);
-        match untrusted_certificate(&text) {
-            Some(why) => format!(
-                "{shown}: the server's certificate is not trusted ({why}): pass it with --cacert \
-                 (docs/tls.md shows how to make one every client accepts)"
-            ),
-            None => format!("{shown}: {text} (is the server running there? --url names another)"),
+        let why = unreachable(&e);
+        if why.contains("certificate is not trusted") {
+            format!(
+                "{shown}: {why}: pass it with --cacert (docs/tls.md shows how to make one every \
+                 client accepts)"
+            )
+        } else {
+            format!("{shown}: {why} (is the server running there? --url names another)")
         }
     })?;
     let status = response.status();
     let body = response
         .bytes()
-        .map_err(|e| format!("{shown}: {}", plain(&e)))?
+        .map_err(|e| format!("{shown}: {}", unreachable(&e)))?
         .to_vec();
     if status.is_success() {
         if body.is_empty() {
@@ -457,67 +460,13 @@ fn send(
         }
         return Ok(body);
     }
-    Err(format!(
-        "{shown} answered {}{}",
-        status.as_u16(),
-        error_detail(&body)
-            .map(|d| format!(": {d}"))
-            .unwrap_or_default()
-    ))
-}
-
-/// Why TLS refused the server's certificate, in words, when that is what `text` (a transport
-/// error's chain) says; rustls names the reason only in its debug form.
-fn untrusted_certificate(text: &str) -> Option<&'static str> {
-    if !text.contains("invalid peer certificate") {
-        return None;
+    let status = status.as_u16();
+    let mut sentence = format!("{shown} answered {}", status_text(status, &body));
+    if let Some(check) = what_to_check(status, &body, server.given_by) {
+        sentence.push_str("; ");
+        sentence.push_str(&check);
     }
-    Some(
-        [
-            (
-                "CaUsedAsEndEntity",
-                "it is a CA certificate, used as the server's own",
-            ),
-            (
-                "UnknownIssuer",
-                "it is signed by an issuer this client does not know",
-            ),
-            ("NotValidForName", "it does not name this host"),
-            ("Expired", "it has expired"),
-            ("NotValidYet", "it is not valid yet"),
-        ]
-        .iter()
-        .find(|(code, _)| text.contains(code))
-        .map_or("it does not verify", |(_, why)| why),
-    )
-}
-
-/// `Code: message` from an error body, JSON (`odata.error`) or XML (`<Code>`, `<Message>`).
-fn error_detail(body: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) {
-        let error = &json["odata.error"];
-        let code = error["code"].as_str()?;
-        let message = error["message"]["value"].as_str().unwrap_or("");
-        return Some(format!("{code} {}", first_line(message)).trim().to_string());
-    }
-    let between = |open: &str, close: &str| {
-        let start = text.find(open)? + open.len();
-        let end = text[start..].find(close)? + start;
-        Some(text[start..end].to_string())
-    };
-    let code = between("<Code>", "</Code>")?;
-    let message = between("<Message>", "</Message>").unwrap_or_default();
-    Some(
-        format!("{code} {}", first_line(&message))
-            .trim()
-            .to_string(),
-    )
-}
-
-/// Azure's messages end with `RequestId:…` and `Time:…` lines: the first line says it.
-fn first_line(message: &str) -> &str {
-    message.lines().next().unwrap_or("").trim()
+    Err(sentence)
 }
 
 #[cfg(test)]
@@ -579,33 +528,5 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.contains("need an account key"), "{e}");
-    }
-
-    /// rustls names why it refused a certificate in debug text; the sentence names it in words.
-    #[test]
-    fn an_untrusted_certificate_is_said_in_words() {
-        let chain = "error sending request for url (https://127.0.0.1:1/metrics): client error \
-                     (Connect): invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))";
-        assert_eq!(
-            untrusted_certificate(chain),
-            Some("it is a CA certificate, used as the server's own")
-        );
-        assert_eq!(
-            untrusted_certificate("invalid peer certificate: UnknownIssuer"),
-            Some("it is signed by an issuer this client does not know")
-        );
-        assert_eq!(untrusted_certificate("connection refused"), None);
-    }
-
-    #[test]
-    fn error_bodies_become_code_and_first_line() {
-        let json = br#"{"odata.error":{"code":"AuthenticationFailed","message":{"lang":"en-US","value":"Server failed.\nRequestId:1\nTime:2"}}}"#;
-        assert_eq!(
-            error_detail(json).as_deref(),
-            Some("AuthenticationFailed Server failed.")
-        );
-        let xml = b"<?xml version=\"1.0\"?><Error><Code>InvalidUri</Code><Message>Bad.\nRequestId:1</Message></Error>";
-        assert_eq!(error_detail(xml).as_deref(), Some("InvalidUri Bad."));
-        assert_eq!(error_detail(b"plain"), None);
     }
 }

@@ -436,6 +436,13 @@ pub struct Config {
     /// The Azurite command this process was started as, if any (its readiness line is printed).
     #[arg(skip)]
     pub(crate) started_as: StartedAs,
+
+    /// How the user named the port and the host (`--port` or `--tablePort`, `--host` or
+    /// `--tableHost`, or the environment variable), so advice names the option they used.
+    #[arg(skip)]
+    pub(crate) port_named_as: String,
+    #[arg(skip)]
+    pub(crate) host_named_as: String,
 }
 
 /// The command a server was started as: `tablestore`, or one of Azurite's, named by the
@@ -656,6 +663,8 @@ impl Config {
             location_on_command_line: false,
             endpoint_on_command_line: false,
             started_as: StartedAs::Tablestore,
+            port_named_as: String::new(),
+            host_named_as: String::new(),
         }
         .with_test_store(std::env::var(TEST_STORE_ENV).ok())
     }
@@ -691,15 +700,6 @@ impl Config {
         !self.is_in_memory() && self.postgres().is_none()
     }
 
-    /// Parses the process's command line and environment; prints help, the version or the
-    /// error and exits when clap says so.
-    pub(crate) fn from_env_and_args() -> Config {
-        match Config::try_parse_args(std::env::args_os(), |name| std::env::var(name).ok()) {
-            Ok(config) => config,
-            Err(e) => e.exit(),
-        }
-    }
-
     /// Parses `args` (program name first). Environment variables named in the options are read
     /// by clap; `env` answers the Azurite-only fallbacks (`AZURITE_SKIP_API_VERSION_CHECK`).
     pub fn try_parse_args<I, T>(
@@ -712,9 +712,24 @@ impl Config {
     {
         let (args, started_as) =
             skip_azurite_program_word(args.into_iter().map(Into::into).collect())?;
-        let matches = Config::command().try_get_matches_from(args)?;
+        let matches = Config::command().try_get_matches_from(&args)?;
         let mut config = Config::from_arg_matches(&matches)?;
         config.started_as = started_as;
+        let azurite = started_as != StartedAs::Tablestore;
+        config.port_named_as = named_as(
+            &args,
+            matches.value_source("port"),
+            ["--port", "--tablePort"],
+            "TABLESTORE_PORT",
+            azurite,
+        );
+        config.host_named_as = named_as(
+            &args,
+            matches.value_source("host"),
+            ["--host", "--tableHost"],
+            "TABLESTORE_HOST",
+            azurite,
+        );
         let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         config.location_on_command_line = on_command_line("location");
         config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
@@ -971,6 +986,30 @@ fn checked_token<'a>(value: Option<&'a str>, option: &str) -> Result<Option<&'a 
             "{option} must be 1 to 1024 visible ASCII characters without spaces, e.g. the output of `openssl rand -hex 32`"
         )),
         Some(t) => Ok(Some(t)),
+    }
+}
+
+/// How the user named an option with an Azurite alias (`names`: ours, then Azurite's): the
+/// spelling last given on the command line, else the environment variable that set it, else
+/// the spelling of the command started as (Azurite's for `azurite`/`azurite-table`).
+fn named_as(
+    args: &[OsString],
+    source: Option<ValueSource>,
+    names: [&str; 2],
+    variable: &str,
+    azurite: bool,
+) -> String {
+    let given = args.iter().rev().find_map(|arg| {
+        let arg = arg.to_str()?;
+        names
+            .into_iter()
+            .find(|name| arg == *name || arg.strip_prefix(name).is_some_and(|r| r.starts_with('=')))
+    });
+    match (source, given) {
+        (Some(ValueSource::CommandLine), Some(name)) => name.to_string(),
+        (Some(ValueSource::EnvVariable), _) => variable.to_string(),
+        _ if azurite => names[1].to_string(),
+        _ => names[0].to_string(),
     }
 }
 

@@ -58,8 +58,8 @@ pub(crate) async fn dispatch(
 /// The answers outside the Table service: the front page and the insight endpoints.
 async fn side_door(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<Response> {
     let ctx = RequestContext::new(&parts.headers, state.config.flavor());
-    if super::front_page::is_browser_visit(parts) {
-        let mut response = super::front_page::answer(state, &ctx);
+    if let Some(visit) = super::front_page::visit(parts) {
+        let mut response = super::front_page::answer(state, &ctx, visit, parts);
         response.extensions_mut().insert(Charged {
             operation: "FrontPage",
             account: None,

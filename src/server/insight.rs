@@ -209,13 +209,13 @@ fn console_file(state: &AppState, ctx: &RequestContext, path: &str) -> Option<Re
         ctx.plain_response(StatusCode::OK)
     };
     if path == format!("{CONSOLE_PATH}config.json") {
-        let accounts: Vec<String> = state
-            .accounts
-            .current()
-            .names()
-            .map(str::to_string)
+        let current = state.accounts.current();
+        let accounts: Vec<String> = current.names().map(str::to_string).collect();
+        let published: Vec<(String, &'static str)> = accounts
+            .iter()
+            .filter_map(|a| Some((a.clone(), current.published_key(a)?)))
             .collect();
-        let config = config_json(!state.config.disable_auth, &accounts);
+        let config = config_json(!state.config.disable_auth, &accounts, &published);
         r.body("application/json", config.into_bytes());
     } else if path == FAVICON_PATH {
         r.body(FAVICON_TYPE, favicon().as_bytes().to_vec());

@@ -44,7 +44,23 @@ pub async fn main(args: Vec<OsString>) -> ExitCode {
         }
         _ => {}
     }
-    let config = Config::from_env_and_args();
+    if let Some(sentence) = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .and_then(sentences::unknown_command)
+    {
+        eprintln!("tablestore: {sentence}");
+        return ExitCode::from(2);
+    }
+    let config = match Config::try_parse_args(args, |name| std::env::var(name).ok()) {
+        Ok(config) => config,
+        Err(e) => {
+            // Help, the version or a usage error; a reader that went away (`--help | head`)
+            // is no error.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     if config.healthcheck {
         return healthcheck::run(&config).await;
     }
@@ -91,7 +107,8 @@ impl std::fmt::Display for StartError {
             StartError::Accounts(m) => write!(
                 f,
                 "invalid accounts in AZURITE_ACCOUNTS / --accounts: {m} (expected \
-                 name:key1[:key2];name2:key1…, keys in base64)"
+                 name:key1[:key2];name2:key1…, each key in base64, as `openssl rand -base64 32` \
+                 prints one)"
             ),
             StartError::Https(m) => write!(f, "HTTPS: {m}"),
             StartError::Seed(m) => write!(f, "--seed: {m}"),
@@ -148,10 +165,12 @@ async fn run(config: Config) -> Result<(), StartError> {
     let lines = lines::start_up_lines(&config, &start_up);
     let state = AppState::new(store, config).map_err(StartError::Accounts)?;
     state.control.set_baseline(baseline);
+    // Handlers first: a SIGTERM right after the readiness line is a graceful stop.
+    let shutdown = signals::shutdown();
     lines::banner(&warnings, &lines);
     let served = match tls_config {
-        Some(tls_config) => serve_tls(listener, tls_config, state, signals::shutdown()).await,
-        None => serve(listener, state, signals::shutdown()).await,
+        Some(tls_config) => serve_tls(listener, tls_config, state, shutdown).await,
+        None => serve(listener, state, shutdown).await,
     };
     served.map_err(StartError::Serve)
 }

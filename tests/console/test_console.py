@@ -139,8 +139,10 @@ def test_load_shows_the_key_hint_and_the_empty_state(browser):
     assert hint.is_displayed() and key.get_attribute("aria-describedby") == "key-hint"
     for words in ("account key", "AccountKey=", "Connection string:", "--accounts"):
         assert words in hint.text, hint.text
+    # The development account's published key is filled in (it asked for it before).
+    assert key.get_attribute("value") == KEY
+    assert browser.find_element(By.ID, "key-published").is_displayed()
     shot(browser, "00-key-hint.png")
-    key.send_keys(KEY)
     browser.find_element(By.ID, "use-key").click()
     # No tables: the page says what to do instead of staying blank.
     empty = wait(browser, EC.visibility_of_element_located((By.ID, "empty-state")))
@@ -149,6 +151,7 @@ def test_load_shows_the_key_hint_and_the_empty_state(browser):
     assert not browser.find_element(By.ID, "key-hint").is_displayed()
     # The key is not left in the page nor put in the URL.
     assert KEY not in browser.current_url and browser.find_element(By.ID, "key").get_attribute("value") == ""
+    assert not browser.find_element(By.ID, "key-published").is_displayed()
     shot(browser, "01-empty.png")
 
 

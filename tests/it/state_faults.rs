@@ -304,13 +304,13 @@ async fn the_admin_commands_reset_snapshot_and_make_accounts() {
     let (code, _, err) = admin(&server, &["snapshot", "restore", "three"]);
     assert_eq!(code, 1);
     assert!(
-        err.contains("404: ResourceNotFound There is no snapshot named \"three\""),
+        err.contains("404 ResourceNotFound: There is no snapshot named \"three\""),
         "{err}"
     );
     let (code, _, err) = admin(&server, &["snapshot", "save", "../x"]);
     assert_eq!(code, 1);
     assert!(
-        err.contains("400: InvalidInput") && err.contains("path characters"),
+        err.contains("400 InvalidInput") && err.contains("path characters"),
         "{err}"
     );
 

@@ -28,7 +28,9 @@ import * as readline from "node:readline";
 const require = createRequire(import.meta.url);
 const { binaryPath } = require("./lib/binary.cjs");
 
-const READY = "Azurite Table service is successfully listening at ";
+// The readiness line's words in both flavours ("Azurite …" / "Cosmos DB Table service is successfully
+// listening at URL").
+const READY = "Table service is successfully listening at ";
 const FAULTS_PATH = "/_tablestore/faults";
 
 /** The native binary this package installed. */
@@ -158,7 +160,7 @@ export function start(options = {}) {
         info.accountKey = /AccountKey=([^;]*)/.exec(info.connectionString)?.[1] ?? "";
         // `--flavor cosmos` prints a Table endpoint at the root: the account is the string's.
         if (!info.account) info.account = /AccountName=([^;]*)/.exec(info.connectionString)?.[1] ?? "";
-      } else if (line.startsWith(READY)) {
+      } else if (line.includes(READY)) {
         clearTimeout(timer);
         resolve();
       }

@@ -35,7 +35,9 @@ from typing import Any, Iterable, Optional, Sequence
 __all__ = ["Account", "Faults", "Server", "binary_path", "fresh_account"]
 
 _EXE = "tablestore.exe" if os.name == "nt" else "tablestore"
-_READY = "Azurite Table service is successfully listening at "
+# The readiness line's words, in both flavours ("Azurite Table service is successfully listening
+# at URL", "Cosmos DB Table service is successfully listening at URL").
+_READY = "Table service is successfully listening at "
 
 
 def binary_path() -> str:
@@ -312,7 +314,7 @@ class Server:
                     # the connection string's.
                     elif part.startswith("AccountName=") and not self.account:
                         self.account = part[len("AccountName="):]
-            elif line.startswith(_READY):
+            elif _READY in line:
                 self.endpoint = self.table_endpoint.rsplit("/", 1)[0]
                 ready.set()
         ready.set()  # the process ended: start() reports it
