@@ -80,7 +80,7 @@ if make_venv \
   && install_sdk; then
   echo "packages: venv ready in $((SECONDS - t0)) s"
   (cd tests/packaging/python \
-    && "$VENV/bin/python" -m pytest -p no:xdist test_installed.py test_realism_guide.py \
+    && "$VENV/bin/python" -m pytest -p no:xdist test_installed.py test_realism_guide.py test_state.py \
          --junitxml="$WORK/pkg-pytest.xml" -q \
     && "$VENV/bin/python" -m pytest -p no:xdist test_function_scope.py --tablestore-scope function \
          --junitxml="$WORK/pkg-pytest-function.xml" -q \

@@ -132,6 +132,7 @@ async fn run(config: Config) -> Result<(), StartError> {
     crate::server::realism::options(&config.realism, config.flavor())
         .map_err(StartError::Option)?;
     config.checked_metrics_token().map_err(StartError::Option)?;
+    config.checked_admin_token().map_err(StartError::Option)?;
     config.check_flavor_options().map_err(StartError::Option)?;
     // The port before the store: a busy port fails before any data folder is created.
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
@@ -149,6 +150,9 @@ async fn run(config: Config) -> Result<(), StartError> {
     let address = listener
         .local_addr()
         .map_err(|e| StartError::Listen(sentences::listen_error(&config, &e)))?;
+    let baseline = loading::reset_image(&config, &store, &account)
+        .await
+        .map_err(StartError::Seed)?;
     let start_up = lines::StartUp {
         https: tls_config.is_some(),
         address,
@@ -160,6 +164,7 @@ async fn run(config: Config) -> Result<(), StartError> {
     let warnings = config.warnings();
     let lines = lines::start_up_lines(&config, &start_up);
     let state = AppState::new(store, config).map_err(StartError::Accounts)?;
+    state.control.set_baseline(baseline);
     // Handlers first: a SIGTERM right after the readiness line is a graceful stop.
     let shutdown = signals::shutdown();
     lines::banner(&warnings, &lines);

@@ -349,3 +349,22 @@ def test_console_pages_refuse_framing_and_foreign_scripts():
         csp = r.headers["Content-Security-Policy"]
         assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
         assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def test_the_reset_button_empties_the_account(browser):
+    """The Reset account… button (issue 42): asks first, then brings the account back to
+    its start-up state (this server started empty) and says what it did."""
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    problems_logged(browser)  # the earlier tests' expected 400 and 412
+    assert rest("POST", f"/{ACCOUNT}/Tables", {"TableName": "resetme"})[0] == 201
+    browser.get(ENDPOINT + "/_tablestore/console/")
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#tables a[data-table='resetme']"))
+    browser.find_element(By.ID, "reset-account").click()
+    wait(browser, EC.alert_is_present()).accept()
+    said = lambda d: d.find_element(By.ID, "reset-status").text  # noqa: E731
+    wait(browser, lambda d: said(d))
+    assert said(browser).startswith(f"Reset {ACCOUNT}: 2 table(s) removed"), said(browser)  # people, resetme
+    assert not browser.find_elements(By.CSS_SELECTOR, "#tables a")
+    _, _, listed = rest("GET", f"/{ACCOUNT}/Tables")
+    assert listed["value"] == []
+    assert not problems_logged(browser)

@@ -41,6 +41,8 @@ mod service;
 mod service_url;
 mod smoke;
 mod soak;
+mod state;
+mod state_faults;
 mod store_postgres;
 mod tables;
 mod tls;

@@ -210,6 +210,11 @@ impl Accounts {
         Ok(accounts)
     }
 
+    /// Removes an account (`false`: there was none of that name).
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
+        self.accounts.remove(name).is_some()
+    }
+
     /// Keys of `name` (exact, case-sensitive match: account names are lower case in Azure).
     pub fn get(&self, name: &str) -> Option<&AccountKeys> {
         self.accounts.get(name)

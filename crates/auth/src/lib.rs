@@ -32,6 +32,7 @@ pub mod bearer;
 pub mod canonical;
 pub mod cause;
 pub(crate) mod error;
+pub mod live;
 pub(crate) mod sas;
 pub(crate) mod shared_key;
 pub mod time;

@@ -351,6 +351,17 @@ pub struct Config {
     )]
     pub metrics_token: Option<String>,
 
+    /// Let the state calls (reset, snapshots, accounts on demand: docs/test-isolation.md)
+    /// through with `Authorization: Bearer TOKEN`, besides the key of an account the server
+    /// started with.
+    #[arg(
+        long,
+        env = "TABLESTORE_ADMIN_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub(crate) admin_token: Option<String>,
+
     /// Accounts and keys, Azurite's format `name:key1[:key2];name2:key1[:key2]` (base64 keys).
     /// When set, these replace devstoreaccount1.
     #[arg(
@@ -636,6 +647,7 @@ impl Config {
             disable_auth: false,
             no_console: false,
             metrics_token: None,
+            admin_token: None,
             accounts_env: None,
             cert: None,
             key: None,
@@ -861,13 +873,18 @@ impl Config {
 
     /// `--metrics-token`, checked: a token Prometheus can send in one header.
     pub fn checked_metrics_token(&self) -> Result<Option<&str>, String> {
-        match self.metrics_token.as_deref() {
-            None => Ok(None),
-            Some(t) if t.is_empty() || t.len() > 1024 || !t.bytes().all(|b| b.is_ascii_graphic()) => Err(
-                "--metrics-token (TABLESTORE_METRICS_TOKEN) must be 1 to 1024 visible ASCII characters without spaces, e.g. the output of `openssl rand -hex 32`".to_string(),
-            ),
-            Some(t) => Ok(Some(t)),
-        }
+        checked_token(
+            self.metrics_token.as_deref(),
+            "--metrics-token (TABLESTORE_METRICS_TOKEN)",
+        )
+    }
+
+    /// `--admin-token`, checked as `--metrics-token` is.
+    pub fn checked_admin_token(&self) -> Result<Option<&str>, String> {
+        checked_token(
+            self.admin_token.as_deref(),
+            "--admin-token (TABLESTORE_ADMIN_TOKEN)",
+        )
     }
 
     /// The store to open (`crate::store::open`).
@@ -958,6 +975,17 @@ impl Config {
             ));
         }
         out
+    }
+}
+
+/// A bearer token option's value, checked: what one `Authorization` header can carry.
+fn checked_token<'a>(value: Option<&'a str>, option: &str) -> Result<Option<&'a str>, String> {
+    match value {
+        None => Ok(None),
+        Some(t) if t.is_empty() || t.len() > 1024 || !t.bytes().all(|b| b.is_ascii_graphic()) => Err(format!(
+            "{option} must be 1 to 1024 visible ASCII characters without spaces, e.g. the output of `openssl rand -hex 32`"
+        )),
+        Some(t) => Ok(Some(t)),
     }
 }
 

@@ -17,6 +17,8 @@
 //! - [`postgres`]: the contract on PostgreSQL, for several nodes over one database.
 //! - [`encoding`]: the byte layout every store shares: keys in Azure's order, stored values,
 //!   LZ4 frames.
+//! - [`state`]: reset, snapshots and restore of a store's accounts (`/_tablestore/…`), as a
+//!   capability a store offers through [`Store::state`].
 //! - [`open`]: the one function that stacks engines: which store a configuration names, with
 //!   the RAM tier in front of sled.
 //! - `conformance`: the one suite every store passes (tests and the `testing` feature).
@@ -30,6 +32,7 @@ pub mod encoding;
 pub mod kv;
 pub mod open;
 pub mod postgres;
+pub mod state;
 pub mod table;
 pub mod tier;
 

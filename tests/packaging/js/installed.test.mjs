@@ -305,6 +305,32 @@ test("startRealismServer passes its options and server.faults installs rules", a
   }
 });
 
+test("the installed helper resets, snapshots and makes accounts (docs/test-isolation.md)", async () => {
+  const server = await start();
+  try {
+    const service = TableServiceClient.fromConnectionString(server.connectionString, { allowInsecureConnection: true });
+    await service.createTable("base");
+    await server.snapshots.save("base");
+    await service.createTable("during");
+    await server.snapshots.restore("base");
+    const names = async (s) => {
+      const out = [];
+      for await (const t of s.listTables()) out.push(t.name);
+      return out.sort();
+    };
+    assert.deepEqual(await names(service), ["base"]);
+    await server.reset();
+    assert.deepEqual(await names(service), []);
+    const worker = await server.accounts.create("pkgworker");
+    const own = TableServiceClient.fromConnectionString(worker.connectionString, { allowInsecureConnection: true });
+    await own.createTable("mine");
+    assert.deepEqual(await names(own), ["mine"]);
+    await server.accounts.delete("pkgworker");
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
 // docs/realism.md's JS examples, each a whole ES module, run as written in this project (where
 // only the packed packages and the SDK are installed). scripts/ci/packages.sh names the guide.
 const GUIDE = process.env.TABLESTORE_REALISM_GUIDE;

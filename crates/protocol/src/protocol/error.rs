@@ -78,6 +78,7 @@ error_codes! {
     AuthorizationServiceMismatch => (FORBIDDEN, "This request is not authorized to perform this operation using this service."),
     AuthorizationSourceIPMismatch => (FORBIDDEN, "This request is not authorized to perform this operation using this source IP."),
     AuthorizationProtocolMismatch => (FORBIDDEN, "This request is not authorized to perform this operation using this protocol."),
+    AccountAlreadyExists => (CONFLICT, "The specified account already exists."),
     InsufficientAccountPermissions => (FORBIDDEN, "The account being accessed does not have sufficient permissions to execute this operation."),
     CorsPreflightFailure => (FORBIDDEN, "CORS not enabled or no matching rule found for this request."),
     InternalError => (INTERNAL_SERVER_ERROR, "The server encountered an internal error. Please retry the request."),

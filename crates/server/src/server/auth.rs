@@ -102,7 +102,7 @@ pub(crate) async fn check(
         allow_bearer: state.config.oauth.is_some(),
         ..AuthOptions::default()
     };
-    let principal = authenticate_with(&view, &state.accounts, &policies, &options)
+    let principal = authenticate_with(&view, &state.accounts.current(), &policies, &options)
         .map_err(|e| auth_error(&e))?;
     authorize(&principal, operation, ctx).map_err(|e| {
         let because = match principal.sas() {

@@ -46,8 +46,11 @@ pub(crate) async fn dispatch(
         return response;
     }
     let abort = parts.extensions.get::<ConnectionAbort>().cloned();
+    // Read before the account is checked: a change of state between the check and the gate
+    // (an account deleted) is then seen.
+    let epoch = state.control.gate.epoch();
     match admit(&state, peer, parts, body).await {
-        Ok(admitted) => pipeline(&state, admitted, abort.as_ref()).await,
+        Ok(admitted) => pipeline(&state, admitted, abort.as_ref(), epoch).await,
         Err(response) => response,
     }
 }
@@ -63,14 +66,21 @@ async fn side_door(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<
         });
         return Some(response);
     }
+    if parts.uri.path().starts_with(super::state::STATE_PREFIX) {
+        if let Some(response) = super::state::route(state, parts, peer).await {
+            return Some(response);
+        }
+    }
     insight::route(state, parts, &ctx, peer).await
 }
 
-/// An admitted request through realism and the pipeline, its answer marked for the layers.
+/// An admitted request through the state gate, realism and the pipeline, its answer marked
+/// for the layers. `epoch`: the gate's before the request was admitted.
 async fn pipeline(
     state: &AppState,
     admitted: Admitted,
     abort: Option<&ConnectionAbort>,
+    epoch: u64,
 ) -> Response {
     let Admitted {
         call,
@@ -79,6 +89,15 @@ async fn pipeline(
         auth_outcome,
         method,
     } = admitted;
+    // A reset, restore or account deletion waits for this request, or this request for it.
+    let _pass = state.control.gate.pass().await;
+    if state.control.gate.epoch() != epoch
+        && !state.accounts.current().contains(call.ctx.data_account())
+    {
+        // The account was deleted while the request was being admitted.
+        let refused = ApiError::new(crate::protocol::ErrorCode::AuthenticationFailed);
+        return call.ctx.error_response(&refused, error_format);
+    }
     let charged = Charged {
         operation: operation_name(&operation),
         account: Some(call.scope.account().to_string()),

@@ -234,12 +234,12 @@ fn resolve_account<'a>(
         .get("host")
         .and_then(|h| h.to_str().ok())
         .or(parts.uri.host());
-    let accounts = &state.accounts;
+    let accounts = state.accounts.current();
     let host_style = !state.config.disable_product_style_url;
     let account_path = match ctx.flavor {
         Flavor::Storage => split_account(host, path, |a| accounts.contains(a), host_style),
         Flavor::Cosmos => {
-            let root = root_account(accounts, &parts.headers);
+            let root = root_account(&accounts, &parts.headers);
             split_account_at_root(host, path, |a| accounts.contains(a), host_style, root)
         }
     };
@@ -252,7 +252,7 @@ fn resolve_account<'a>(
         parts.headers.contains_key("x-http-method"),
     );
     if !accounts.contains(ctx.data_account()) {
-        let cause = unknown_account_cause(accounts, &parts.headers, ctx.data_account());
+        let cause = unknown_account_cause(&accounts, &parts.headers, ctx.data_account());
         return Err(AccountRefusal::Unknown(cause));
     }
     let host_text = host.unwrap_or("127.0.0.1");

@@ -275,6 +275,10 @@ pub trait Store: Send + Sync + 'static {
     fn group_commit_flushes(&self) -> u64 {
         0
     }
+    /// Reset, snapshots and restore ([`crate::state`]); `None` for a store without them.
+    fn state(&self) -> Option<&dyn crate::state::StoreState> {
+        None
+    }
 }
 
 /// Runs `future` to completion on a runtime of its own: for synchronous tests (property

@@ -183,7 +183,7 @@ pub fn account_prefix(account: &str) -> Vec<u8> {
 /// an account's service properties.
 pub(crate) const NEXT_TABLE_ID_KEY: &[u8] = b"\xFF\xFFnext-table-id";
 const DELETED_TABLE_PREFIX: &[u8] = b"\xFF\xFEdeleted-table/";
-const SERVICE_PROPERTIES_PREFIX: &[u8] = b"\xFF\xFDservice-properties/";
+pub(crate) const SERVICE_PROPERTIES_PREFIX: &[u8] = b"\xFF\xFDservice-properties/";
 
 /// The key of `account`'s service properties.
 pub(crate) fn service_properties_key(account: &str) -> Vec<u8> {

@@ -88,6 +88,26 @@ pub trait Backend: Kv {
     fn footprint(&self) -> Option<Footprint> {
         None
     }
+    /// A value read from the backend as shared bytes, for an image of the store's state
+    /// ([`crate::state::Image`]): a copy, unless the backend already holds it shared (the
+    /// memory engine), so an image of the memory store shares its entities' bytes.
+    fn share(bytes: Self::Bytes) -> Arc<[u8]> {
+        Arc::from(bytes.as_ref())
+    }
+    /// [`Backend::apply_new_keys`] of entities whose values are shared bytes (an image's, being
+    /// restored): a backend that keeps values shared (the memory engine) keeps these as they
+    /// are, so a restored entity shares its bytes with the snapshot; others copy them.
+    fn put_new_shared(
+        &self,
+        space: Space,
+        batch: Vec<(Vec<u8>, Arc<[u8]>)>,
+    ) -> Result<(), StoreError> {
+        let batch = batch
+            .into_iter()
+            .map(|(k, v)| (k, Some(v.to_vec())))
+            .collect();
+        self.apply_new_keys(space, batch)
+    }
 }
 
 /// Lends the entries of `entries` in order to `visit` until it returns false (the body of

@@ -5,6 +5,7 @@
 //! group commit ([`group_commit`]).
 
 mod group_commit;
+mod state;
 
 use parking_lot::{Mutex, RwLock};
 use std::ops::Bound;
@@ -684,5 +685,9 @@ impl<B: Backend> Store for KvStore<B> {
 
     fn group_commit_flushes(&self) -> u64 {
         self.group_commit.as_ref().map_or(0, GroupCommit::flushes)
+    }
+
+    fn state(&self) -> Option<&dyn crate::state::StoreState> {
+        Some(self)
     }
 }

@@ -953,6 +953,13 @@ impl<B: Backend> Backend for TieredKv<B> {
     fn footprint(&self) -> Option<crate::Footprint> {
         self.shared.inner.footprint()
     }
+
+    fn share(bytes: Self::Bytes) -> Arc<[u8]> {
+        match bytes {
+            LayeredBytes::Held(held) => held,
+            LayeredBytes::Backend(b) => B::share(b),
+        }
+    }
 }
 
 /// Opens the tiered store over sled in `dir` with `options`, waiting briefly while a store

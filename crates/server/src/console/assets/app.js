@@ -416,6 +416,22 @@ async function start() {
     $('table-view').hidden = true;
     await loadTables(false);
   }));
+  $('reset-account').addEventListener('click', async () => {
+    // Said beside the button: the editor's status line goes with the table view.
+    const said = $('reset-status');
+    if (!confirm('Reset account ' + state.account + '? Every table, entity, ACL and service property goes; what the server started with (its --seed) comes back.')) return;
+    try {
+      const { json } = await api('POST', '/_tablestore/reset?account=' + encodeURIComponent(state.account));
+      state.table = null;
+      $('table-view').hidden = true;
+      await loadTables(false);
+      said.textContent = 'Reset ' + state.account + ': ' + json.tablesRemoved + ' table(s) removed; ' + json.tables + ' table(s) and ' + json.entities + ' entities from the start-up state.';
+      said.className = 'ok';
+    } catch (e) {
+      said.textContent = e.message;
+      said.className = 'error';
+    }
+  });
   $('query').addEventListener('submit', guard(() => runQuery(false)));
   $('next-page').addEventListener('click', guard(() => runQuery(true)));
   $('add-prop').addEventListener('click', () => addProp());
