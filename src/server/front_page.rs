@@ -15,6 +15,12 @@ use crate::protocol::headers::X_MS_VERSION;
 
 /// Whether the request is a browser opening the server's root URL.
 pub(crate) fn is_browser_visit(parts: &Parts) -> bool {
+    let root = (parts.method == Method::GET || parts.method == Method::HEAD)
+        && parts.uri.path() == "/"
+        && parts.uri.query().is_none_or(str::is_empty);
+    if !root {
+        return false;
+    }
     let wants_html = parts
         .headers
         .get_all(header::ACCEPT)
@@ -24,11 +30,7 @@ pub(crate) fn is_browser_visit(parts: &Parts) -> bool {
     let signed_or_versioned = [header::AUTHORIZATION.as_str(), X_MS_VERSION, "x-ms-date"]
         .iter()
         .any(|name| parts.headers.contains_key(*name));
-    (parts.method == Method::GET || parts.method == Method::HEAD)
-        && parts.uri.path() == "/"
-        && parts.uri.query().is_none_or(str::is_empty)
-        && wants_html
-        && !signed_or_versioned
+    wants_html && !signed_or_versioned
 }
 
 /// The page: what this address is, and where the console is (or that it is off).

@@ -61,7 +61,7 @@ pub(crate) async fn admit(
     let body = read_body(&parts, body)
         .await
         .map_err(|e| closing(ctx.error_response(&e, head.error_format)))?;
-    let auth_outcome = AuthOutcome(auth_label(head.principal.as_ref()).to_string());
+    let auth_outcome = AuthOutcome(auth_label(head.principal.as_ref()));
     let call = Call {
         scope: Scope::new(ctx.data_account(), head.principal)
             .for_flavor(ctx.flavor, state.config.cosmos_shuffle_seed),
@@ -320,7 +320,7 @@ async fn authenticate(
 fn denied(mut response: Response) -> Response {
     response
         .extensions_mut()
-        .insert(AuthOutcome("denied".to_string()));
+        .insert(AuthOutcome("denied"));
     response
 }
 

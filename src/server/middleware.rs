@@ -14,9 +14,8 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use axum::body::{to_bytes, Body};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::HeaderMap;
-use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
 
@@ -37,40 +36,46 @@ pub(crate) const DEBUG_LOG_TARGET: &str = "tablestore::debug";
 /// `SharedKey`, `SAS`, `anonymous`, or `denied`). The authentication layer puts it in the
 /// *response* extensions; the log shows `-` when it is absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct AuthOutcome(pub String);
+pub(crate) struct AuthOutcome(pub &'static str);
 
 /// Bodies longer than this are cut in the debug trace.
 const DEBUG_BODY_LIMIT: usize = 4096;
 
-/// The middleware function (see `server::app`).
-pub(crate) async fn request_log(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// The layer (see `server::App`): runs `next` on the request, then reports the answer to
+/// insight and writes the access line. What only the access line needs (the method, the
+/// path, the request id as text) is kept only when that line is logged.
+pub(crate) async fn request_log<F, Fut>(state: &AppState, request: Request, next: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: std::future::Future<Output = Response>,
+{
     let start = Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
+    let logged = !state.config.silent && access_line_enabled();
+    let line = logged.then(|| (request.method().clone(), request.uri().path().to_string()));
+    // The `--debug` trace's futures run boxed, off the usual request's future.
     let (request, request_trace) = if state.config.debug.is_some() {
-        let (request, trace) = capture_request(request).await;
+        let (request, trace) = Box::pin(capture_request(request)).await;
         (request, Some(trace))
     } else {
         (request, None)
     };
 
-    let mut response = next.run(request).await;
+    let mut response = next(request).await;
 
     let latency = start.elapsed();
-    let query = report_to_insight(&state, &mut response, latency);
+    let query = report_to_insight(state, &mut response, latency);
+    if request_trace.is_none() && line.is_none() {
+        return response;
+    }
     let request_id = header_or_dash(&response, X_MS_REQUEST_ID).to_string();
     let response = match request_trace {
-        Some(trace) => trace_exchange(trace, response, &request_id).await,
+        Some(trace) => Box::pin(trace_exchange(trace, response, &request_id)).await,
         None => response,
     };
-    if !state.config.silent {
+    if let Some((method, path)) = &line {
         let line = LogLine {
-            method: &method,
-            path: &path,
+            method,
+            path,
             latency_ms: latency.as_secs_f64() * 1000.0,
             request_id: &request_id,
             query,
@@ -78,6 +83,13 @@ pub(crate) async fn request_log(
         log_request(&line, &response);
     }
     response
+}
+
+/// Whether the access log's level lets any access line through (health probes log at debug,
+/// the rest at info).
+fn access_line_enabled() -> bool {
+    tracing::enabled!(target: REQUEST_LOG_TARGET, tracing::Level::INFO)
+        || tracing::enabled!(target: REQUEST_LOG_TARGET, tracing::Level::DEBUG)
 }
 
 /// The `--debug` trace of one exchange: the request as captured, then the response.
@@ -121,7 +133,8 @@ fn report_to_insight(
         }) => Some((*class, *examined, *returned)),
         _ => None,
     };
-    let charged = response.extensions().get::<Charged>().cloned();
+    // The last reader of the mark (CORS reads it inside this layer).
+    let charged = response.extensions_mut().remove::<Charged>();
     state.insight.report(Report {
         operation: charged.as_ref().map_or("Other", |c| c.operation),
         status: response.status().as_u16(),
@@ -154,8 +167,7 @@ fn log_request(line: &LogLine<'_>, response: &Response) {
     let auth = response
         .extensions()
         .get::<AuthOutcome>()
-        .map(|a| a.0.as_str())
-        .unwrap_or("-");
+        .map_or("-", |a| a.0);
     // The Azure error code of a failed request, so the log says why, not only that.
     let error = response
         .extensions()
