@@ -10,10 +10,15 @@
 #   0. the installs the later stages need (PostgreSQL and Chromium through apt, the SDK suites'
 #      .venv and node_modules, the Azure CLI's venv) start in the background: they wait on the
 #      network and the disk while the next steps use the cores
+#      The supply-chain check (scripts/ci/deny.sh: cargo-deny's advisories, bans, licences
+#      and sources checks of Cargo.lock and fuzz/Cargo.lock, offline, against the RustSec
+#      database copy in ../shared/advisory-db) runs in the background too: little CPU, and its
+#      result is shown after lint
 #   1. in a fresh clone, the dependencies an earlier run on this machine compiled for the same
 #      Cargo.lock and toolchain are copied into target/ (scripts/ci/cargo-cache.sh); then
 #      scripts/ci/lint.sh: cargo fmt --check, cargo clippy --all-targets -D warnings, cargo
-#      check of the fuzz targets; a failure stops the run here, within minutes
+#      check of the fuzz targets; a failure stops the run here, within minutes; then the
+#      supply-chain check's result (a failure there is recorded and the run goes on)
 #   2. cargo test (built first with --no-run, run once PostgreSQL is installed); the one
 #      profile for the tests and the binary the later stages use: dev by default, see below
 #   3. the suites, in two lanes (cargo test and each suite mostly wait on their servers, so
@@ -64,7 +69,8 @@
 #   TABLESTORE_SKIP_CARGO=1, TABLESTORE_SKIP_LINT=1, TABLESTORE_SKIP_PYTHON=1,
 #   TABLESTORE_SKIP_JS=1, TABLESTORE_SKIP_EXAMPLES=1, TABLESTORE_SKIP_AZURE_CLI=1,
 #   TABLESTORE_SKIP_PACKAGES=1, TABLESTORE_SKIP_DOCKER=1, TABLESTORE_SKIP_CONSOLE=1,
-#   TABLESTORE_SKIP_DOCS=1, TABLESTORE_SKIP_POSTGRES=1  leave out a stage.
+#   TABLESTORE_SKIP_DOCS=1, TABLESTORE_SKIP_POSTGRES=1, TABLESTORE_SKIP_SUPPLY=1  leave out a stage.
+#   TABLESTORE_ADVISORY_DB=DIR  the RustSec database copy (default ../shared/advisory-db).
 #   TABLESTORE_KEEP_GOING=1     go on after a lint failure (default: stop there).
 #   TABLESTORE_SERIAL=1         run lane 2 after lane 1 instead of beside cargo test and it.
 #   TABLESTORE_KEEP_LOGS=1      keep the temp dir (server log, junit xml, TAP) for inspection.
@@ -320,6 +326,11 @@ if [ "$TARGET" = "tablestore" ]; then
 fi
 if [ "$RUN_PY" = "1" ]; then bg_start python python_deps; fi
 if [ "$RUN_JS" = "1" ]; then bg_start js js_deps; fi
+RUN_SUPPLY=0
+if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_SUPPLY:-0}" != "1" ]; then
+  RUN_SUPPLY=1
+  bg_start supply env PYTHON="$PYTHON" scripts/ci/deny.sh
+fi
 
 PROFILE="${TABLESTORE_CARGO_PROFILE:-debug}"
 case "$PROFILE" in
@@ -359,6 +370,25 @@ if [ "$TARGET" = "tablestore" ] && [ "${TABLESTORE_SKIP_LINT:-0}" != "1" ]; then
   fi
 elif [ "$TARGET" = "tablestore" ]; then
   record "lint" skipped "TABLESTORE_SKIP_LINT=1"
+fi
+
+# The supply-chain check, started in the background in step 0 (scripts/ci/deny.sh).
+if [ "$RUN_SUPPLY" = "1" ]; then
+  begin "Supply chain: cargo deny check (scripts/ci/deny.sh, ran in the background)"
+  supply_rc=0
+  bg_wait supply || supply_rc=$?
+  read -r s_pass s_fail < <(sed -n 's/^supply chain: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$WORK/install-supply.log" | tail -n1) || true
+  s_pass=${s_pass:-0}; s_fail=${s_fail:-0}
+  if [ "$supply_rc" -ne 0 ] && [ "$s_fail" -eq 0 ]; then s_fail=1; fi
+  add_counts "$s_pass" "$s_fail" 0
+  s_time="$(sed -n 's/^supply chain: took \([0-9]*\) s.*/\1/p' "$WORK/install-supply.log" | tail -n1)"
+  if [ "$supply_rc" -eq 0 ]; then
+    record "supply chain" ok "$s_pass passed (advisories, bans, licences, sources); ${s_time:-?} s in the background"
+  else
+    record "supply chain" FAILED "$s_fail failed: $(sed -n 's/^supply chain: \([a-z]*\) FAILED.*/\1/p' "$WORK/install-supply.log" | paste -sd, -) (output above)"
+  fi
+elif [ "$TARGET" = "tablestore" ]; then
+  record "supply chain" skipped "TABLESTORE_SKIP_SUPPLY=1"
 fi
 
 # --- The suites after the build, in two lanes ------------------------------------------------

@@ -1,8 +1,10 @@
 //! `tablestore admin`: the running server's control endpoints from the command line —
-//! `/_tablestore/insight` (statistics and design advice), `/metrics` (Prometheus text) and
-//! `/_tablestore/faults` (fault-injection rules). Those endpoints want a request signed with an
-//! account key; this signs it (Shared Key Lite, through `auth::canonical`), with the
-//! development account's published key unless told another, and prints the answer.
+//! `/_tablestore/insight` (statistics and design advice), `/metrics` (Prometheus text),
+//! `/_tablestore/faults` (fault-injection rules), and the test-state calls: reset, snapshots
+//! and accounts on demand (docs/test-isolation.md). Those endpoints want a request signed
+//! with an account key; this signs it (Shared Key Lite, through `auth::canonical`), with the
+//! development account's published key unless told another, or sends `--admin-token`, and
+//! prints the answer.
 //!
 //! Depends on auth (signing), config (the development account) and data (connection strings).
 
@@ -16,18 +18,24 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::auth::canonical::shared_key_lite_authorization;
 use crate::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
-use crate::data::remote::{plain, Credential, RemoteAccount};
+use crate::data::cli::stdout_line_bytes;
+use crate::data::remote::{Credential, RemoteAccount};
+use crate::data::sentences::{status_text, unreachable, what_to_check};
 
 const INSIGHT_PATH: &str = "/_tablestore/insight";
 const METRICS_PATH: &str = "/metrics";
 const FAULTS_PATH: &str = "/_tablestore/faults";
+const RESET_PATH: &str = "/_tablestore/reset";
+const SNAPSHOTS_PATH: &str = "/_tablestore/snapshots";
+const ACCOUNTS_PATH: &str = "/_tablestore/accounts";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "tablestore admin",
     disable_version_flag = true,
-    about = "Read a running tablestore's insight, metrics and fault rules (signed with an \
-             account key; the development account's by default)"
+    about = "Read a running tablestore's insight, metrics and fault rules; reset it, save and \
+             restore snapshots, create and delete accounts (signed with an account key; the \
+             development account's by default)"
 )]
 struct AdminCli {
     #[command(flatten)]
@@ -47,10 +55,12 @@ struct ServerArgs {
     /// instead of --url, --account and --account-key.
     #[arg(long, value_name = "CS", hide_env_values = true, global = true)]
     connection_string: Option<String>,
-    /// The account whose key signs the requests.
-    #[arg(long, value_name = "NAME", default_value = DEV_ACCOUNT, global = true)]
-    account: String,
-    /// That account's key (base64; default: the development account's published key).
+    /// The account whose key signs the requests (with --account-key; without it the
+    /// development account signs). For reset and snapshots, also the one account they touch
+    /// (without it: the whole server).
+    #[arg(long, value_name = "NAME", global = true)]
+    account: Option<String>,
+    /// The key of --account (base64; default: the development account's published key).
     #[arg(
         long,
         value_name = "KEY",
@@ -63,6 +73,16 @@ struct ServerArgs {
     /// certificate itself).
     #[arg(long, value_name = "FILE", global = true)]
     cacert: Option<PathBuf>,
+    /// The server's --admin-token, sent as a bearer token instead of a signature (reset,
+    /// snapshots and accounts only).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "TABLESTORE_ADMIN_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    admin_token: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,6 +102,58 @@ enum AdminCommand {
         #[command(subcommand)]
         action: Option<FaultsAction>,
     },
+    /// Bring the whole server (or with --account, one account) back to the state it started
+    /// with: every table, entity, ACL and service property removed, the --seed data back
+    /// (POST /_tablestore/reset).
+    Reset,
+    /// Named snapshots of the whole server's data (or with --account, one account's).
+    Snapshot {
+        #[command(subcommand)]
+        action: SnapshotAction,
+    },
+    /// Accounts on demand: create one with a random key, delete one, list them.
+    Account {
+        #[command(subcommand)]
+        action: AccountAction,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SnapshotAction {
+    /// Save the data under NAME, replacing a snapshot of that name (PUT).
+    Save {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// Put the data of snapshot NAME back, atomically (POST …/restore).
+    Restore {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// List the snapshots (GET).
+    List,
+    /// Delete snapshot NAME (DELETE).
+    Delete {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum AccountAction {
+    /// Create an account with a random key; prints its name, key and connection string.
+    Create {
+        /// The account's name (3 to 24 lower-case letters and digits; default: a random one).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+    },
+    /// Delete an account created at run time, with all its data.
+    Delete {
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
+    /// List the accounts.
+    List,
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,14 +174,42 @@ struct Server {
     origin: String,
     account: String,
     key: Vec<u8>,
+    /// Sent as a bearer token instead of a signature, when given.
+    admin_token: Option<String>,
+    /// The options that gave the account and key, for what to check after a refusal.
+    given_by: &'static str,
 }
 
-/// A request to send: method, path below the server's root, query, body.
+/// A request to send: method, path below the server's root, query, body, and what to print
+/// when the answer has no body.
 struct Request {
     method: reqwest::Method,
-    path: &'static str,
-    query: Option<&'static str>,
+    path: String,
+    query: Option<String>,
     body: Option<Vec<u8>>,
+    done: Option<String>,
+}
+
+impl Request {
+    fn new(method: reqwest::Method, path: impl Into<String>) -> Request {
+        Request {
+            method,
+            path: path.into(),
+            query: None,
+            body: None,
+            done: None,
+        }
+    }
+
+    fn query(mut self, query: Option<String>) -> Request {
+        self.query = query;
+        self
+    }
+}
+
+/// `account=A` for the scope of reset and snapshots.
+fn scope_query(account: Option<&str>) -> Option<String> {
+    account.map(|a| format!("account={a}"))
 }
 
 /// Runs `tablestore admin …` (`args` is the whole command line) and returns its exit code:
@@ -131,12 +231,7 @@ pub(crate) fn run(args: &[OsString]) -> ExitCode {
     };
     match execute(cli) {
         Ok(body) => {
-            use std::io::Write as _;
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&body);
-            if !body.ends_with(b"\n") && !body.is_empty() {
-                let _ = out.write_all(b"\n");
-            }
+            stdout_line_bytes(&body);
             ExitCode::SUCCESS
         }
         Err(message) => {
@@ -147,42 +242,63 @@ pub(crate) fn run(args: &[OsString]) -> ExitCode {
 }
 
 fn execute(cli: AdminCli) -> Result<Vec<u8>, String> {
+    use reqwest::Method;
     let server = server(&cli.server)?;
+    let scope = cli.server.account.as_deref();
     let request = match cli.command {
-        AdminCommand::Insight { settle } => Request {
-            method: reqwest::Method::GET,
-            path: INSIGHT_PATH,
-            query: settle.then_some("settle"),
-            body: None,
-        },
-        AdminCommand::Metrics => Request {
-            method: reqwest::Method::GET,
-            path: METRICS_PATH,
-            query: None,
-            body: None,
-        },
+        AdminCommand::Insight { settle } => {
+            Request::new(Method::GET, INSIGHT_PATH).query(settle.then(|| "settle".to_string()))
+        }
+        AdminCommand::Metrics => Request::new(Method::GET, METRICS_PATH),
         AdminCommand::Faults { action } => match action.unwrap_or(FaultsAction::Show) {
-            FaultsAction::Show => Request {
-                method: reqwest::Method::GET,
-                path: FAULTS_PATH,
-                query: None,
-                body: None,
-            },
+            FaultsAction::Show => Request::new(Method::GET, FAULTS_PATH),
             FaultsAction::Set { file } => Request {
-                method: reqwest::Method::PUT,
-                path: FAULTS_PATH,
-                query: None,
                 body: Some(read_rules(&file)?),
+                ..Request::new(Method::PUT, FAULTS_PATH)
             },
-            FaultsAction::Clear => Request {
-                method: reqwest::Method::DELETE,
-                path: FAULTS_PATH,
-                query: None,
-                body: None,
+            FaultsAction::Clear => Request::new(Method::DELETE, FAULTS_PATH),
+        },
+        AdminCommand::Reset => Request::new(Method::POST, RESET_PATH).query(scope_query(scope)),
+        AdminCommand::Snapshot { action } => match action {
+            SnapshotAction::Save { name } => Request::new(
+                Method::PUT,
+                format!("{SNAPSHOTS_PATH}/{}", path_word(&name)),
+            )
+            .query(scope_query(scope)),
+            SnapshotAction::Restore { name } => Request::new(
+                Method::POST,
+                format!("{SNAPSHOTS_PATH}/{}/restore", path_word(&name)),
+            )
+            .query(scope_query(scope)),
+            SnapshotAction::List => Request::new(Method::GET, SNAPSHOTS_PATH),
+            SnapshotAction::Delete { name } => Request {
+                done: Some(format!("snapshot {name} deleted")),
+                ..Request::new(
+                    Method::DELETE,
+                    format!("{SNAPSHOTS_PATH}/{}", path_word(&name)),
+                )
             },
+        },
+        AdminCommand::Account { action } => match action {
+            AccountAction::Create { name } => Request::new(Method::POST, ACCOUNTS_PATH)
+                .query(name.map(|n| format!("name={}", path_word(&n)))),
+            AccountAction::Delete { name } => Request {
+                done: Some(format!("account {name} deleted")),
+                ..Request::new(
+                    Method::DELETE,
+                    format!("{ACCOUNTS_PATH}/{}", path_word(&name)),
+                )
+            },
+            AccountAction::List => Request::new(Method::GET, ACCOUNTS_PATH),
         },
     };
     send(&server, request, cli.server.cacert.as_deref())
+}
+
+/// A name as one path segment: percent-encoded, so that a name with a `/` reaches the server
+/// whole (which refuses it with its sentence) instead of naming another path.
+fn path_word(name: &str) -> String {
+    percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 /// The server and the key from `--connection-string`, or `--url`, `--account` and
@@ -202,6 +318,8 @@ fn server(args: &ServerArgs) -> Result<Server, String> {
             origin: target.origin,
             account: target.account,
             key,
+            admin_token: args.admin_token.clone(),
+            given_by: "the connection string's AccountName and AccountKey",
         });
     }
     let url = args.url.clone().unwrap_or_else(default_url);
@@ -217,7 +335,12 @@ fn server(args: &ServerArgs) -> Result<Server, String> {
             ))
         }
     };
-    let key_text = args.account_key.as_deref().unwrap_or(DEV_ACCOUNT_KEY);
+    // The development account signs unless a key is given for --account.
+    let (account, key_text) = match (&args.account, &args.account_key) {
+        (Some(account), Some(key)) => (account.clone(), key.as_str()),
+        (None, Some(key)) => (DEV_ACCOUNT.to_string(), key.as_str()),
+        (_, None) => (DEV_ACCOUNT.to_string(), DEV_ACCOUNT_KEY),
+    };
     let key = base64::engine::general_purpose::STANDARD
         .decode(key_text.trim())
         .map_err(|_| {
@@ -225,8 +348,11 @@ fn server(args: &ServerArgs) -> Result<Server, String> {
         })?;
     Ok(Server {
         origin,
-        account: args.account.clone(),
+        account,
         key,
+        admin_token: args.admin_token.clone(),
+        given_by: "--account and --account-key (by default the development account \
+                   devstoreaccount1 and its published key)",
     })
 }
 
@@ -275,22 +401,32 @@ fn send(
     }
     let client = client
         .build()
-        .map_err(|e| format!("cannot start the HTTP client: {}", plain(&e)))?;
+        .map_err(|e| format!("cannot start the HTTP client: {}", unreachable(&e)))?;
     let mut url = format!("{}{}", server.origin, request.path);
-    if let Some(query) = request.query {
+    if let Some(query) = &request.query {
         url.push('?');
         url.push_str(query);
     }
     let date = chrono::Utc::now()
         .format("%a, %d %b %Y %H:%M:%S GMT")
         .to_string();
-    let authorization = shared_key_lite_authorization(
-        &server.account,
-        &server.key,
-        &date,
-        request.path,
-        request.query,
-    );
+    let authorization = match &server.admin_token {
+        Some(token)
+            if !matches!(
+                request.path.as_str(),
+                INSIGHT_PATH | METRICS_PATH | FAULTS_PATH
+            ) =>
+        {
+            format!("Bearer {token}")
+        }
+        _ => shared_key_lite_authorization(
+            &server.account,
+            &server.key,
+            &date,
+            &request.path,
+            request.query.as_deref(),
+        ),
+    };
     let shown = format!("{} {url}", request.method);
     let mut builder = client
         .request(request.method, &url)
@@ -301,84 +437,36 @@ fn send(
         builder = builder.body(body);
     }
     let response = builder.send().map_err(|e| {
-        let text = plain(&e);
-        match untrusted_certificate(&text) {
-            Some(why) => format!(
-                "{shown}: the server's certificate is not trusted ({why}): pass it with --cacert \
-                 (docs/tls.md shows how to make one every client accepts)"
-            ),
-            None => format!("{shown}: {text} (is the server running there? --url names another)"),
+        let why = unreachable(&e);
+        if why.contains("certificate is not trusted") {
+            format!(
+                "{shown}: {why}: pass it with --cacert (docs/tls.md shows how to make one every \
+                 client accepts)"
+            )
+        } else {
+            format!("{shown}: {why} (is the server running there? --url names another)")
         }
     })?;
     let status = response.status();
     let body = response
         .bytes()
-        .map_err(|e| format!("{shown}: {}", plain(&e)))?
+        .map_err(|e| format!("{shown}: {}", unreachable(&e)))?
         .to_vec();
     if status.is_success() {
+        if body.is_empty() {
+            if let Some(done) = request.done {
+                return Ok(done.into_bytes());
+            }
+        }
         return Ok(body);
     }
-    Err(format!(
-        "{shown} answered {}{}",
-        status.as_u16(),
-        error_detail(&body)
-            .map(|d| format!(": {d}"))
-            .unwrap_or_default()
-    ))
-}
-
-/// Why TLS refused the server's certificate, in words, when that is what `text` (a transport
-/// error's chain) says; rustls names the reason only in its debug form.
-fn untrusted_certificate(text: &str) -> Option<&'static str> {
-    if !text.contains("invalid peer certificate") {
-        return None;
+    let status = status.as_u16();
+    let mut sentence = format!("{shown} answered {}", status_text(status, &body));
+    if let Some(check) = what_to_check(status, &body, server.given_by) {
+        sentence.push_str("; ");
+        sentence.push_str(&check);
     }
-    Some(
-        [
-            (
-                "CaUsedAsEndEntity",
-                "it is a CA certificate, used as the server's own",
-            ),
-            (
-                "UnknownIssuer",
-                "it is signed by an issuer this client does not know",
-            ),
-            ("NotValidForName", "it does not name this host"),
-            ("Expired", "it has expired"),
-            ("NotValidYet", "it is not valid yet"),
-        ]
-        .iter()
-        .find(|(code, _)| text.contains(code))
-        .map_or("it does not verify", |(_, why)| why),
-    )
-}
-
-/// `Code: message` from an error body, JSON (`odata.error`) or XML (`<Code>`, `<Message>`).
-fn error_detail(body: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(body);
-    if let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) {
-        let error = &json["odata.error"];
-        let code = error["code"].as_str()?;
-        let message = error["message"]["value"].as_str().unwrap_or("");
-        return Some(format!("{code} {}", first_line(message)).trim().to_string());
-    }
-    let between = |open: &str, close: &str| {
-        let start = text.find(open)? + open.len();
-        let end = text[start..].find(close)? + start;
-        Some(text[start..end].to_string())
-    };
-    let code = between("<Code>", "</Code>")?;
-    let message = between("<Message>", "</Message>").unwrap_or_default();
-    Some(
-        format!("{code} {}", first_line(&message))
-            .trim()
-            .to_string(),
-    )
-}
-
-/// Azure's messages end with `RequestId:…` and `Time:…` lines: the first line says it.
-fn first_line(message: &str) -> &str {
-    message.lines().next().unwrap_or("").trim()
+    Err(sentence)
 }
 
 #[cfg(test)]
@@ -440,33 +528,5 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.contains("need an account key"), "{e}");
-    }
-
-    /// rustls names why it refused a certificate in debug text; the sentence names it in words.
-    #[test]
-    fn an_untrusted_certificate_is_said_in_words() {
-        let chain = "error sending request for url (https://127.0.0.1:1/metrics): client error \
-                     (Connect): invalid peer certificate: Other(OtherError(CaUsedAsEndEntity))";
-        assert_eq!(
-            untrusted_certificate(chain),
-            Some("it is a CA certificate, used as the server's own")
-        );
-        assert_eq!(
-            untrusted_certificate("invalid peer certificate: UnknownIssuer"),
-            Some("it is signed by an issuer this client does not know")
-        );
-        assert_eq!(untrusted_certificate("connection refused"), None);
-    }
-
-    #[test]
-    fn error_bodies_become_code_and_first_line() {
-        let json = br#"{"odata.error":{"code":"AuthenticationFailed","message":{"lang":"en-US","value":"Server failed.\nRequestId:1\nTime:2"}}}"#;
-        assert_eq!(
-            error_detail(json).as_deref(),
-            Some("AuthenticationFailed Server failed.")
-        );
-        let xml = b"<?xml version=\"1.0\"?><Error><Code>InvalidUri</Code><Message>Bad.\nRequestId:1</Message></Error>";
-        assert_eq!(error_detail(xml).as_deref(), Some("InvalidUri Bad."));
-        assert_eq!(error_detail(b"plain"), None);
     }
 }

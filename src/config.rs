@@ -351,6 +351,17 @@ pub struct Config {
     )]
     pub(crate) metrics_token: Option<String>,
 
+    /// Let the state calls (reset, snapshots, accounts on demand: docs/test-isolation.md)
+    /// through with `Authorization: Bearer TOKEN`, besides the key of an account the server
+    /// started with.
+    #[arg(
+        long,
+        env = "TABLESTORE_ADMIN_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub(crate) admin_token: Option<String>,
+
     /// Accounts and keys, Azurite's format `name:key1[:key2];name2:key1[:key2]` (base64 keys).
     /// When set, these replace devstoreaccount1.
     #[arg(
@@ -425,6 +436,13 @@ pub struct Config {
     /// The Azurite command this process was started as, if any (its readiness line is printed).
     #[arg(skip)]
     pub(crate) started_as: StartedAs,
+
+    /// How the user named the port and the host (`--port` or `--tablePort`, `--host` or
+    /// `--tableHost`, or the environment variable), so advice names the option they used.
+    #[arg(skip)]
+    pub(crate) port_named_as: String,
+    #[arg(skip)]
+    pub(crate) host_named_as: String,
 }
 
 /// The command a server was started as: `tablestore`, or one of Azurite's, named by the
@@ -629,6 +647,7 @@ impl Config {
             disable_auth: false,
             no_console: false,
             metrics_token: None,
+            admin_token: None,
             accounts_env: None,
             cert: None,
             key: None,
@@ -644,6 +663,8 @@ impl Config {
             location_on_command_line: false,
             endpoint_on_command_line: false,
             started_as: StartedAs::Tablestore,
+            port_named_as: String::new(),
+            host_named_as: String::new(),
         }
         .with_test_store(std::env::var(TEST_STORE_ENV).ok())
     }
@@ -679,15 +700,6 @@ impl Config {
         !self.is_in_memory() && self.postgres().is_none()
     }
 
-    /// Parses the process's command line and environment; prints help, the version or the
-    /// error and exits when clap says so.
-    pub(crate) fn from_env_and_args() -> Config {
-        match Config::try_parse_args(std::env::args_os(), |name| std::env::var(name).ok()) {
-            Ok(config) => config,
-            Err(e) => e.exit(),
-        }
-    }
-
     /// Parses `args` (program name first). Environment variables named in the options are read
     /// by clap; `env` answers the Azurite-only fallbacks (`AZURITE_SKIP_API_VERSION_CHECK`).
     pub fn try_parse_args<I, T>(
@@ -700,9 +712,24 @@ impl Config {
     {
         let (args, started_as) =
             skip_azurite_program_word(args.into_iter().map(Into::into).collect())?;
-        let matches = Config::command().try_get_matches_from(args)?;
+        let matches = Config::command().try_get_matches_from(&args)?;
         let mut config = Config::from_arg_matches(&matches)?;
         config.started_as = started_as;
+        let azurite = started_as != StartedAs::Tablestore;
+        config.port_named_as = named_as(
+            &args,
+            matches.value_source("port"),
+            ["--port", "--tablePort"],
+            "TABLESTORE_PORT",
+            azurite,
+        );
+        config.host_named_as = named_as(
+            &args,
+            matches.value_source("host"),
+            ["--host", "--tableHost"],
+            "TABLESTORE_HOST",
+            azurite,
+        );
         let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         config.location_on_command_line = on_command_line("location");
         config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
@@ -846,13 +873,18 @@ impl Config {
 
     /// `--metrics-token`, checked: a token Prometheus can send in one header.
     pub(crate) fn checked_metrics_token(&self) -> Result<Option<&str>, String> {
-        match self.metrics_token.as_deref() {
-            None => Ok(None),
-            Some(t) if t.is_empty() || t.len() > 1024 || !t.bytes().all(|b| b.is_ascii_graphic()) => Err(
-                "--metrics-token (TABLESTORE_METRICS_TOKEN) must be 1 to 1024 visible ASCII characters without spaces, e.g. the output of `openssl rand -hex 32`".to_string(),
-            ),
-            Some(t) => Ok(Some(t)),
-        }
+        checked_token(
+            self.metrics_token.as_deref(),
+            "--metrics-token (TABLESTORE_METRICS_TOKEN)",
+        )
+    }
+
+    /// `--admin-token`, checked as `--metrics-token` is.
+    pub(crate) fn checked_admin_token(&self) -> Result<Option<&str>, String> {
+        checked_token(
+            self.admin_token.as_deref(),
+            "--admin-token (TABLESTORE_ADMIN_TOKEN)",
+        )
     }
 
     /// The store to open (`crate::store::open`).
@@ -943,6 +975,41 @@ impl Config {
             ));
         }
         out
+    }
+}
+
+/// A bearer token option's value, checked: what one `Authorization` header can carry.
+fn checked_token<'a>(value: Option<&'a str>, option: &str) -> Result<Option<&'a str>, String> {
+    match value {
+        None => Ok(None),
+        Some(t) if t.is_empty() || t.len() > 1024 || !t.bytes().all(|b| b.is_ascii_graphic()) => Err(format!(
+            "{option} must be 1 to 1024 visible ASCII characters without spaces, e.g. the output of `openssl rand -hex 32`"
+        )),
+        Some(t) => Ok(Some(t)),
+    }
+}
+
+/// How the user named an option with an Azurite alias (`names`: ours, then Azurite's): the
+/// spelling last given on the command line, else the environment variable that set it, else
+/// the spelling of the command started as (Azurite's for `azurite`/`azurite-table`).
+fn named_as(
+    args: &[OsString],
+    source: Option<ValueSource>,
+    names: [&str; 2],
+    variable: &str,
+    azurite: bool,
+) -> String {
+    let given = args.iter().rev().find_map(|arg| {
+        let arg = arg.to_str()?;
+        names
+            .into_iter()
+            .find(|name| arg == *name || arg.strip_prefix(name).is_some_and(|r| r.starts_with('=')))
+    });
+    match (source, given) {
+        (Some(ValueSource::CommandLine), Some(name)) => name.to_string(),
+        (Some(ValueSource::EnvVariable), _) => variable.to_string(),
+        _ if azurite => names[1].to_string(),
+        _ => names[0].to_string(),
     }
 }
 

@@ -118,7 +118,7 @@ impl TestServer {
         limits: ServeLimits,
     ) -> std::io::Result<TestServer> {
         let store = open_store(&config).await.map_err(std::io::Error::other)?;
-        TestServer::start_over(config, store, limits).await
+        TestServer::start_over(config, store, limits, false).await
     }
 
     /// A server over a store the caller built (e.g. pre-filled through the store API);
@@ -127,20 +127,27 @@ impl TestServer {
         config: Config,
         store: Arc<dyn Store>,
     ) -> std::io::Result<TestServer> {
-        TestServer::start_over(config, store, ServeLimits::default()).await
+        TestServer::start_over(config, store, ServeLimits::default(), true).await
     }
 
+    /// `caller_built`: the store came from the caller (its content is the start-up state).
     async fn start_over(
         config: Config,
         store: Arc<dyn Store>,
         limits: ServeLimits,
+        caller_built: bool,
     ) -> std::io::Result<TestServer> {
         let tls = tls::server_config(&config).map_err(std::io::Error::other)?;
         let (account, account_key) = config.default_account().map_err(std::io::Error::other)?;
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
         let flavor = config.flavor();
-        let state = AppState::new(store, config).map_err(std::io::Error::other)?;
+        // A reset brings back what the server started with: an in-memory store's content,
+        // or the content of a store the caller built; a data folder or database, empty.
+        let capture = config.is_in_memory() || caller_built;
+        let state = AppState::serving(store, config, capture)
+            .await
+            .map_err(std::io::Error::other)?;
         let (tx, rx) = oneshot::channel::<()>();
         let shutdown = async move {
             let _ = rx.await;

@@ -68,7 +68,15 @@ def main_package(keys: list[str], version: str, work: Path, out: Path) -> Path:
         "version": version,
         "description": DESCRIPTION,
         "license": "MIT",
-        "bin": {"tablestore": "bin/tablestore"},
+        # Azurite's command names too: `azurite-table …` / `azurite …` typed as they were for
+        # Azurite run tablestore as that command, as in the container image. With several bins,
+        # `npx tablestore-server` runs the one named after the package: the server.
+        "bin": {
+            "tablestore": "bin/tablestore",
+            "tablestore-server": "bin/tablestore",
+            "azurite": "bin/azurite",
+            "azurite-table": "bin/azurite-table",
+        },
         "scripts": {"postinstall": "node lib/install.cjs"},
         "exports": {".": "./index.mjs"},
         "files": ["bin/", "lib/", "index.mjs", "README.md", "LICENSE"],

@@ -8,7 +8,8 @@ Why not maturin: its `bin` bindings run `cargo build` themselves, which in CI wo
 second full build of the binary the test command has just built. A wheel is a zip with
 three metadata files; this writes exactly the layout maturin's `bin` bindings produce: the
 binary as a *script* (`<name>.data/scripts/tablestore`, installed onto PATH by pip with no
-Python wrapper in between), plus the `tablestore_server` Python module and its pytest plugin.
+Python wrapper in between), plus the `tablestore_server` Python module and its pytest plugin,
+and `azurite` / `azurite-table` console scripts that run the binary with that word first.
 """
 
 from __future__ import annotations
@@ -31,6 +32,19 @@ DIST_NAME = "tablestore-server"
 FILE_NAME = DIST_NAME.replace("-", "_")
 MODULE = "tablestore_server"
 SUMMARY = "An Azure Table storage-compatible server: a fast local endpoint for the Azure Tables SDKs"
+
+
+# The pytest plugin, and Azurite's command names: `azurite-table …` and `azurite …` typed as they
+# were for Azurite run `tablestore azurite-table …` / `tablestore azurite …`, as in the container
+# image (a script cannot be a link, so a console script passes the word on).
+ENTRY_POINTS = (
+    "[console_scripts]\n"
+    f"azurite = {MODULE}.__main__:azurite\n"
+    f"azurite-table = {MODULE}.__main__:azurite_table\n"
+    "\n"
+    "[pytest11]\n"
+    f"tablestore = {MODULE}.pytest_plugin\n"
+)
 
 
 def platform_tag(binary: bytes) -> str:
@@ -88,7 +102,7 @@ def build(binary_path: Path, version: str, out: Path, tag: str | None) -> Path:
         )
     )
     files.append(
-        (f"{dist_info}/entry_points.txt", f"[pytest11]\ntablestore = {MODULE}.pytest_plugin\n".encode(), 0o644)
+        (f"{dist_info}/entry_points.txt", ENTRY_POINTS.encode(), 0o644)
     )
     files.append((f"{dist_info}/licenses/LICENSE", (HERE.parent.parent / "LICENSE").read_bytes(), 0o644))
     record_path = f"{dist_info}/RECORD"

@@ -61,6 +61,10 @@ HEALTHY_WITHIN_S = 30
 # recipes and modules wait for.
 READY_LINE = "Table service is successfully listening"
 STANDALONE_READY_LINE = "Azurite Table service successfully started on"
+# `--flavor cosmos`: its own words, then the Cosmos DB emulator's `Started` line (CRLF), which
+# Testcontainers' Cosmos modules wait for (docs/containers.md).
+COSMOS_READY_LINE = "Cosmos DB Table service is successfully listening at"
+COSMOS_STARTED = b"\nStarted\r\n"
 
 # Scenarios that are not a command of the docs (or not only), as `docker run` lines.
 SCENARIOS = [
@@ -166,6 +170,8 @@ class Run:
         return "--flavor=cosmos" in flags or "TABLESTORE_FLAVOR=cosmos" in self.env
 
     def ready_line(self) -> str:
+        if self.cosmos():
+            return COSMOS_READY_LINE
         standalone = self.entrypoint == "azurite-table" or self.command[:1] == ["azurite-table"]
         return STANDALONE_READY_LINE if standalone else READY_LINE
 
@@ -227,13 +233,17 @@ def compose_runs(block: str, where: str) -> list[Run]:
     """Runs for the services of a Compose snippet that use the image."""
     document = yaml.safe_load(block)
     runs = []
-    if not isinstance(document, dict):
+    services = document.get("services") if isinstance(document, dict) else None
+    if not isinstance(services, dict):
+        # Not a Compose file (a CI file's job list, GitLab's `services:` list, …).
         return runs
-    for name, service in (document.get("services") or {}).items():
+    for name, service in services.items():
         if not str(service.get("image", "")).startswith("tablestore"):
             continue
+        # `networks` (a network alias, docs/cosmos.md) names the service to the other
+        # containers of its network; the checks reach it through its published port.
         unknown = set(service) - {"image", "command", "ports", "volumes", "environment", "user",
-                                  "read_only", "depends_on"}
+                                  "read_only", "depends_on", "networks"}
         if unknown:
             raise ValueError(f"service `{name}` uses {sorted(unknown)}, which scripts/ci/docker_checks.py "
                              "does not translate yet")
@@ -507,6 +517,11 @@ def exercise(run: Run, name: str) -> str:
         ready = run.ready_line()
         if ready not in logs.stdout + logs.stderr:
             raise CheckFailed(f"no `{ready}` line in its log (log-watching waits look for it)")
+        # As bytes: text mode would read the CRLF as a line end.
+        raw = subprocess.run(["podman", "logs", c.name], capture_output=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+        if run.cosmos() and COSMOS_STARTED not in raw.stdout:
+            raise CheckFailed("no `Started` line ending in CRLF in its log (Testcontainers' Cosmos modules wait for it)")
         uids, _ = process_uid(c)
         if set(uids) != {str(run.uid())}:
             raise CheckFailed(f"the server runs as uid {'/'.join(sorted(set(uids)))}, not {run.uid()}")

@@ -13,9 +13,9 @@ Only shell blocks marked on the line before them run; prose examples that cannot
                                   SIGTERM and must exit 0
 
 Each document runs in a fresh temporary folder with `tablestore` (the binary under test) first
-on PATH and a free port of its own: every `10002` in its marked blocks is replaced by that port,
-and TABLESTORE_PORT names it, so the guides' default port needs no change and walks may run
-side by side. A marker not followed by a shell block fails.
+on PATH and a free port of its own: every `10002` (and `8902`, the port of `--flavor cosmos`) in
+its marked blocks is replaced by that port, and TABLESTORE_PORT names it, so the guides' default
+ports need no change and walks may run side by side. A marker not followed by a shell block fails.
 
     scripts/ci/docs-walk.py --binary PATH [FILE.md …]
 
@@ -38,7 +38,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"^<!--\s*docs-walk(?::\s*(\w+))?\s*-->\s*$")
 FENCE = re.compile(r"^```(sh|bash|shell)\s*$")
-READY = ("Azurite Table service is successfully listening at", "Azurite Table service successfully started on")
+READY = (
+    "Azurite Table service is successfully listening at",
+    "Azurite Table service successfully started on",
+    "Cosmos DB Table service is successfully listening at",
+)
 RUN_TIMEOUT = 120
 READY_TIMEOUT = 30
 
@@ -152,7 +156,7 @@ def walk(path: Path, bindir: Path, results: dict[str, int]) -> None:
     with tempfile.TemporaryDirectory(prefix="docs-walk-") as work:
         cwd = Path(work)
         for block in blocks:
-            script = block.text.replace("10002", str(port))
+            script = block.text.replace("10002", str(port)).replace("8902", str(port))
             if block.mode == "server":
                 stop_server()
                 server = Server(block, script, cwd, env)

@@ -15,21 +15,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 case "$TARGET_DIR" in /*) ;; *) TARGET_DIR="$PWD/$TARGET_DIR" ;; esac
 
-pass=0
-fail=0
-check() { # name command...
-  local name=$1
-  shift
-  printf '\n==> lint %s: %s\n' "$name" "$*"
-  local start=$SECONDS
-  if "$@"; then
-    pass=$((pass + 1))
-    echo "lint: $name ok ($((SECONDS - start)) s)"
-  else
-    fail=$((fail + 1))
-    echo "lint: $name FAILED ($((SECONDS - start)) s)"
-  fi
-}
+CHECK_LABEL="lint"
+. scripts/ci/checks.sh
 
 fmt_all() {
   cargo fmt --all --check && cargo fmt --manifest-path fuzz/Cargo.toml --all --check

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI stage (called by test.sh): packages the binary the test command already built (no second
 # build), installs the wheel into a fresh venv and the npm tarballs into a fresh npm project,
-# and runs a short SDK scenario through the installed command, the pytest fixture and the JS
-# helper, and docs/realism.md's pytest and JS examples as written with the realism fixtures
+# and runs a short SDK scenario through the installed command, Azurite's command names
+# (`azurite-table`, `azurite`), the pytest fixture (in both flavours) and the JS helper, and
+# docs/realism.md's pytest and JS examples as written with the realism fixtures
 # the packages ship (tests/packaging/); then checks that package.sh without --binary takes the
 # binary from cargo's target directory wherever it is (tests/packaging/package_target_dir.sh).
 #
@@ -79,11 +80,13 @@ if make_venv \
   && install_sdk; then
   echo "packages: venv ready in $((SECONDS - t0)) s"
   (cd tests/packaging/python \
-    && "$VENV/bin/python" -m pytest -p no:xdist test_installed.py test_realism_guide.py \
+    && "$VENV/bin/python" -m pytest -p no:xdist test_installed.py test_realism_guide.py test_state.py \
          --junitxml="$WORK/pkg-pytest.xml" -q \
     && "$VENV/bin/python" -m pytest -p no:xdist test_function_scope.py --tablestore-scope function \
-         --junitxml="$WORK/pkg-pytest-function.xml" -q)
-  for xml in "$WORK/pkg-pytest.xml" "$WORK/pkg-pytest-function.xml"; do
+         --junitxml="$WORK/pkg-pytest-function.xml" -q \
+    && "$VENV/bin/python" -m pytest -p no:xdist test_cosmos_fixture.py -o "tablestore_args=--flavor cosmos" \
+         --junitxml="$WORK/pkg-pytest-cosmos.xml" -q)
+  for xml in "$WORK/pkg-pytest.xml" "$WORK/pkg-pytest-function.xml" "$WORK/pkg-pytest-cosmos.xml"; do
     read -r p f s < <("$PYTHON" scripts/ci/junit-counts.py "$xml")
     PASS=$((PASS + p)); FAIL=$((FAIL + f)); SKIP=$((SKIP + s))
   done

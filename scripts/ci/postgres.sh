@@ -23,7 +23,8 @@
 # the modules of tests/it whose servers exercise the store end to end (entities, queries and paging,
 # batches, tables and ACLs, service properties, accounts, concurrency, entity limits, the
 # client shapes, insight, error answers, hostile batches, SAS scopes, the Rust SDK, the Cosmos
-# flavour: its creation order and case-sensitive names on this store, about 13 s). Left to
+# flavour: its creation order and case-sensitive names on this store, about 13 s; reset,
+# snapshots and accounts on demand, whose switch is one transaction here). Left to
 # the main `cargo test` only: modules about the sled folder itself (persistence, durability,
 # crash, soak, data folders: tests/it/data.rs alone took 197 s here), TLS, the command line, the
 # HTTP layer, and tests/it/realism.rs, whose load test needs sled's in-process throughput
@@ -38,7 +39,7 @@ cd "$ROOT"
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-$ROOT/.venv}"
 RUST_TESTS=(entities query batch tables service accounts concurrency rust_sdk limits
-  client_shapes insight errors hostile_batch auth cosmos)
+  client_shapes insight errors hostile_batch auth cosmos state)
 
 find_bindir() {
   local d

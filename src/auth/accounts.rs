@@ -129,8 +129,26 @@ fn decode_key(key: &str) -> Result<Vec<u8>, AccountsError> {
         });
     }
     BASE64.decode(key).map_err(|e| AccountsError::InvalidKey {
-        reason: e.to_string(),
+        reason: not_base64(&e),
     })
+}
+
+/// Why a key is not base64, in words (the decoder says "Invalid symbol 33, offset 9.").
+fn not_base64(e: &base64::DecodeError) -> String {
+    use base64::DecodeError;
+    match e {
+        DecodeError::InvalidByte(offset, byte) | DecodeError::InvalidLastSymbol(offset, byte) => {
+            format!(
+                "not base64 (character {}, {:?}, is not a base64 character)",
+                offset + 1,
+                char::from(*byte)
+            )
+        }
+        DecodeError::InvalidLength(length) => {
+            format!("not base64 ({length} characters cannot be base64 text)")
+        }
+        DecodeError::InvalidPadding => "not base64 (its `=` padding is wrong)".to_string(),
+    }
 }
 
 impl Default for Accounts {
@@ -205,13 +223,23 @@ impl Accounts {
                     })
                 }
             };
-            let keys = AccountKeys::from_base64(key1, key2)?;
+            let keys = AccountKeys::from_base64(key1, key2).map_err(|e| match e {
+                AccountsError::InvalidKey { reason } => AccountsError::InvalidKey {
+                    reason: format!("{reason}, for account {}", name.trim()),
+                },
+                other => other,
+            })?;
             accounts.insert(name.trim(), keys)?;
         }
         if accounts.accounts.is_empty() {
             return Err(AccountsError::NoAccounts);
         }
         Ok(accounts)
+    }
+
+    /// Removes an account (`false`: there was none of that name).
+    pub(crate) fn remove(&mut self, name: &str) -> bool {
+        self.accounts.remove(name).is_some()
     }
 
     /// Keys of `name` (exact, case-sensitive match: account names are lower case in Azure).
@@ -222,6 +250,19 @@ impl Accounts {
     /// `true` when `name` is configured.
     pub(crate) fn contains(&self, name: &str) -> bool {
         self.accounts.contains_key(name)
+    }
+
+    /// The published key (base64) of `name` when it is served with it: the development
+    /// account's or the Cosmos DB emulator's well-known key, which every guide prints, so the
+    /// web console can fill it in. `None` for any other account or key.
+    pub(crate) fn published_key(&self, name: &str) -> Option<&'static str> {
+        let published = match name {
+            DEV_ACCOUNT_NAME => DEV_ACCOUNT_KEY,
+            COSMOS_EMULATOR_ACCOUNT_NAME => COSMOS_EMULATOR_ACCOUNT_KEY,
+            _ => return None,
+        };
+        let served = self.get(name)?.primary();
+        (BASE64.decode(published).ok()? == served).then_some(published)
     }
 
     /// Configured account names, sorted.
@@ -249,6 +290,31 @@ mod tests {
         let keys = accounts.get(DEV_ACCOUNT_NAME).unwrap();
         assert_eq!(keys.keys().count(), 1);
         assert_eq!(keys.primary().len(), 64);
+    }
+
+    #[test]
+    fn published_keys_are_known_only_where_served_with_them() {
+        let dev = Accounts::dev();
+        assert_eq!(dev.published_key(DEV_ACCOUNT_NAME), Some(DEV_ACCOUNT_KEY));
+        let cosmos = Accounts::cosmos_emulator();
+        assert_eq!(
+            cosmos.published_key(COSMOS_EMULATOR_ACCOUNT_NAME),
+            Some(COSMOS_EMULATOR_ACCOUNT_KEY)
+        );
+        assert_eq!(cosmos.published_key(DEV_ACCOUNT_NAME), None);
+        let other = Accounts::parse_azurite("devstoreaccount1:a2V5MQ==;acct:a2V5Mg==").unwrap();
+        assert_eq!(other.published_key(DEV_ACCOUNT_NAME), None, "another key");
+        assert_eq!(other.published_key("acct"), None);
+    }
+
+    #[test]
+    fn a_bad_key_names_its_account_and_what_is_wrong() {
+        let e = Accounts::parse_azurite("good:a2V5MQ==;acct1:abc!defghijk").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid account key: not base64 (character 4, '!', is not a base64 character), \
+             for account acct1"
+        );
     }
 
     #[test]

@@ -149,17 +149,23 @@ pub fn decode_signed_identifiers(body: &[u8]) -> Result<Vec<SignedIdentifier>, A
     }
     let text = std::str::from_utf8(body).map_err(|_| malformed("body is not UTF-8"))?;
     let mut reader = Reader::from_str(text);
-    reader.config_mut().trim_text(true);
 
     let mut stack: Vec<Node> = Vec::new();
     let mut seen_root = false;
     let mut identifiers: Vec<SignedIdentifier> = Vec::new();
     let mut current: Option<(Option<String>, Option<AccessPolicy>)> = None;
+    // Character data since the last markup, as written (text and `&…;` references): trimmed
+    // and unescaped as one value when the next markup comes. Attributes are never read, so a
+    // tag with any number of them costs one pass over its bytes.
+    let mut run = String::new();
 
     loop {
         let event = reader
             .read_event()
             .map_err(|e| malformed(format!("XML error: {e}")))?;
+        if !matches!(event, Event::Text(_) | Event::GeneralRef(_)) {
+            end_run(&mut run, &stack, &mut current)?;
+        }
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let is_empty = matches!(event, Event::Empty(_));
@@ -170,22 +176,22 @@ pub fn decode_signed_identifiers(body: &[u8]) -> Result<Vec<SignedIdentifier>, A
                         if seen_root {
                             return Err(malformed("more than one root element"));
                         }
-                        if name != b"SignedIdentifiers" {
+                        if name != "SignedIdentifiers" {
                             return Err(malformed("root element is not SignedIdentifiers"));
                         }
                         seen_root = true;
                         Node::Root
                     }
                     Some(Node::Root) => match name {
-                        b"SignedIdentifier" => {
+                        "SignedIdentifier" => {
                             current = Some((None, None));
                             Node::Identifier
                         }
                         _ => Node::Unknown,
                     },
                     Some(Node::Identifier) => match name {
-                        b"Id" => Node::Id,
-                        b"AccessPolicy" => {
+                        "Id" => Node::Id,
+                        "AccessPolicy" => {
                             if let Some((_, policy)) = current.as_mut() {
                                 if policy.is_some() {
                                     return Err(malformed("AccessPolicy given twice"));
@@ -197,9 +203,9 @@ pub fn decode_signed_identifiers(body: &[u8]) -> Result<Vec<SignedIdentifier>, A
                         _ => Node::Unknown,
                     },
                     Some(Node::Policy) => match name {
-                        b"Start" => Node::Start,
-                        b"Expiry" => Node::Expiry,
-                        b"Permission" => Node::Permission,
+                        "Start" => Node::Start,
+                        "Expiry" => Node::Expiry,
+                        "Permission" => Node::Permission,
                         _ => Node::Unknown,
                     },
                     Some(_) => Node::Unknown,
@@ -210,17 +216,13 @@ pub fn decode_signed_identifiers(body: &[u8]) -> Result<Vec<SignedIdentifier>, A
                 }
             }
             Event::End(_) => close(&mut stack, &mut current, &mut identifiers)?,
-            Event::Text(t) => {
-                let value = t
-                    .unescape()
-                    .map_err(|e| malformed(format!("bad text: {e}")))?;
-                set_text(&stack, &mut current, &value)?;
+            Event::Text(t) => run.push_str(&t),
+            Event::GeneralRef(r) => {
+                run.push('&');
+                run.push_str(&r);
+                run.push(';');
             }
-            Event::CData(t) => {
-                let value = String::from_utf8(t.into_inner().into_owned())
-                    .map_err(|_| malformed("CDATA is not UTF-8"))?;
-                set_text(&stack, &mut current, &value)?;
-            }
+            Event::CData(t) => set_text(&stack, &mut current, &t)?,
             Event::Eof => break,
             Event::Decl(_) | Event::Comment(_) | Event::PI(_) | Event::DocType(_) => {}
         }
@@ -230,6 +232,23 @@ pub fn decode_signed_identifiers(body: &[u8]) -> Result<Vec<SignedIdentifier>, A
     }
     validate(&identifiers)?;
     Ok(identifiers)
+}
+
+/// Sets a run of character data on the open element: trimmed of XML whitespace (a run of
+/// only whitespace is dropped), then its references resolved.
+fn end_run(
+    run: &mut String,
+    stack: &[Node],
+    current: &mut Option<(Option<String>, Option<AccessPolicy>)>,
+) -> Result<(), AclError> {
+    let trimmed = run.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+    if !trimmed.is_empty() {
+        let value = quick_xml::escape::unescape(trimmed)
+            .map_err(|e| malformed(format!("bad text: {e}")))?;
+        set_text(stack, current, &value)?;
+    }
+    run.clear();
+    Ok(())
 }
 
 fn set_text(
@@ -660,6 +679,48 @@ mod tests {
             assert_eq!(e.code(), "InvalidXmlDocument", "{bad}: {e:?}");
         }
         assert!(decode_signed_identifiers(b"\xff\xfe").is_err());
+    }
+
+    /// Character data reads as before quick-xml 0.38 (which reports each `&…;` reference as an
+    /// event of its own): a run of text is trimmed as a whole, then its references resolved;
+    /// CDATA is taken as it is.
+    #[test]
+    fn text_is_trimmed_whole_and_its_references_resolved() {
+        let xml = one(
+            "  a &amp; b&#x21; ",
+            "<AccessPolicy><Permission> <![CDATA[r]]> </Permission></AccessPolicy>",
+        );
+        let ids = decode_signed_identifiers(xml.as_bytes()).unwrap();
+        assert_eq!(ids[0].id, "a & b!");
+        assert_eq!(ids[0].access_policy, Some(policy(None, None, Some("r"))));
+        for bad in ["a &nbsp; b", "a & b", "a &amp b"] {
+            let e = decode_signed_identifiers(one(bad, "").as_bytes()).unwrap_err();
+            assert_eq!(e.code(), "InvalidXmlDocument", "{bad}: {e:?}");
+        }
+    }
+
+    /// A tag with tens of thousands of attributes or namespace declarations (RUSTSEC-2026-0194,
+    /// -0195 in quick-xml before 0.41): they are never read, so the document decodes as if they
+    /// were not there. (The server refuses such bodies by size first, tests/it/hostile_xml.rs.)
+    #[test]
+    fn attributes_and_namespace_declarations_are_never_read() {
+        let attributes: String = (0..64_000).map(|i| format!(" a{i}=\"\"")).collect();
+        let namespaces: String = (0..30_000)
+            .map(|i| format!(" xmlns:p{i}=\"urn:p{i}\""))
+            .collect();
+        for extra in [attributes, namespaces] {
+            let xml = format!(
+                "<SignedIdentifiers{extra}><SignedIdentifier><Id{extra}>a</Id></SignedIdentifier></SignedIdentifiers>"
+            );
+            let ids = decode_signed_identifiers(xml.as_bytes()).unwrap();
+            assert_eq!(
+                ids,
+                vec![SignedIdentifier {
+                    id: "a".into(),
+                    access_policy: None
+                }]
+            );
+        }
     }
 
     #[test]

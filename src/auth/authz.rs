@@ -124,6 +124,22 @@ impl AuthzOperation {
         }
     }
 
+    /// The SAS permission letters this operation needs, as the log names them.
+    pub(crate) fn needed_permission(self) -> &'static str {
+        match self.need() {
+            Need::Read => "r",
+            Need::Write => "w",
+            Need::List => "l",
+            Need::CreateOrWrite => "c or w",
+            Need::Delete => "d",
+            Need::Add => "a",
+            Need::Update => "u",
+            Need::AddAndUpdate => "a and u",
+            Need::Nothing => "none",
+            Need::Forbidden => "none: not allowed through a SAS",
+        }
+    }
+
     /// `true` for operations that do not change state (allowed on the secondary endpoint).
     pub(crate) fn is_read_only(self) -> bool {
         use AuthzOperation::*;

@@ -9,7 +9,8 @@
 //! * [`bearer`]: structural bearer-token checks (no signature verification);
 //! * [`authz`]: [`AuthzOperation`] and [`Principal::authorize`];
 //! * [`accounts`]: configured accounts and keys; [`acl`]: the `SignedIdentifiers` XML codec;
-//! * [`error`]: [`AuthError`], one variant per Azure code.
+//! * [`error`]: [`AuthError`], one variant per Azure code; [`cause`]: why a request was
+//!   refused, in a sentence for the server's log.
 //!
 //! Order of evaluation (Azure docs: "Authorize requests to Azure Storage"): an `Authorization` header selects
 //! SharedKey, SharedKeyLite or Bearer; otherwise a `sig` query parameter selects SAS (account
@@ -27,7 +28,9 @@ pub(crate) mod acl;
 pub(crate) mod authz;
 pub mod bearer;
 pub mod canonical;
+pub(crate) mod cause;
 pub(crate) mod error;
+pub(crate) mod live;
 pub(crate) mod sas;
 pub(crate) mod shared_key;
 pub mod time;

@@ -59,6 +59,30 @@ pub struct SasPermissions {
 }
 
 impl SasPermissions {
+    /// The letters granted, in `rwdlacup` order (`-` for none), as the log names them.
+    pub(crate) fn letters(&self) -> String {
+        let flags = [
+            (self.read, 'r'),
+            (self.write, 'w'),
+            (self.delete, 'd'),
+            (self.list, 'l'),
+            (self.add, 'a'),
+            (self.create, 'c'),
+            (self.update, 'u'),
+            (self.process, 'p'),
+        ];
+        let letters: String = flags
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, c)| *c)
+            .collect();
+        if letters.is_empty() {
+            "-".to_string()
+        } else {
+            letters
+        }
+    }
+
     /// Parses a table service SAS permission string: letters from `raud`, each at most once, in
     /// that order (Azure validates the order; the legacy emulator raised
     /// "Invalid order of permission").

@@ -48,9 +48,20 @@ pub(crate) fn favicon() -> &'static str {
 }
 
 /// What the page needs to know before it can talk to the API: whether requests must be
-/// signed and which accounts exist (names only).
-pub(crate) fn config_json(auth: bool, accounts: &[String]) -> String {
-    serde_json::json!({ "auth": auth, "accounts": accounts }).to_string()
+/// signed, which accounts exist (names only), and the published keys of those served with
+/// one (the development account's and the Cosmos DB emulator's well-known keys, printed in
+/// every guide), which the page fills in.
+pub(crate) fn config_json(
+    auth: bool,
+    accounts: &[String],
+    published_keys: &[(String, &'static str)],
+) -> String {
+    let published: serde_json::Map<String, serde_json::Value> = published_keys
+        .iter()
+        .map(|(name, key)| (name.clone(), serde_json::Value::from(*key)))
+        .collect();
+    serde_json::json!({ "auth": auth, "accounts": accounts, "published_keys": published })
+        .to_string()
 }
 
 #[cfg(test)]

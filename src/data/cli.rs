@@ -202,6 +202,22 @@ fn remote(endpoint: &EndpointArgs, credentials: &Credentials) -> Result<RemoteEn
     RemoteEndpoint::new(target)
 }
 
+/// Prints `line` on standard output; a reader that went away (`| head`) is no error.
+pub(crate) fn stdout_line(line: &str) {
+    stdout_line_bytes(line.as_bytes());
+}
+
+/// [`stdout_line`] of bytes (a line end is added unless they end with one, or are none).
+pub(crate) fn stdout_line_bytes(bytes: &[u8]) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes);
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
 /// The closing line of an export or import.
 fn summary_line(verb: &str, summary: &Summary, progress: &Progress) -> String {
     progress.finish();
@@ -236,6 +252,9 @@ fn add(total: &mut Summary, part: Summary) {
     total.tables += part.tables;
     total.entities += part.entities;
     total.skipped += part.skipped;
+    for note in part.notes {
+        total.note(note);
+    }
 }
 
 /// `--out -`: standard output.
@@ -294,9 +313,12 @@ fn export(args: ExportArgs) -> Result<(), DataError> {
     )?;
     let line = summary_line("exported", &total, &progress);
     if !to_stdout {
-        println!("{line}");
+        stdout_line(&line);
     } else if !args.credentials.quiet {
         eprintln!("{line}");
+    }
+    for note in &total.notes {
+        eprintln!("tablestore export: note: {note}");
     }
     Ok(())
 }
@@ -331,7 +353,10 @@ fn import(args: ImportArgs) -> Result<(), DataError> {
             )
         })?
     };
-    println!("{}", summary_line("imported", &summary, &progress));
+    stdout_line(&summary_line("imported", &summary, &progress));
+    for note in &summary.notes {
+        eprintln!("tablestore import: note: {note}");
+    }
     Ok(())
 }
 
@@ -464,10 +489,6 @@ fn import_azurite(
                 .find(|t| t.account() == table.account)
                 .copied()
                 .unwrap_or(targets[0]);
-            target.ensure_table(&table.name)?;
-            if let Some(acl) = &table.acl {
-                target.set_table_acl(&table.name, acl)?;
-            }
             progress.table(&table.name);
             let loaded = transfer::load(
                 target,
@@ -476,6 +497,7 @@ fn import_azurite(
                 options.mode,
                 false,
                 progress,
+                &mut || transfer::create_table(target, &table.name, table.acl.as_deref()),
                 &mut |_| Ok(()),
             )?;
             add(&mut total, loaded);
@@ -541,10 +563,6 @@ pub(crate) fn import_azurite_at_start(
             &table.account,
             "the server's store",
         );
-        target.ensure_table(&table.name)?;
-        if let Some(acl) = &table.acl {
-            target.set_table_acl(&table.name, acl)?;
-        }
         let loaded = transfer::load(
             &target,
             &table.name,
@@ -552,6 +570,7 @@ pub(crate) fn import_azurite_at_start(
             Mode::Skip,
             false,
             &mut progress,
+            &mut || transfer::create_table(&target, &table.name, table.acl.as_deref()),
             &mut |_| Ok(()),
         )?;
         add(&mut total, loaded);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use tokio::runtime::Handle;
 
-use super::{DataError, Endpoint, WriteError};
+use super::{DataError, Endpoint, TableAcl, WriteError};
 use crate::model::limits::EntityLimits;
 use crate::model::names::{is_case_sensitive_identity, name_of_identity, NameCase};
 use crate::model::{Entity, Flavor, TableId, TableName, TableNameError, TableRef, WriteOp};
@@ -285,13 +285,14 @@ impl Endpoint for LocalEndpoint {
         }
     }
 
-    fn table_acl(&self, table: &str) -> Result<Option<String>, DataError> {
+    fn table_acl(&self, table: &str) -> Result<TableAcl, DataError> {
         let info = self
             .wait(self.store.get_table(&self.table_ref(table)))
             .map_err(|e| self.failed(&e))?;
-        Ok(info
-            .filter(|t| !t.acl.is_empty())
-            .map(|t| String::from_utf8_lossy(&t.acl).into_owned()))
+        Ok(match info.filter(|t| !t.acl.is_empty()) {
+            Some(t) => TableAcl::Policies(String::from_utf8_lossy(&t.acl).into_owned()),
+            None => TableAcl::Empty,
+        })
     }
 
     fn set_table_acl(&self, table: &str, xml: &str) -> Result<(), DataError> {

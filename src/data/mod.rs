@@ -5,7 +5,8 @@
 //! Explorer's typed CSV; [`azurite`]: Azurite's LokiJS file) are read and written as streams of
 //! entities. Endpoints ([`local`]: a data folder or a running server's store; [`remote`]: any
 //! Table endpoint over HTTP) list tables, scan them in key order and take batches of writes.
-//! [`transfer`] joins the two with checkpoints for `--resume`, and [`progress`] reports.
+//! [`transfer`] joins the two with checkpoints for `--resume`, and [`progress`] reports;
+//! [`sentences`] says what an endpoint's failures mean.
 //!
 //! Depends on model, protocol (the wire's typed JSON, `$filter`), query (evaluating `$filter`
 //! on a data folder), store, and auth (Shared Key signing for remote endpoints).
@@ -17,6 +18,7 @@ pub(crate) mod jsonl;
 pub(crate) mod local;
 pub(crate) mod progress;
 pub(crate) mod remote;
+pub(crate) mod sentences;
 pub(crate) mod transfer;
 
 use std::fmt;
@@ -72,6 +74,18 @@ pub(crate) enum WriteError {
     Other(String),
 }
 
+/// A table's stored access policies, as an endpoint has them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TableAcl {
+    /// A Get Table ACL body with at least one policy.
+    Policies(String),
+    /// No policy is set.
+    Empty,
+    /// The endpoint has no stored access policies at all (Cosmos DB for Table answers Get
+    /// Table ACL with 501 NotImplemented): a sentence saying so, for the user.
+    Unsupported(String),
+}
+
 /// A source or target of entities: one account of a data folder or of a Table endpoint.
 pub(crate) trait Endpoint {
     /// The account's name.
@@ -93,8 +107,8 @@ pub(crate) trait Endpoint {
     ) -> Result<(), DataError>;
     /// Creates the table unless it exists.
     fn ensure_table(&self, table: &str) -> Result<(), DataError>;
-    /// The table's stored access policies (a Get Table ACL body), if any are set.
-    fn table_acl(&self, table: &str) -> Result<Option<String>, DataError>;
+    /// The table's stored access policies (a Get Table ACL body).
+    fn table_acl(&self, table: &str) -> Result<TableAcl, DataError>;
     /// Replaces the table's stored access policies with a Set Table ACL body.
     fn set_table_acl(&self, table: &str, xml: &str) -> Result<(), DataError>;
     /// Applies operations on one partition atomically (at most 100).

@@ -11,7 +11,8 @@ use reqwest::blocking::{Client, Response};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{jsonl, DataError, Endpoint, WriteError};
+use super::sentences::{status_text, unreachable, what_to_check};
+use super::{jsonl, DataError, Endpoint, TableAcl, WriteError};
 use crate::auth::canonical;
 use crate::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 use crate::model::{EdmDateTime, Entity, EntityView, WriteKind, WriteOp};
@@ -47,6 +48,8 @@ pub(crate) struct RemoteAccount {
     pub(crate) prefix: String,
     pub(crate) account: String,
     pub(crate) credential: Credential,
+    /// The settings that gave the credential, for what to check after a refusal.
+    pub(crate) given_by: String,
 }
 
 impl RemoteAccount {
@@ -97,6 +100,11 @@ impl RemoteAccount {
         if let Some(account) = account {
             target.account = account;
         }
+        target.given_by = match target.credential {
+            Credential::Key(_) => "the connection string's AccountName and AccountKey",
+            Credential::Sas(_) => "the connection string's SharedAccessSignature",
+        }
+        .to_string();
         Ok(target)
     }
 
@@ -134,6 +142,12 @@ impl RemoteAccount {
                 host.split('.').next().unwrap_or_default().to_string(),
             ),
         };
+        let given_by = match (sas, url_sas, key) {
+            (Some(_), _, _) => "--sas",
+            (None, Some(_), _) => "the SAS in --url",
+            _ => "--url and --account-key",
+        }
+        .to_string();
         let credential = match (sas.or(url_sas), key) {
             (Some(sas), _) => Credential::Sas(sas.trim_start_matches('?').to_string()),
             (None, Some(key)) => {
@@ -155,6 +169,7 @@ impl RemoteAccount {
             prefix,
             account,
             credential,
+            given_by,
         })
     }
 }
@@ -163,6 +178,10 @@ impl RemoteAccount {
 pub(crate) struct RemoteEndpoint {
     target: RemoteAccount,
     client: Client,
+    /// Whether the service's table names are case-sensitive, as Cosmos DB for Table's are:
+    /// learnt from its first Query Tables answer (Cosmos answers without the `x-ms-version`
+    /// header every Table storage answer carries; docs/cosmos.md, "Response headers").
+    case_sensitive_names: std::cell::Cell<bool>,
 }
 
 #[derive(Deserialize)]
@@ -188,30 +207,17 @@ struct Stamp<'a> {
     timestamp: Option<&'a str>,
 }
 
-/// A response's error code and message (`odata.error`), for messages.
-fn error_text(status: u16, body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let field = |name: &str| {
-        let start = text.find(&format!("\"{name}\""))?;
-        let rest = &text[start + name.len() + 2..];
-        let open = rest.find('"')? + 1;
-        let close = rest[open..].find('"')? + open;
-        Some(rest[open..close].to_string())
-    };
-    match (field("code"), field("value")) {
-        (Some(code), Some(message)) => format!("{status} {code}: {message}"),
-        (Some(code), None) => format!("{status} {code}"),
-        _ => format!("status {status}"),
-    }
-}
-
 impl RemoteEndpoint {
     pub(crate) fn new(target: RemoteAccount) -> Result<RemoteEndpoint, DataError> {
         let client = Client::builder()
             .timeout(Duration::from_secs(120))
             .build()
             .map_err(|e| DataError::new(format!("cannot start the HTTP client: {e}")))?;
-        Ok(RemoteEndpoint { target, client })
+        Ok(RemoteEndpoint {
+            target,
+            client,
+            case_sensitive_names: std::cell::Cell::new(false),
+        })
     }
 
     /// Sends a request to `path` (below the account, already percent-encoded) with the
@@ -270,13 +276,10 @@ impl RemoteEndpoint {
         let response: Response = request
             .body(body)
             .send()
-            .map_err(|e| DataError::new(format!("{}: {}", self.describe(), plain(&e))))?;
+            .map_err(|e| self.unreachable(&e))?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let body = response
-            .bytes()
-            .map_err(|e| DataError::new(format!("{}: {}", self.describe(), plain(&e))))?
-            .to_vec();
+        let body = response.bytes().map_err(|e| self.unreachable(&e))?.to_vec();
         Ok((status, headers, body))
     }
 
@@ -288,12 +291,33 @@ impl RemoteEndpoint {
         if (200..300).contains(&status) {
             Ok((headers, body))
         } else {
-            Err(DataError::new(format!(
-                "{what} at {} failed: {}",
-                self.describe(),
-                error_text(status, &body)
-            )))
+            Err(DataError::new(self.refused(what, status, &body)))
         }
+    }
+
+    /// One sentence for a request that got no answer: the endpoint, why, what to check.
+    fn unreachable(&self, e: &reqwest::Error) -> DataError {
+        DataError::new(format!(
+            "cannot reach {}: {}: check that the server runs and that the endpoint is right \
+             (TableEndpoint in the connection string, or --url)",
+            self.describe(),
+            unreachable(e)
+        ))
+    }
+
+    /// One sentence for an error answer to `what`: the endpoint, the service's status, code
+    /// and message, and what to check.
+    fn refused(&self, what: &str, status: u16, body: &[u8]) -> String {
+        let mut sentence = format!(
+            "{what} at {} failed: {}",
+            self.describe(),
+            status_text(status, body)
+        );
+        if let Some(check) = what_to_check(status, body, &self.target.given_by) {
+            sentence.push_str("; ");
+            sentence.push_str(&check);
+        }
+        sentence
     }
 
     fn batch_body(&self, table: &str, ops: &[WriteOp], boundary: &str) -> Vec<u8> {
@@ -346,18 +370,6 @@ impl RemoteEndpoint {
     }
 }
 
-/// A transport error as a sentence (reqwest's source chain, without debug text).
-pub(crate) fn plain(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
-}
-
 fn header(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String> {
     headers
         .get(name)
@@ -398,6 +410,8 @@ impl Endpoint for RemoteEndpoint {
                 ))
             })?;
             names.extend(page.value.into_iter().map(|t| t.table_name));
+            self.case_sensitive_names
+                .set(!headers.contains_key("x-ms-version"));
             next = header(&headers, "x-ms-continuation-NextTableName");
             if next.is_none() {
                 return Ok(names);
@@ -406,10 +420,14 @@ impl Endpoint for RemoteEndpoint {
     }
 
     fn find_table(&self, name: &str) -> Result<Option<String>, DataError> {
-        Ok(self
-            .list_tables()?
-            .into_iter()
-            .find(|t| t.eq_ignore_ascii_case(name)))
+        let tables = self.list_tables()?;
+        if tables.iter().any(|t| t == name) {
+            return Ok(Some(name.to_string()));
+        }
+        if self.case_sensitive_names.get() {
+            return Ok(None);
+        }
+        Ok(tables.into_iter().find(|t| t.eq_ignore_ascii_case(name)))
     }
 
     fn scan(
@@ -483,19 +501,30 @@ impl Endpoint for RemoteEndpoint {
             .map(|_| ())
     }
 
-    fn table_acl(&self, table: &str) -> Result<Option<String>, DataError> {
-        let (_, body) = self.check(
-            &format!("reading the access policies of {table}"),
-            self.send(
-                "GET",
-                &format!("/{}", table_segment(table)),
-                &[("comp", "acl")],
-                None,
-                Vec::new(),
-            )?,
+    fn table_acl(&self, table: &str) -> Result<TableAcl, DataError> {
+        let response = self.send(
+            "GET",
+            &format!("/{}", table_segment(table)),
+            &[("comp", "acl")],
+            None,
+            Vec::new(),
         )?;
+        if response.0 == 501 {
+            // Cosmos DB for Table has no stored access policies (docs/cosmos.md).
+            return Ok(TableAcl::Unsupported(format!(
+                "{} has no stored access policies (Get Table ACL answered {}, as Cosmos DB \
+                 for Table does), so the export holds none",
+                self.describe(),
+                status_text(response.0, &response.2)
+            )));
+        }
+        let (_, body) = self.check(&format!("reading the access policies of {table}"), response)?;
         let xml = String::from_utf8_lossy(&body).into_owned();
-        Ok((xml.contains("<SignedIdentifier>")).then_some(xml))
+        Ok(if xml.contains("<SignedIdentifier>") {
+            TableAcl::Policies(xml)
+        } else {
+            TableAcl::Empty
+        })
     }
 
     fn set_table_acl(&self, table: &str, xml: &str) -> Result<(), DataError> {
@@ -525,10 +554,10 @@ impl Endpoint for RemoteEndpoint {
             )
             .map_err(|e| WriteError::Other(e.0))?;
         if !(200..300).contains(&status) {
-            return Err(WriteError::Other(format!(
-                "writing to {table} at {} failed: {}",
-                self.describe(),
-                error_text(status, &response)
+            return Err(WriteError::Other(self.refused(
+                &format!("writing to {table}"),
+                status,
+                &response,
             )));
         }
         // The change set answers with one failed operation, or every operation's success.
@@ -540,7 +569,12 @@ impl Endpoint for RemoteEndpoint {
         match failed {
             None => Ok(()),
             Some((code, part)) => {
-                let detail = error_text(code, part.as_bytes());
+                // The operation's answer: status line, headers, then its error body.
+                let body = match (part.find('{'), part.rfind('}')) {
+                    (Some(open), Some(close)) if open < close => &part[open..=close],
+                    _ => "",
+                };
+                let detail = status_text(code, body.as_bytes());
                 if detail.contains("EntityAlreadyExists") {
                     // The message starts with the failed operation's index: "3:The specified…".
                     let index = part
@@ -551,9 +585,10 @@ impl Endpoint for RemoteEndpoint {
                         .unwrap_or(0);
                     Err(WriteError::Exists { index })
                 } else {
-                    Err(WriteError::Other(format!(
-                        "writing to {table} at {} failed: {detail}",
-                        self.describe()
+                    Err(WriteError::Other(self.refused(
+                        &format!("writing to {table}"),
+                        code,
+                        body.as_bytes(),
                     )))
                 }
             }
@@ -598,14 +633,5 @@ mod tests {
         assert!(RemoteAccount::from_url("http://x/a", None, None).is_err());
         let dev = RemoteAccount::from_connection_string("UseDevelopmentStorage=true").unwrap();
         assert_eq!(dev.account, DEV_ACCOUNT);
-    }
-
-    #[test]
-    fn error_bodies_are_summarised() {
-        let body = br#"{"odata.error":{"code":"TableNotFound","message":{"lang":"en-US","value":"The table specified does not exist."}}}"#;
-        assert_eq!(
-            error_text(404, body),
-            "404 TableNotFound: The table specified does not exist."
-        );
     }
 }

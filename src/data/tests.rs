@@ -161,6 +161,7 @@ fn round_trip(entities: &[Entity], format: Format) {
         Mode::Replace,
         false,
         &mut progress,
+        &mut || Ok(()),
         &mut |_| Ok(()),
     )
     .unwrap();
@@ -250,6 +251,7 @@ fn import_modes_decide_what_happens_to_existing_entities() {
             mode,
             false,
             &mut progress,
+            &mut || Ok(()),
             &mut |_| Ok(()),
         )
     };
@@ -298,6 +300,7 @@ fn a_resumed_insert_tolerates_what_the_interrupted_run_wrote_then_stops_tolerati
             Mode::Insert,
             replay,
             &mut progress,
+            &mut || Ok(()),
             &mut |_| Ok(()),
         )
     };

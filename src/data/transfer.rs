@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::progress::Progress;
-use super::{csv, jsonl, table_file_stem, DataError, Endpoint, Mode, WriteError, MAX_BATCH};
+use super::{
+    csv, jsonl, table_file_stem, DataError, Endpoint, Mode, TableAcl, WriteError, MAX_BATCH,
+};
 use crate::model::limits::EntityLimits;
 use crate::model::{Entity, EntityKey, IfMatch, WriteKind, WriteOp};
 
@@ -147,6 +149,18 @@ pub struct Summary {
     pub entities: u64,
     /// Entities an import left as they were (`--mode skip`).
     pub(crate) skipped: u64,
+    /// What the user should know about the result (each once), such as an endpoint without
+    /// stored access policies.
+    pub(crate) notes: Vec<String>,
+}
+
+impl Summary {
+    /// Adds `note` unless it is there.
+    pub(crate) fn note(&mut self, note: String) {
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
+        }
+    }
 }
 
 /// The tables of `source` an export takes, names as created; a named table that does not
@@ -157,14 +171,28 @@ fn select_tables(source: &dyn Endpoint, wanted: &[String]) -> Result<Vec<String>
     }
     wanted
         .iter()
-        .map(|w| {
-            source.find_table(w)?.ok_or_else(|| {
-                DataError::new(format!(
-                    "table {w} does not exist in account {} at {}",
+        .map(|w| match source.find_table(w)? {
+            Some(table) => Ok(table),
+            None => {
+                // Where names are case-sensitive (Cosmos), another case is another table.
+                let other_case: Vec<String> = source
+                    .list_tables()?
+                    .into_iter()
+                    .filter(|t| t.eq_ignore_ascii_case(w))
+                    .collect();
+                let hint = match other_case.as_slice() {
+                    [] => String::new(),
+                    names => format!(
+                        " (its table names are case-sensitive, and there is {})",
+                        names.join(", ")
+                    ),
+                };
+                Err(DataError::new(format!(
+                    "table {w} does not exist in account {} at {}{hint}: nothing was exported",
                     source.account(),
                     source.describe()
-                ))
-            })
+                )))
+            }
         })
         .collect()
 }
@@ -242,7 +270,14 @@ pub(crate) fn export(
             &mut state,
             progress,
         )?;
-        let acl = source.table_acl(table)?;
+        let acl = match source.table_acl(table)? {
+            TableAcl::Policies(xml) => Some(xml),
+            TableAcl::Empty => None,
+            TableAcl::Unsupported(why) => {
+                summary.note(why);
+                None
+            }
+        };
         state.done.push(ManifestTable {
             name: table.clone(),
             file: file_name,
@@ -326,7 +361,7 @@ pub(crate) fn export_stream(
     Ok(Summary {
         tables: 1,
         entities,
-        skipped: 0,
+        ..Summary::default()
     })
 }
 
@@ -610,10 +645,6 @@ pub(crate) fn import(
         let done = state.committed.get(&key).copied().unwrap_or(0);
         progress.table(&source.table);
         progress.add(done);
-        target.ensure_table(&source.table)?;
-        if let Some(acl) = &source.acl {
-            target.set_table_acl(&source.table, acl)?;
-        }
         let entities = read_file(source, options.limits)?.skip(done as usize);
         let mut on_checkpoint = |committed: u64| -> Result<(), DataError> {
             if let (Some(path), true) = (progress_path, options.checkpoints) {
@@ -631,6 +662,7 @@ pub(crate) fn import(
             options.mode,
             replay,
             progress,
+            &mut || create_table(target, &source.table, source.acl.as_deref()),
             &mut on_checkpoint,
         )?;
         summary.tables += 1;
@@ -643,12 +675,28 @@ pub(crate) fn import(
     Ok(summary)
 }
 
+/// Creates `table` in `target` unless it exists, and sets its stored access policies.
+pub(crate) fn create_table(
+    target: &dyn Endpoint,
+    table: &str,
+    acl: Option<&str>,
+) -> Result<(), DataError> {
+    target.ensure_table(table)?;
+    if let Some(acl) = acl {
+        target.set_table_acl(table, acl)?;
+    }
+    Ok(())
+}
+
 /// Writes a stream of entities to `table` in batches of up to 100 consecutive entities of one
-/// partition. `replay` (resuming after a checkpoint): the interrupted run may have written
+/// partition. `create` makes the table: it runs before the first write (or at the end, for a
+/// stream without entities), so a stream that fails before its first batch, on a bad line,
+/// leaves no table behind. `replay` (resuming after a checkpoint): the interrupted run may have written
 /// batches after its checkpoint, and what survived of them is a prefix (each batch is atomic
 /// and commits in order), so existing entities are tolerated until a batch commits with
 /// none existing, however many that is.
 /// `on_checkpoint` gets the number of entities committed and durable so far.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn load(
     target: &dyn Endpoint,
     table: &str,
@@ -656,8 +704,17 @@ pub(crate) fn load(
     mode: Mode,
     replay: bool,
     progress: &mut Progress,
+    create: &mut dyn FnMut() -> Result<(), DataError>,
     on_checkpoint: &mut dyn FnMut(u64) -> Result<(), DataError>,
 ) -> Result<Summary, DataError> {
+    let mut created = false;
+    let mut create_once = |created: &mut bool| -> Result<(), DataError> {
+        if !*created {
+            create()?;
+            *created = true;
+        }
+        Ok(())
+    };
     let kind = match mode {
         Mode::Insert | Mode::Skip => WriteKind::Insert,
         Mode::Replace => WriteKind::InsertOrReplace,
@@ -710,12 +767,19 @@ pub(crate) fn load(
         Ok(())
     };
     for entity in entities {
-        let entity = entity?;
+        let entity = entity.map_err(|e| {
+            if summary.entities == 0 && !replaying {
+                DataError::new(format!("{e}; nothing was imported into {table}"))
+            } else {
+                e
+            }
+        })?;
         let same_group = batch
             .first()
             .is_some_and(|op| op.key.partition_key == entity.partition_key)
             && !row_keys.contains(&entity.row_key);
         if batch.len() == MAX_BATCH || (!batch.is_empty() && !same_group) {
+            create_once(&mut created)?;
             flush(&mut batch, &mut summary, progress, &mut replaying)?;
             row_keys.clear();
             if last_checkpoint.elapsed() >= CHECKPOINT_EVERY {
@@ -736,6 +800,7 @@ pub(crate) fn load(
             if_match: IfMatch::Any,
         });
     }
+    create_once(&mut created)?;
     flush(&mut batch, &mut summary, progress, &mut replaying)?;
     target.sync()?;
     on_checkpoint(summary.entities)?;

@@ -3,6 +3,7 @@
 
 use crate::auth::{AclError, AuthError};
 use crate::batch::RuleViolation;
+use crate::protocol::operation::MisplacedOperation;
 use crate::protocol::ApiError;
 use crate::store::StoreError;
 
@@ -24,6 +25,15 @@ pub(crate) enum ExecError {
     /// A `$batch` sub-request the protocol could not decode, carried to its place among
     /// the others (the first failing operation answers for the whole change set).
     Refused(ApiError),
+    /// A request below a table's name (a service URL that ends with a table name), not run:
+    /// what it meant, the table it named and whether that table exists (Azure's answer
+    /// depends on it).
+    Misplaced {
+        target: MisplacedOperation,
+        account: String,
+        table: String,
+        found: bool,
+    },
     /// The store broke its contract (`what` says how); answered as an internal error.
     Contract(&'static str),
 }

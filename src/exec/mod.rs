@@ -29,7 +29,7 @@ pub(crate) use tables::{TableQuery, TablesPage};
 use crate::auth::SignedIdentifier;
 use crate::model::{EdmDateTime, Entity, TableName, TableRef, WriteOp};
 use crate::protocol::filter::Expr;
-use crate::protocol::operation::EntityRef;
+use crate::protocol::operation::{EntityRef, MisplacedOperation};
 use crate::protocol::service_properties::{PropertiesUpdate, ServiceProperties};
 use crate::protocol::ApiError;
 use crate::store::{Store, TableInfo};
@@ -71,6 +71,11 @@ pub(crate) enum Op {
     GetServiceProperties,
     SetServiceProperties(PropertiesUpdate),
     GetServiceStats,
+    /// A request below a table's name: never run, answered by whether the table exists.
+    BelowTable {
+        table: String,
+        target: MisplacedOperation,
+    },
 }
 
 /// What an operation did.
@@ -136,5 +141,17 @@ pub(crate) async fn execute(
             Outcome::ServicePropertiesSet
         }
         Op::GetServiceStats => Outcome::ServiceStats(EdmDateTime::now()),
+        Op::BelowTable { table, target } => {
+            let found = store
+                .get_table(&scope.table(table.as_str()))
+                .await?
+                .is_some();
+            return Err(ExecError::Misplaced {
+                target,
+                account: scope.account().to_string(),
+                table,
+                found,
+            });
+        }
     })
 }

@@ -5,7 +5,7 @@
 use crate::auth::{AuthError, AuthzOperation, Principal};
 use crate::model::names::NameCase;
 use crate::model::{Flavor, TableRef};
-use crate::protocol::operation::Operation;
+use crate::protocol::operation::{Misplaced, MisplacedOperation, Operation};
 use crate::query::unordered::EntityOrder;
 use crate::store::{KeyBound, KeyRange, TableInfo};
 
@@ -20,6 +20,8 @@ pub(crate) struct Scope {
     order: ResultOrder,
     /// How table names tell tables apart (case-sensitively under `--flavor cosmos`).
     case: NameCase,
+    /// The service the server answers as, for the paging rules that differ.
+    flavor: Flavor,
 }
 
 /// The order the server answers queries in: Azure Storage's key order, or, under
@@ -60,6 +62,7 @@ impl Scope {
             principal,
             order: ResultOrder::Keys,
             case: NameCase::Insensitive,
+            flavor: Flavor::Storage,
         }
     }
 
@@ -69,8 +72,13 @@ impl Scope {
         Scope {
             order: ResultOrder::of(flavor, shuffle_seed),
             case: NameCase::of(flavor),
+            flavor,
             ..self
         }
+    }
+
+    pub(crate) fn flavor(&self) -> Flavor {
+        self.flavor
     }
 
     pub(crate) fn case(&self) -> NameCase {
@@ -162,5 +170,11 @@ pub(crate) fn authz_operation(op: &Operation) -> AuthzOperation {
         Operation::InsertOrReplaceEntity(_) => AuthzOperation::InsertOrReplaceEntity,
         Operation::InsertOrMergeEntity(_) => AuthzOperation::InsertOrMergeEntity,
         Operation::Batch => AuthzOperation::Batch,
+        // Authorized as what it meant; never run (Azure answers it without running it).
+        Operation::BelowTable(Misplaced { target, .. }) => match target {
+            Some(MisplacedOperation::CreateTable) => AuthzOperation::CreateTable,
+            Some(MisplacedOperation::DeleteTable) => AuthzOperation::DeleteTable,
+            Some(MisplacedOperation::QueryTables) | None => AuthzOperation::QueryTables,
+        },
     }
 }

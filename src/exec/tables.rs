@@ -5,7 +5,8 @@ use super::{ExecError, ResultOrder, Scope};
 use crate::auth::{decode_signed_identifiers, SignedIdentifier};
 use crate::model::TableName;
 use crate::protocol::filter::Expr;
-use crate::query::unordered::unordered_table_page;
+use crate::protocol::flavor;
+use crate::query::unordered::{key_hash, unordered_table_page};
 use crate::query::{execute_table_page, TablePage};
 use crate::store::{Store, StoreError, TableInfo};
 
@@ -88,11 +89,21 @@ async fn query_hashed(
             None => break,
         }
     }
-    let (names, hashed_next) = if query.top == 0 {
+    let (names, mut hashed_next) = if query.top == 0 {
         (Vec::new(), None)
     } else {
         unordered_table_page(all, seed, query.after.as_ref(), query.top)
     };
+    // A full page continues even when nothing follows (Cosmos's way; the next page is empty).
+    if hashed_next.is_none()
+        && query.top > 0
+        && names.len() == query.top
+        && flavor::full_table_page_continues(scope.flavor())
+    {
+        hashed_next = names
+            .last()
+            .map(|last| (key_hash(seed, &[last.as_bytes()]), last.clone()));
+    }
     Ok(TablesPage {
         account: scope.account().to_string(),
         page: TablePage {

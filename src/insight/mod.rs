@@ -288,6 +288,23 @@ impl Insight {
         self.shared.metrics.encode(advice, flushes, store)
     }
 
+    /// Forgets the statistics and advice of one account's tables (every account's when
+    /// `None`): its data was reset or restored, so what was learnt about it no longer holds.
+    /// Queued behind the reports of the requests before it, without waiting for them.
+    pub(crate) fn forget(&self, account: Option<&str>) {
+        let marker = Report {
+            operation: FORGET,
+            status: 0,
+            latency: Duration::ZERO,
+            account: account.map(str::to_string),
+            observation: None,
+        };
+        if let Err(TrySendError::Full(_)) = self.queue.try_send(marker) {
+            // A queue that full is dropping reports anyway: forget now.
+            self.shared.stats.lock().forget(account);
+        }
+    }
+
     /// Waits until every report queued so far has been counted (tests and the endpoint's
     /// `?sync` option read their own writes with it); gives up after `timeout`.
     pub(crate) fn settle(&self, timeout: Duration) -> bool {
@@ -320,6 +337,8 @@ impl Insight {
 
 /// Marker operation of [`Insight::settle`].
 const SETTLE: &str = "_settle";
+/// Marker operation of [`Insight::forget`] (its account: the one to forget, `None` all).
+const FORGET: &str = "_forget";
 
 /// How long the counting thread rests after emptying the queue: requests then queue their
 /// reports without waking it (a wake-up per request was 3 % of a single insert's CPU).
@@ -343,6 +362,10 @@ fn count_one(report: Report, shared: &Shared) {
         for w in stats.settle_waiters.drain(..) {
             let _ = w.send(());
         }
+        return;
+    }
+    if report.operation == FORGET {
+        stats.forget(report.account.as_deref());
         return;
     }
     shared.metrics.record(&report);

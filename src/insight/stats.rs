@@ -245,6 +245,21 @@ impl Stats {
         }
     }
 
+    /// Drops what was learnt about `account`'s tables and transactions (everything when
+    /// `None`).
+    pub(crate) fn forget(&mut self, account: Option<&str>) {
+        match account {
+            None => {
+                self.tables.clear();
+                self.accounts.clear();
+            }
+            Some(account) => {
+                self.tables.retain(|(a, _), _| a != account);
+                self.accounts.remove(account);
+            }
+        }
+    }
+
     /// Counts one transaction for `account` at `now` (every authenticated request counts,
     /// as in Azure's billing of transactions); returns advice that fired for the first time.
     pub(crate) fn transaction(&mut self, account: &str, now: u64) -> Vec<NewAdvice> {

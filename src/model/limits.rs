@@ -22,6 +22,13 @@ pub(crate) const MAX_PROPERTY_NAME: usize = 255;
 pub(crate) const MAX_PAGE_SIZE: usize = 1000;
 /// Request body of a single-entity operation and of a `$batch`.
 pub(crate) const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
+/// Request body of Set Table ACL and Set Table Service Properties. Azure documents no byte limit
+/// for these two, only what they may hold (Azure docs: "Set Table ACL", at most five signed
+/// identifiers of at most 64 characters; "Set Table Service Properties", at most five CORS rules
+/// with 2 KiB of rule text): the largest such document is a few KiB (tests/it/hostile_xml.rs
+/// builds it), so 64 KiB refuses only padding or markup that no valid document needs, before
+/// it is parsed.
+pub(crate) const MAX_XML_BODY: usize = 64 * 1024;
 
 /// The largest item Cosmos DB takes: 2 MB, the "UTF-8 length of JSON representation"
 /// ("Azure Cosmos DB service quotas", per-item limits), measured by [`cosmos_item_size`].

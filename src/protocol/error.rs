@@ -78,6 +78,7 @@ error_codes! {
     AuthorizationServiceMismatch => (FORBIDDEN, "This request is not authorized to perform this operation using this service."),
     AuthorizationSourceIPMismatch => (FORBIDDEN, "This request is not authorized to perform this operation using this source IP."),
     AuthorizationProtocolMismatch => (FORBIDDEN, "This request is not authorized to perform this operation using this protocol."),
+    AccountAlreadyExists => (CONFLICT, "The specified account already exists."),
     InsufficientAccountPermissions => (FORBIDDEN, "The account being accessed does not have sufficient permissions to execute this operation."),
     CorsPreflightFailure => (FORBIDDEN, "CORS not enabled or no matching rule found for this request."),
     InternalError => (INTERNAL_SERVER_ERROR, "The server encountered an internal error. Please retry the request."),
@@ -117,6 +118,17 @@ pub struct ApiError {
     /// <diagnostics>` (Cosmos appends such a line to its 400, 429 and 501 messages); Storage
     /// writes none.
     pub(crate) diagnostics: Option<String>,
+    /// Why the request was refused, for the server's log only (the wire keeps Azure's answer).
+    pub(crate) cause: Option<Box<LogCause>>,
+}
+
+/// Why a request was refused, as the access log says it (never sent to the client): one
+/// sentence at info level, and what only a debug log should show (the string-to-sign the
+/// server computed for a signature that did not match).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LogCause {
+    pub(crate) text: String,
+    pub(crate) debug: Option<String>,
 }
 
 impl ApiError {
@@ -128,6 +140,7 @@ impl ApiError {
             status_override: None,
             challenge: None,
             diagnostics: None,
+            cause: None,
         }
     }
 
@@ -139,6 +152,7 @@ impl ApiError {
             status_override: None,
             challenge: None,
             diagnostics: None,
+            cause: None,
         }
     }
 
@@ -149,6 +163,28 @@ impl ApiError {
 
     pub fn with_diagnostics(mut self, diagnostics: String) -> ApiError {
         self.diagnostics = Some(diagnostics);
+        self
+    }
+
+    /// Says why the request was refused, in the server's log only.
+    pub(crate) fn with_cause(mut self, text: impl Into<String>) -> ApiError {
+        self.cause = Some(Box::new(LogCause {
+            text: text.into(),
+            debug: None,
+        }));
+        self
+    }
+
+    /// [`ApiError::with_cause`] with a text for the debug log besides.
+    pub(crate) fn with_cause_and_debug(
+        mut self,
+        text: impl Into<String>,
+        debug: Option<String>,
+    ) -> ApiError {
+        self.cause = Some(Box::new(LogCause {
+            text: text.into(),
+            debug,
+        }));
         self
     }
 

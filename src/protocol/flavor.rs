@@ -8,7 +8,7 @@
 
 use super::error::{ApiError, ErrorCode, ErrorFormat};
 use super::headers::Metadata;
-use super::operation::Operation;
+use super::operation::{Misplaced, Operation};
 use crate::model::entity::etag_as;
 use crate::model::{EdmDateTime, Flavor, TableNameError, WriteKind, WriteOp};
 
@@ -221,7 +221,10 @@ pub(crate) fn check_operation(
         return Ok(());
     }
     if method.eq_ignore_ascii_case("PATCH") {
-        return Err(ApiError::new(ErrorCode::MethodNotAllowed));
+        return Err(ApiError::new(ErrorCode::MethodNotAllowed).with_cause(merge_as_patch_cause()));
+    }
+    if let Operation::BelowTable(Misplaced { table, .. }) = operation {
+        return Err(below_table_refusal(table));
     }
     if let Some(table) = operation.table() {
         check_table_in_url(table)?;
@@ -234,6 +237,39 @@ pub(crate) fn check_operation(
         | Operation::SetTableAcl { .. } => Err(not_supported()),
         _ => Ok(()),
     }
+}
+
+/// Cosmos's answer to a request below a table's name (a service URL that ends with a table
+/// name): 400 `InvalidInput` "Request url is invalid." whatever the method, as the .NET SDK's
+/// `ThrowsWithTableNameInUri` recorded it for Create Table, Delete Table and Query Tables and
+/// the Python SDK's live test `test_client_with_url_ends_with_table_name` (Cosmos) asserts it
+/// for `$batch`. The Python SDK adds its hint ("…the account URL used to create the Client
+/// includes an invalid path, for example the table name…") to exactly this code and text.
+/// Storage looks the table up first (`MisplacedOperation::storage_error`).
+fn below_table_refusal(table: &str) -> ApiError {
+    ApiError::with_message(ErrorCode::InvalidInput, "Request url is invalid.")
+        .with_cause(table_in_service_url_cause(table))
+}
+
+/// The log's cause for a request below a table's name, in both flavours.
+pub(crate) fn table_in_service_url_cause(table: &str) -> String {
+    format!(
+        "the URL names table '{table}' before the resource: the client's service URL ends with \
+         a table name; end TableEndpoint (or the account URL) at the account"
+    )
+}
+
+/// The log's cause for Cosmos's 405 to `PATCH`. The SDKs send Merge as `PATCH` to what they
+/// take for Azure Table storage and as `POST` + `X-HTTP-Method: MERGE` to what they take for
+/// Cosmos, deciding by the endpoint's host name alone (Python `_is_cosmos_endpoint`, .NET
+/// `IsPremiumEndpoint`, JS `isCosmosEndpoint`): a `PATCH` here means a client reached this
+/// server under another name, such as a Compose service name (docs/cosmos.md, "Other host
+/// names").
+fn merge_as_patch_cause() -> &'static str {
+    "Cosmos DB for Table refuses PATCH (405), as Cosmos does: Merge must come as POST with \
+     X-HTTP-Method: MERGE. The client took this endpoint for Azure Table storage, as the SDKs \
+     do for a host name that is neither localhost nor contains .table.cosmos.; reach the \
+     server under such a name (docs/cosmos.md, \"Other host names\")"
 }
 
 /// A table named in a request URL with a character no Cosmos table name has: 400
@@ -357,6 +393,59 @@ pub(crate) fn filter_error(flavor: Flavor, error: ApiError) -> ApiError {
             ApiError::with_message(ErrorCode::InvalidInput, "Request url is invalid.")
         }
     }
+}
+
+/// A change set that names one row twice: Storage answers 202 with the failed operation
+/// inside (`InvalidDuplicateRow` at the duplicate's index), Cosmos refuses the whole request
+/// with 400 `InvalidDuplicateRow` "<index>:The batch request contains multiple changes with
+/// same row key. An entity can appear only once in a batch request." in its JSON envelope.
+/// Evidence: the Java `azure-data-tables` suite's `submitTransactionWithSameRowKeys` (its
+/// Cosmos branch expects a `TableServiceException` with status 400 and that code and text,
+/// where Storage's gives a `TableTransactionFailedException`). `None`: answered inside the
+/// 202, as Storage does.
+pub(crate) fn batch_error_at_top_level(
+    flavor: Flavor,
+    error: &ApiError,
+    index: usize,
+) -> Option<ApiError> {
+    (flavor == Flavor::Cosmos && error.code == ErrorCode::InvalidDuplicateRow).then(|| {
+        ApiError::with_message(
+            ErrorCode::InvalidDuplicateRow,
+            format!("{index}:{}", error.message),
+        )
+    })
+}
+
+/// The `$format` a request's metadata level is negotiated with, beside its `Accept`. Storage
+/// lets `$format` win (Azure docs: "Payload format for Table service operations"); Cosmos
+/// answers as a JSON `Accept` says and ignores `$format` then (Go `aztables` suite, recording
+/// `TestListTables_cosmos`, 2024-02-26: `Accept: application/json;odata=minimalmetadata` with
+/// `$format=application/json;odata=fullmetadata` got `odata=minimalmetadata`). Without a
+/// JSON `Accept`, `$format` counts on Cosmos too (not recorded).
+pub(crate) fn metadata_format<'a>(
+    flavor: Flavor,
+    accept: Option<&str>,
+    format: Option<&'a str>,
+) -> Option<&'a str> {
+    let json_accept = accept.is_some_and(|a| {
+        a.split(',').any(|media| {
+            let base = media.split(';').next().unwrap_or("").trim();
+            base.eq_ignore_ascii_case("application/json")
+        })
+    });
+    match flavor {
+        Flavor::Cosmos if json_accept => None,
+        _ => format,
+    }
+}
+
+/// Whether a Query Tables page filled to its size carries a continuation even when no table
+/// follows. Cosmos does, and answers the next request with an empty page (Go `aztables` suite,
+/// recording `TestQueryTable_cosmos`, 2024-02-26: four matches with `$top=2`, a token after
+/// each full page, then `{"value":[]}` without one); Storage ends a page without one when no
+/// table after it lies in the filter's range (`query::execute_table_page`).
+pub(crate) fn full_table_page_continues(flavor: Flavor) -> bool {
+    flavor == Flavor::Cosmos
 }
 
 /// Cosmos numbers a change set's sub-responses `Content-ID: 1..n` in order, whatever the

@@ -33,6 +33,71 @@ pub enum Operation {
     InsertOrReplaceEntity(EntityRef),
     InsertOrMergeEntity(EntityRef),
     Batch,
+    BelowTable(Misplaced),
+}
+
+/// A request below a table's name (`/<table>/Tables`, …), [`Operation::BelowTable`]: a
+/// service URL that ends with a table name. `target` is what the SDK meant, for the shapes
+/// Azure's answers are known of ([`MisplacedOperation`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Misplaced {
+    pub(crate) table: String,
+    pub(crate) target: Option<MisplacedOperation>,
+}
+
+/// What a request below a table's name meant, for the shapes the SDKs send when their service
+/// URL ends with a table name (`TableEndpoint=…/devstoreaccount1/people`). Recorded answers:
+/// the Python `azure-data-tables` suite's `test_client_with_url_ends_with_table_name`
+/// (Storage, 2024 and 2026: `POST /<t>/Tables`, `DELETE /<t>/Tables('<t>')`) and the .NET
+/// suite's `ThrowsWithTableNameInUri` (`GET /<t>/Tables` too); the answers themselves are in
+/// `protocol::flavor::below_table_error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MisplacedOperation {
+    /// `POST /<t>/Tables`.
+    CreateTable,
+    /// `GET /<t>/Tables`.
+    QueryTables,
+    /// `DELETE /<t>/Tables('<name>')`.
+    DeleteTable,
+}
+
+impl MisplacedOperation {
+    /// Table storage's answer once it found table `table` of `account` (a missing one is 404
+    /// `TableNotFound`), as recorded by the Python suite's
+    /// `test_client_with_url_ends_with_table_name` (2024-05-03) and, for Query Tables, the
+    /// .NET suite's `ThrowsWithTableNameInUri`: Create Table reads its body as an entity of
+    /// the table and finds no keys (400 `PropertiesNeedValue`), Delete Table finds a key
+    /// predicate for a resource with two keys (400 `InvalidInput`, naming
+    /// `<account>.<table>`), Query Tables navigates into an entity set (501 `NotImplemented`).
+    /// The Python SDK adds its account-URL hint to the first two.
+    pub(crate) fn storage_error(self, account: &str, table: &str) -> ApiError {
+        let error = match self {
+            MisplacedOperation::CreateTable => ApiError::new(ErrorCode::PropertiesNeedValue),
+            MisplacedOperation::DeleteTable => ApiError::with_message(
+                ErrorCode::InvalidInput,
+                format!(
+                    "The number of keys specified in the URI does not match number of key \
+                     properties for the resource '{account}.{table}'."
+                ),
+            ),
+            MisplacedOperation::QueryTables => ApiError::new(ErrorCode::NotImplemented),
+        };
+        error.with_cause(super::flavor::table_in_service_url_cause(table))
+    }
+
+    /// What `method` on `rest` (the path after the table's name) meant, if it is one of the
+    /// recorded shapes.
+    fn of(method: &str, rest: &str) -> Option<MisplacedOperation> {
+        let rest = rest.strip_suffix('/').unwrap_or(rest);
+        let tables = rest == "Tables" || rest == "Tables()";
+        let table_entry = rest.starts_with("Tables('") && rest.ends_with("')");
+        match method {
+            "POST" if tables => Some(MisplacedOperation::CreateTable),
+            "GET" if tables => Some(MisplacedOperation::QueryTables),
+            "DELETE" if table_entry => Some(MisplacedOperation::DeleteTable),
+            _ => None,
+        }
+    }
 }
 
 impl Operation {
@@ -44,7 +109,8 @@ impl Operation {
             | Operation::GetTableAcl { table }
             | Operation::SetTableAcl { table }
             | Operation::QueryEntities { table }
-            | Operation::InsertEntity { table } => Some(table),
+            | Operation::InsertEntity { table }
+            | Operation::BelowTable(Misplaced { table, .. }) => Some(table),
             Operation::GetEntity(e)
             | Operation::UpdateEntity(e, _)
             | Operation::MergeEntity(e, _)
@@ -66,6 +132,10 @@ impl Operation {
                 | Operation::GetTableAcl { .. }
                 | Operation::QueryEntities { .. }
                 | Operation::GetEntity(_)
+                | Operation::BelowTable(Misplaced {
+                    target: Some(MisplacedOperation::QueryTables) | None,
+                    ..
+                })
         )
     }
 }
@@ -232,6 +302,10 @@ pub fn parse_operation(
             "POST" => Operation::Batch,
             _ => return Err(method_not_allowed()),
         },
+        Resource::BelowTable { table, rest } => Operation::BelowTable(Misplaced {
+            target: MisplacedOperation::of(&method, &rest),
+            table,
+        }),
     })
 }
 
@@ -277,6 +351,46 @@ mod tests {
             ("GET", "/Tables", "", none, Ok(Operation::QueryTables)),
             ("POST", "/Tables", "", none, Ok(Operation::CreateTable)),
             ("PUT", "/Tables", "", none, Err(ErrorCode::MethodNotAllowed)),
+            (
+                "POST",
+                "/people/Tables",
+                "",
+                none,
+                Ok(Operation::BelowTable(Misplaced {
+                    table: "people".into(),
+                    target: Some(MisplacedOperation::CreateTable),
+                })),
+            ),
+            (
+                "GET",
+                "/people/Tables()",
+                "",
+                none,
+                Ok(Operation::BelowTable(Misplaced {
+                    table: "people".into(),
+                    target: Some(MisplacedOperation::QueryTables),
+                })),
+            ),
+            (
+                "DELETE",
+                "/people/Tables('people')",
+                "",
+                none,
+                Ok(Operation::BelowTable(Misplaced {
+                    table: "people".into(),
+                    target: Some(MisplacedOperation::DeleteTable),
+                })),
+            ),
+            (
+                "PUT",
+                "/people/Tables",
+                "",
+                none,
+                Ok(Operation::BelowTable(Misplaced {
+                    table: "people".into(),
+                    target: None,
+                })),
+            ),
             (
                 "DELETE",
                 "/Tables('t')",

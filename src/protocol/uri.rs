@@ -27,6 +27,10 @@ pub enum Resource {
     },
     /// `/$batch`
     Batch,
+    /// `/name/…`: a table's name with more path after it, as when a service URL ends with a
+    /// table name (`TableEndpoint=…/devstoreaccount1/people`) and the SDK appends `/Tables`.
+    /// `rest` is the decoded path after the name's `/`.
+    BelowTable { table: String, rest: String },
 }
 
 /// Where the account came from and what is left of the path.
@@ -155,6 +159,15 @@ pub fn parse_resource(rest: &str) -> Result<Resource, ApiError> {
     }
     if path == "Tables" || path == "Tables()" {
         return Ok(Resource::Tables);
+    }
+    if let Some((table, rest)) = path.split_once('/') {
+        if !table.is_empty() && table != "Tables" && !table.contains('(') && !table.starts_with('$')
+        {
+            return Ok(Resource::BelowTable {
+                table: table.to_string(),
+                rest: rest.to_string(),
+            });
+        }
     }
     let Some(open) = path.find('(') else {
         if path.contains('/') {
@@ -419,6 +432,34 @@ mod tests {
             parse_resource("/a/%FF").unwrap_err().code,
             ErrorCode::InvalidUri
         );
+    }
+
+    /// A service URL ending with a table name: the SDK's paths below it name the table first.
+    #[test]
+    fn a_table_name_before_the_resource_is_its_own_resource() {
+        let below = |table: &str, rest: &str| Resource::BelowTable {
+            table: table.into(),
+            rest: rest.into(),
+        };
+        assert_eq!(
+            parse_resource("/people/Tables"),
+            Ok(below("people", "Tables"))
+        );
+        assert_eq!(
+            parse_resource("/people/Tables('people')"),
+            Ok(below("people", "Tables('people')"))
+        );
+        assert_eq!(
+            parse_resource("/people/$batch"),
+            Ok(below("people", "$batch"))
+        );
+        for still_invalid in ["/Tables/x", "/Tables('t')/x", "/$batch/x"] {
+            assert_eq!(
+                parse_resource(still_invalid).unwrap_err().code,
+                ErrorCode::InvalidUri,
+                "{still_invalid}"
+            );
+        }
     }
 
     #[test]

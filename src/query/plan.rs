@@ -71,6 +71,21 @@ impl Interval {
         }
     }
 
+    /// Whether `value` lies in the interval (ordinal order).
+    pub(crate) fn contains(&self, value: &str) -> bool {
+        let above = match &self.lo {
+            Bound::Unbounded => true,
+            Bound::Included(lo) => compare_ordinal(value, lo) != Ordering::Less,
+            Bound::Excluded(lo) => compare_ordinal(value, lo) == Ordering::Greater,
+        };
+        let below = match &self.hi {
+            Bound::Unbounded => true,
+            Bound::Included(hi) => compare_ordinal(value, hi) != Ordering::Greater,
+            Bound::Excluded(hi) => compare_ordinal(value, hi) == Ordering::Less,
+        };
+        above && below
+    }
+
     /// The single value of a closed point interval.
     pub(crate) fn point(&self) -> Option<&str> {
         match (&self.lo, &self.hi) {
@@ -468,10 +483,51 @@ pub fn plan_table_names(filter: Option<&Expr>) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// The `TableName` values a Query Tables filter can match, as intervals: a superset, as for
+/// entities (other properties and non-String comparisons widen it to everything).
+#[derive(Debug, Clone)]
+pub(crate) struct TableNameRange(Vec<Interval>);
+
+impl TableNameRange {
+    pub(crate) fn of(filter: Option<&Expr>) -> TableNameRange {
+        let Some(expr) = filter else {
+            return TableNameRange(vec![Interval::all()]);
+        };
+        let dim = |p: &PropertyName| match p {
+            PropertyName::Named(n) if n == "TableName" => Some(Dim::First),
+            _ => None,
+        };
+        TableNameRange(
+            region(expr, false, &dim)
+                .into_iter()
+                .map(|c| c.first)
+                .collect(),
+        )
+    }
+
+    /// Whether a table named `name` lies in the range.
+    pub(crate) fn admits(&self, name: &str) -> bool {
+        self.0.iter().any(|iv| iv.contains(name))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::protocol::filter::parse;
+
+    #[test]
+    fn a_table_name_range_admits_what_the_filter_can_match() {
+        let range = |f: &str| TableNameRange::of(Some(&parse(f).unwrap()));
+        let r = range("TableName ge 'zzza' and TableName lt 'zzzb'");
+        assert!(r.admits("zzza") && r.admits("zzza3"));
+        assert!(!r.admits("zzzb") && !r.admits("zzzb4") && !r.admits("zzz"));
+        let or = range("TableName lt 'b' or TableName gt 'y'");
+        assert!(or.admits("a1") && or.admits("zz") && !or.admits("m"));
+        // A condition on no name narrows nothing.
+        assert!(range("true").admits("any") && TableNameRange::of(None).admits("any"));
+        assert!(!range("TableName eq 'x' and false").admits("x"));
+    }
     use KeyBound::*;
 
     fn plan(filter: &str) -> Plan {

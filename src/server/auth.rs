@@ -1,5 +1,6 @@
 //! Connects the auth library to requests: builds the [`RequestView`], resolves stored access
-//! policies from the store, maps operations to what they need and auth errors to Azure errors.
+//! policies from the store, maps operations to what they need and auth errors to Azure errors
+//! (each with its cause for the server's log, `auth::cause`).
 
 use std::net::IpAddr;
 
@@ -7,12 +8,26 @@ use axum::http::request::Parts;
 
 use super::context::RequestContext;
 use super::AppState;
-use crate::auth::{authenticate_with, AuthError, AuthOptions, Principal, RequestView};
+use crate::auth::{authenticate_with, cause, AuthError, AuthOptions, Principal, RequestView};
 use crate::exec::authz_operation;
 use crate::protocol::operation::Operation;
 use crate::protocol::{ApiError, ErrorCode};
 
+/// Azure's error for an auth failure, with its cause for the server's log (and, for a
+/// signature that did not match, the string-to-sign the server computed, for its debug log).
 pub(crate) fn auth_error(e: &AuthError) -> ApiError {
+    auth_error_because(e, cause::cause(e, chrono::Utc::now()))
+}
+
+fn auth_error_because(e: &AuthError, because: String) -> ApiError {
+    let debug = e
+        .string_to_sign()
+        .map(|sts| format!("string-to-sign the server computed: {sts}"));
+    wire_error(e).with_cause_and_debug(because, debug)
+}
+
+/// The error as Azure sends it.
+fn wire_error(e: &AuthError) -> ApiError {
     let code = match e.code() {
         "AuthenticationFailed" => ErrorCode::AuthenticationFailed,
         "InvalidAuthenticationInfo" => ErrorCode::InvalidAuthenticationInfo,
@@ -69,6 +84,7 @@ pub(crate) async fn check(
     let policies = |account: &str, table: &str, id: &str| {
         stored_policy(own_table, data_account, account, table, id)
     };
+    let now = chrono::Utc::now();
     let view = RequestView {
         method: parts.method.as_str(),
         raw_path: parts.uri.path(),
@@ -78,7 +94,7 @@ pub(crate) async fn check(
         path_style,
         is_https,
         client_ip,
-        now: chrono::Utc::now(),
+        now,
     };
     // Bearer tokens only with `--oauth`, as in Azurite (without it Azurite has no token
     // authenticator and refuses them); the auth library then also requires HTTPS.
@@ -86,9 +102,18 @@ pub(crate) async fn check(
         allow_bearer: state.config.oauth.is_some(),
         ..AuthOptions::default()
     };
-    let principal = authenticate_with(&view, &state.accounts, &policies, &options)
+    let principal = authenticate_with(&view, &state.accounts.current(), &policies, &options)
         .map_err(|e| auth_error(&e))?;
-    authorize(&principal, operation, ctx).map_err(|e| auth_error(&e))?;
+    authorize(&principal, operation, ctx).map_err(|e| {
+        let because = match principal.sas() {
+            Some(grant) => {
+                let op = authz_operation(operation);
+                cause::sas_denial(&e, grant, op, operation.table(), now)
+            }
+            None => cause::cause(&e, now),
+        };
+        auth_error_because(&e, because)
+    })?;
     Ok(principal)
 }
 

@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 
 use crate::model::{EdmDateTime, Flavor};
-use crate::protocol::error::ErrorFormat;
+use crate::protocol::error::{ErrorFormat, LogCause};
 use crate::protocol::flavor;
 use crate::protocol::headers::{self, DEFAULT_VERSION};
 use crate::protocol::ApiError;
@@ -247,10 +247,14 @@ impl RequestContext {
         }
         parts.body = body;
         let mut response = parts.into_response();
-        // For the access log, in every flavour (Cosmos sends no `x-ms-error-code`).
+        // For the access log, in every flavour (Cosmos sends no `x-ms-error-code`), and why
+        // the request was refused when the error says (the log only, never the wire).
         response
             .extensions_mut()
             .insert(AnsweredError(error.code.as_str()));
+        if let Some(cause) = &error.cause {
+            response.extensions_mut().insert(LogCause::clone(cause));
+        }
         response
     }
 

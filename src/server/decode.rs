@@ -5,7 +5,7 @@
 use axum::http::header;
 
 use crate::exec::{BatchInput, EntityQuery, Op, Resume, SubRequestInput, TableQuery};
-use crate::model::limits::{EntityLimits, MAX_PAGE_SIZE};
+use crate::model::limits::{EntityLimits, MAX_PAGE_SIZE, MAX_XML_BODY};
 use crate::model::{Flavor, WriteOp};
 use crate::model::{TableName, TableNameError};
 use crate::protocol::batch::{
@@ -18,7 +18,7 @@ use crate::protocol::filter::Expr;
 use crate::protocol::headers::{
     self, check_json_content_type, negotiate_metadata, ReturnPreference,
 };
-use crate::protocol::operation::Operation;
+use crate::protocol::operation::{Misplaced, Operation};
 use crate::protocol::service_properties::PropertiesUpdate;
 use crate::protocol::uri::QueryParams;
 use crate::protocol::write::{decode_insert, decode_write};
@@ -64,13 +64,21 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         }
         Operation::GetServiceProperties => (Op::GetServiceProperties, plain),
         Operation::SetServiceProperties => {
-            let update = PropertiesUpdate::decode(&call.body)?;
+            let update = PropertiesUpdate::decode(xml_body(call)?)?;
             (Op::SetServiceProperties(update), plain)
         }
         Operation::GetServiceStats => (get_service_stats(call)?, plain),
         Operation::GetTableAcl { table } => (Op::GetTableAcl { table }, plain),
         Operation::SetTableAcl { table } => (set_table_acl(call, table)?, plain),
         Operation::Batch => batch(call)?,
+        Operation::BelowTable(Misplaced { table, target }) => match target {
+            Some(target) => (Op::BelowTable { table, target }, plain),
+            // Not a shape an SDK sends: the URL names no resource (as before).
+            None => {
+                let cause = flavor::table_in_service_url_cause(&table);
+                return Err(ApiError::new(ErrorCode::InvalidUri).with_cause(cause));
+            }
+        },
     })
 }
 
@@ -87,8 +95,10 @@ fn cosmos_token_refused() -> ApiError {
 
 /// A reply in the metadata level `Accept` and `$format` ask for.
 fn with_metadata(call: &Call) -> Result<Reply, ApiError> {
+    let accept = call.header(header::ACCEPT);
+    let format = flavor::metadata_format(call.ctx.flavor, accept, call.query.get("$format"));
     Ok(Reply {
-        metadata: negotiate_metadata(call.header(header::ACCEPT), call.query.get("$format"))?,
+        metadata: negotiate_metadata(accept, format)?,
         ..Reply::default()
     })
 }
@@ -271,8 +281,18 @@ fn get_service_stats(call: &Call) -> Result<Op, ApiError> {
     Ok(Op::GetServiceStats)
 }
 
+/// The XML body of Set Table ACL or Set Table Service Properties; one over [`MAX_XML_BODY`]
+/// is refused unparsed with Azure's answer to a body over its limit (413
+/// `RequestBodyTooLarge`).
+fn xml_body(call: &Call) -> Result<&[u8], ApiError> {
+    if call.body.len() > MAX_XML_BODY {
+        return Err(ApiError::new(ErrorCode::RequestBodyTooLarge));
+    }
+    Ok(&call.body)
+}
+
 fn set_table_acl(call: &Call, table: String) -> Result<Op, ApiError> {
-    let identifiers = crate::auth::decode_signed_identifiers(&call.body)
+    let identifiers = crate::auth::decode_signed_identifiers(xml_body(call)?)
         .map_err(|e| super::error::acl_error(&e))?;
     let encoded = crate::auth::encode_signed_identifiers(&identifiers);
     Ok(Op::SetTableAcl { table, encoded })

@@ -48,22 +48,30 @@ pub(crate) async fn dispatch(
         discard_unread(body);
         return response;
     }
+    // Read before the account is checked: a change of state between the check and the gate
+    // (an account deleted) is then seen.
+    let epoch = state.control.gate.epoch();
     match admit(state, peer, parts, body).await {
-        Ok(admitted) => pipeline(state, admitted, abort).await,
+        Ok(admitted) => pipeline(state, admitted, abort, epoch).await,
         Err(response) => response,
     }
 }
 
 /// The answers outside the Table service: the front page and the insight endpoints.
 async fn side_door(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<Response> {
-    if super::front_page::is_browser_visit(parts) {
+    if let Some(visit) = super::front_page::visit(parts) {
         let ctx = RequestContext::new(&parts.headers, state.config.flavor());
-        let mut response = super::front_page::answer(state, &ctx);
+        let mut response = super::front_page::answer(state, &ctx, visit, parts);
         response.extensions_mut().insert(Charged {
             operation: "FrontPage",
             account: None,
         });
         return Some(response);
+    }
+    if parts.uri.path().starts_with(super::state::STATE_PREFIX) {
+        if let Some(response) = Box::pin(super::state::route(state, parts, peer)).await {
+            return Some(response);
+        }
     }
     if !insight::is_for_insight(state, parts) {
         return None;
@@ -71,11 +79,13 @@ async fn side_door(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<
     Box::pin(insight::route(state, parts, peer)).await
 }
 
-/// An admitted request through realism and the pipeline, its answer marked for the layers.
+/// An admitted request through the state gate, realism and the pipeline, its answer marked
+/// for the layers. `epoch`: the gate's before the request was admitted.
 async fn pipeline(
     state: &AppState,
     admitted: Admitted,
     abort: Option<&ConnectionAbort>,
+    epoch: u64,
 ) -> Response {
     let Admitted {
         call,
@@ -84,6 +94,15 @@ async fn pipeline(
         auth_outcome,
         method,
     } = admitted;
+    // A reset, restore or account deletion waits for this request, or this request for it.
+    let _pass = state.control.gate.pass().await;
+    if state.control.gate.epoch() != epoch
+        && !state.accounts.current().contains(call.ctx.data_account())
+    {
+        // The account was deleted while the request was being admitted.
+        let refused = ApiError::new(crate::protocol::ErrorCode::AuthenticationFailed);
+        return call.ctx.error_response(&refused, error_format);
+    }
     let charged = Charged {
         operation: operation_name(&operation),
         account: Some(call.scope.account().to_string()),

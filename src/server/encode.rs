@@ -337,6 +337,9 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
         } => {
             let prefer = reply.subs.get(index).and_then(|s| s.prefer);
             let error = ApiError::from(error);
+            if let Some(whole) = flavor::batch_error_at_top_level(flavour, &error, index) {
+                return call.ctx.error(&whole);
+            }
             let failed = error_sub_response(request_id, index, operations, &error, prefer, flavour);
             accepted(call, encode_changeset_response(&[failed], flavour))
         }

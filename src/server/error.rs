@@ -17,6 +17,18 @@ impl From<ExecError> for ApiError {
             ExecError::StoredAcl(e) => acl_error(&e),
             ExecError::Rule(rule) => rule_error(rule),
             ExecError::Refused(e) => e,
+            ExecError::Misplaced {
+                target,
+                account,
+                table,
+                found,
+            } => match found {
+                true => target.storage_error(&account, &table),
+                // Azure looks the table up first (recorded: 404 `TableNotFound` to the
+                // Python suite's Create Table before the table existed).
+                false => ApiError::new(ErrorCode::TableNotFound)
+                    .with_cause(crate::protocol::flavor::table_in_service_url_cause(&table)),
+            },
             ExecError::Contract(what) => {
                 tracing::error!(error = what, "the store broke its contract");
                 ApiError::new(ErrorCode::InternalError)

@@ -51,7 +51,7 @@ pub(super) fn is_for_insight(state: &AppState, parts: &Parts) -> bool {
     let path = parts.uri.path();
     path.starts_with("/_tablestore/console")
         || path == INSIGHT_PATH
-        || (path == METRICS_PATH && !state.accounts.contains("metrics"))
+        || (path == METRICS_PATH && !state.accounts.current().contains("metrics"))
         || (path == FAVICON_PATH && !state.config.no_console && browser_shaped(parts))
 }
 
@@ -60,7 +60,7 @@ pub(super) async fn route(state: &AppState, parts: &Parts, peer: SocketAddr) -> 
     let path = parts.uri.path();
     let icon = path == FAVICON_PATH && !state.config.no_console && browser_shaped(parts);
     let console_path = path.starts_with("/_tablestore/console");
-    let metrics = path == METRICS_PATH && !state.accounts.contains("metrics");
+    let metrics = path == METRICS_PATH && !state.accounts.current().contains("metrics");
     if !console_path && !icon && path != INSIGHT_PATH && !metrics {
         return None;
     }
@@ -149,6 +149,18 @@ fn metrics_token_presented(
     let Some(expected) = state.config.metrics_token.as_deref().filter(|_| metrics) else {
         return Ok(false);
     };
+    presents_token(parts, expected, "--metrics-token")
+}
+
+/// Whether the request carries `expected` as its bearer token (`Authorization: Bearer
+/// TOKEN`), compared in constant time; `false` when it carries no bearer token. A bearer
+/// token that is not `expected` is refused with a sentence naming `option`, the server
+/// option that sets it.
+pub(super) fn presents_token(
+    parts: &Parts,
+    expected: &str,
+    option: &str,
+) -> Result<bool, ApiError> {
     let presented = parts
         .headers
         .get(axum::http::header::AUTHORIZATION)
@@ -161,7 +173,7 @@ fn metrics_token_presented(
         Some(token) if bool::from(token.as_bytes().ct_eq(expected.as_bytes())) => Ok(true),
         Some(_) => Err(ApiError::with_message(
             ErrorCode::AuthenticationFailed,
-            "The bearer token is not this server's --metrics-token.",
+            format!("The bearer token is not this server's {option}."),
         )),
     }
 }
@@ -203,8 +215,13 @@ fn console_file(state: &AppState, ctx: &RequestContext, path: &str) -> Option<Re
         ctx.plain_response(StatusCode::OK)
     };
     if path == format!("{CONSOLE_PATH}config.json") {
-        let accounts: Vec<String> = state.accounts.names().map(str::to_string).collect();
-        let config = config_json(!state.config.disable_auth, &accounts);
+        let current = state.accounts.current();
+        let accounts: Vec<String> = current.names().map(str::to_string).collect();
+        let published: Vec<(String, &'static str)> = accounts
+            .iter()
+            .filter_map(|a| Some((a.clone(), current.published_key(a)?)))
+            .collect();
+        let config = config_json(!state.config.disable_auth, &accounts, &published);
         r.body("application/json", config.into_bytes());
     } else if path == FAVICON_PATH {
         r.body(FAVICON_TYPE, favicon().as_bytes().to_vec());
@@ -240,7 +257,7 @@ pub(super) fn caller(
         allow_bearer: false,
         ..AuthOptions::default()
     };
-    match authenticate_with(&view, &state.accounts, &NoPolicies, &options) {
+    match authenticate_with(&view, &state.accounts.current(), &NoPolicies, &options) {
         Ok(Principal::SharedKey { account }) => Ok(Some(account)),
         Ok(_) => Err(ApiError::with_message(
             ErrorCode::AuthorizationFailure,
@@ -300,5 +317,7 @@ pub(super) fn operation_name(op: &Operation) -> &'static str {
         Operation::GetTableAcl { .. } => "GetTableAcl",
         Operation::SetTableAcl { .. } => "SetTableAcl",
         Operation::Batch => "Batch",
+        // Not a REST operation: a service URL that ends with a table name.
+        Operation::BelowTable(_) => "Other",
     }
 }

@@ -167,18 +167,57 @@ fn version_accepted(state: &AppState, parts: &Parts) -> bool {
 enum AccountRefusal {
     /// The path and host name name no account (`InvalidUri`).
     NoAccount,
-    /// An account this server does not have (`AuthenticationFailed`, as Azure answers).
-    Unknown,
+    /// An account this server does not have (`AuthenticationFailed`, as Azure answers); the
+    /// cause says which, for the log.
+    Unknown(String),
 }
 
 impl AccountRefusal {
     fn answer(self, ctx: &RequestContext) -> Response {
         match self {
-            AccountRefusal::NoAccount => ctx.error(&ApiError::new(ErrorCode::InvalidUri)),
-            AccountRefusal::Unknown => {
-                denied(ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed)))
+            AccountRefusal::NoAccount => ctx.error(
+                &ApiError::new(ErrorCode::InvalidUri)
+                    .with_cause("the URL names no account: its path is empty"),
+            ),
+            AccountRefusal::Unknown(cause) => {
+                denied(ctx.error(&ApiError::new(ErrorCode::AuthenticationFailed).with_cause(cause)))
             }
         }
+    }
+}
+
+/// The log's cause for a request to an account this server does not have. The commonest is
+/// an endpoint URL without the account segment (`TableEndpoint=http://host:10002/`): its
+/// first path segment is then a resource (`Tables`, `$batch`, a table) taken for the account.
+fn unknown_account_cause(
+    accounts: &crate::auth::Accounts,
+    headers: &axum::http::HeaderMap,
+    account: &str,
+) -> String {
+    let configured: Vec<&str> = accounts.names().collect();
+    let configured = configured.join(", ");
+    let signed = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(authorization_account)
+        .filter(|a| accounts.contains(a));
+    let resource_like =
+        account == "Tables" || account == "$batch" || account.contains(['(', ')', '\'']);
+    match signed {
+        Some(signer) => format!(
+            "unknown account '{account}': the request is signed for account '{signer}', so the \
+             URL probably lacks the account segment (use http://<host>:<port>/{signer}, as the \
+             connection string's TableEndpoint)"
+        ),
+        None if resource_like => format!(
+            "the URL names no account: its first path segment '{account}' is a resource, not \
+             an account; the endpoint probably lacks the account segment (configured: \
+             {configured})"
+        ),
+        None => format!(
+            "account '{account}' is not configured on this server (configured: {configured}; \
+             add accounts with AZURITE_ACCOUNTS or --accounts)"
+        ),
     }
 }
 
@@ -195,12 +234,12 @@ fn resolve_account<'a>(
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .or(parts.uri.host());
-    let accounts = &state.accounts;
+    let accounts = state.accounts.current();
     let host_style = !state.config.disable_product_style_url;
     let account_path = match ctx.flavor {
         Flavor::Storage => split_account(host, path, |a| accounts.contains(a), host_style),
         Flavor::Cosmos => {
-            let root = root_account(accounts, &parts.headers);
+            let root = root_account(&accounts, &parts.headers);
             split_account_at_root(host, path, |a| accounts.contains(a), host_style, root)
         }
     };
@@ -213,7 +252,8 @@ fn resolve_account<'a>(
         parts.headers.contains_key(names::X_HTTP_METHOD),
     );
     if !accounts.contains(ctx.data_account()) {
-        return Err(AccountRefusal::Unknown);
+        let cause = unknown_account_cause(&accounts, &parts.headers, ctx.data_account());
+        return Err(AccountRefusal::Unknown(cause));
     }
     let host_text = host.unwrap_or("127.0.0.1");
     let scheme_text = Scheme::of(&parts.extensions).as_str();

@@ -1,5 +1,6 @@
 //! The request-log layer: one `tablestore::request` line per request (method, path, status,
-//! latency, request id, auth outcome, the `x-ms-error-code` of a failed request) unless
+//! latency, request id, auth outcome, the `x-ms-error-code` of a failed request and, for a
+//! refusal, its cause; the string-to-sign of a signature mismatch at debug level) unless
 //! `--silent`, and with `--debug FILE` a `tablestore::debug` trace of each request and
 //! response (headers and bodies, secrets redacted). It wraps the whole application, so the
 //! latency includes everything.
@@ -25,6 +26,7 @@ use super::insight::Charged;
 use super::AppState;
 use crate::insight::{Event, Observation, QueryClass, Report};
 use crate::model::limits::MAX_REQUEST_BODY;
+use crate::protocol::error::LogCause;
 use crate::protocol::headers::X_MS_REQUEST_ID;
 
 /// The log target of the per-request access line.
@@ -175,7 +177,15 @@ fn log_request(line: &LogLine<'_>, response: &Response) {
         .map_or("-", |e| e.0);
     let latency_ms = (line.latency_ms * 1000.0).round() / 1000.0;
     // Readiness probes run every few seconds in containers: keep them out of the info log.
-    if let Some((class, examined, returned)) = line.query {
+    if let Some(cause) = response.extensions().get::<LogCause>() {
+        // A refusal says why (the wire keeps Azure's answer); what only a debug log should
+        // show, such as the string-to-sign the server computed, goes on a line of its own.
+        let cause_text = &cause.text;
+        tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, cause = %cause_text, "request");
+        if let Some(detail) = &cause.debug {
+            tracing::debug!(target: REQUEST_LOG_TARGET, %request_id, ?detail, "refusal detail");
+        }
+    } else if let Some((class, examined, returned)) = line.query {
         tracing::info!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, %class, examined, returned, "request");
     } else if *path == HEALTH_PATH {
         tracing::debug!(target: REQUEST_LOG_TARGET, %method, %path, status, latency_ms, %request_id, %auth, %error, "request");

@@ -20,6 +20,7 @@ mod insight;
 mod intake;
 pub(crate) mod middleware;
 pub mod realism;
+pub(crate) mod state;
 pub(crate) mod tls;
 
 use std::future::Future;
@@ -31,22 +32,28 @@ use axum::http::Request;
 use axum::response::Response;
 use tokio::net::TcpListener;
 
-use crate::auth::Accounts;
+use crate::auth::live::LiveAccounts;
 use crate::config::Config;
 use crate::store::{Store, StoreError};
 use connections::ConnectionAbort;
 pub use connections::ServeLimits;
+/// The gate every Table request passes (public for its benchmark, `benches/state.rs`).
+#[doc(hidden)]
+pub use state::gate::{Gate as StateGate, Pass as StatePass};
 
 /// Shared by every request.
 #[derive(Clone)]
 pub(crate) struct AppState {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) config: Arc<Config>,
-    pub(crate) accounts: Arc<Accounts>,
+    /// The accounts served: those of the start-up, and those created at run time.
+    pub(crate) accounts: Arc<LiveAccounts>,
     /// Query classes, statistics, advice and metrics (fed by `middleware::request_log`).
     pub(crate) insight: crate::insight::Insight,
     /// Production realism (targets, page breaks, lifecycle, faults); off by default.
     pub(crate) realism: Arc<crate::realism::Realism>,
+    /// Reset, snapshots and the gate that makes them atomic for requests ([`state`]).
+    pub(crate) control: Arc<state::Control>,
 }
 
 impl AppState {
@@ -60,10 +67,29 @@ impl AppState {
         Ok(AppState {
             realism: Arc::new(realism),
             store,
+            control: Arc::new(state::Control::new(&config)),
             config: Arc::new(config),
-            accounts: Arc::new(accounts),
+            accounts: Arc::new(LiveAccounts::new(accounts)),
             insight,
         })
+    }
+}
+
+impl AppState {
+    /// [`AppState::new`] whose reset brings back `store` as it is now (`capture`), or an
+    /// empty store (a data folder or a database, whose data outlives the process).
+    pub(crate) async fn serving(
+        store: Arc<dyn Store>,
+        config: Config,
+        capture: bool,
+    ) -> Result<AppState, String> {
+        let baseline = match capture {
+            true => state::image_of(&store).await?,
+            false => crate::store::state::Image::empty(crate::store::state::StateScope::Server),
+        };
+        let app = AppState::new(store, config)?;
+        app.control.set_baseline(baseline);
+        Ok(app)
     }
 }
 

@@ -34,7 +34,7 @@ pub(super) fn banner(warnings: &[String], lines: &[Line]) {
     }
     for line in lines {
         match line {
-            Line::Plain(text) => println!("{text}"),
+            Line::Plain(text) => crate::data::cli::stdout_line(text),
             Line::Warning(text) => tracing::warn!(target: LOG_TARGET, "{text}"),
         }
     }
@@ -76,7 +76,11 @@ pub(super) fn start_up_lines(config: &Config, s: &StartUp) -> Vec<Line> {
     let mut lines: Vec<Line> = plain.into_iter().map(Line::Plain).collect();
     lines.extend(s.azurite.clone());
     lines.extend(warning_lines(config).into_iter().map(Line::Warning));
-    lines.push(Line::Plain(readiness_line(config, s.address, &endpoint)));
+    lines.extend(
+        readiness_lines(config, s.address, &endpoint)
+            .into_iter()
+            .map(Line::Plain),
+    );
     lines
 }
 
@@ -162,16 +166,31 @@ fn warning_lines(config: &Config) -> Vec<String> {
     warnings
 }
 
-/// The readiness line of the Azurite command started as, word for word (Azurite
-/// src/azurite.ts for `azurite`, src/table/main.ts for `azurite-table`), so log-watching
-/// wait strategies written for Azurite see it (docs/clients.md, "Testcontainers").
-fn readiness_line(config: &Config, address: SocketAddr, endpoint: &str) -> String {
-    match config.started_as {
+/// The readiness lines, last. The storage flavour prints the readiness line of the Azurite
+/// command started as, word for word (Azurite src/azurite.ts for `azurite`, src/table/main.ts
+/// for `azurite-table`), so log-watching wait strategies written for Azurite see it
+/// (docs/clients.md, "Testcontainers"). The Cosmos flavour says Cosmos in the same words, then
+/// `Started` with a CRLF, the Cosmos DB emulator's last start-up line, which Testcontainers'
+/// Cosmos modules wait for (Java `(?s).*Started\r\n$`, .NET `Started\r?\n`, Python
+/// `Started\s*$`; docs/containers.md).
+fn readiness_lines(config: &Config, address: SocketAddr, endpoint: &str) -> Vec<String> {
+    if config.flavor().is_cosmos() {
+        return vec![
+            format!("{COSMOS_READY} {endpoint}"),
+            // The line ends "\r\n": the banner adds the "\n".
+            "Started\r".to_string(),
+        ];
+    }
+    vec![match config.started_as {
         StartedAs::AzuriteTable => {
             format!("Azurite Table service successfully started on {address}")
         }
         StartedAs::Tablestore | StartedAs::Azurite => {
             format!("Azurite Table service is successfully listening at {endpoint}")
         }
-    }
+    }]
 }
+
+/// The Cosmos flavour's readiness line, before its endpoint: Azurite's words with Cosmos's
+/// name, so a wait for "Table service is successfully listening" matches both flavours.
+const COSMOS_READY: &str = "Cosmos DB Table service is successfully listening at";

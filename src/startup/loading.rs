@@ -117,3 +117,35 @@ fn not_imported_warning(config: &Config, shown: &str) -> String {
     };
     format!("{shown} is Azurite's table database, which tablestore does not read: {how}")
 }
+
+/// What a reset brings back (docs/test-isolation.md): what a first start of this command
+/// holds. In memory that is the store as start-up left it (its `--seed`, any import); a data
+/// folder or a database outlives the process, so there it is the `--seed` data alone, loaded
+/// into a scratch memory store (nothing without a seed).
+pub(super) async fn reset_image(
+    config: &Config,
+    store: &Arc<dyn Store>,
+    account: &str,
+) -> Result<crate::store::state::Image, String> {
+    use crate::store::state::{Image, StateScope};
+    if config.is_in_memory() {
+        return crate::server::state::image_of(store).await;
+    }
+    let seed = match (&config.seed, &config.seed_if_present) {
+        (Some(path), _) => path.clone(),
+        (None, Some(path)) if path.exists() => path.clone(),
+        _ => return Ok(Image::empty(StateScope::Server)),
+    };
+    let memory = crate::store::open::StoreOptions::Memory {
+        durability: crate::store::Durability::Relaxed,
+    };
+    let scratch = crate::store::open::open(&memory)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (loaded, account, flavor) = (Arc::clone(&scratch), account.to_string(), config.flavor());
+    tokio::task::spawn_blocking(move || data::cli::seed(loaded, &seed, &account, flavor, None))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    crate::server::state::image_of(&scratch).await
+}

@@ -44,7 +44,23 @@ pub async fn main(args: Vec<OsString>) -> ExitCode {
         }
         _ => {}
     }
-    let config = Config::from_env_and_args();
+    if let Some(sentence) = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .and_then(sentences::unknown_command)
+    {
+        eprintln!("tablestore: {sentence}");
+        return ExitCode::from(2);
+    }
+    let config = match Config::try_parse_args(args, |name| std::env::var(name).ok()) {
+        Ok(config) => config,
+        Err(e) => {
+            // Help, the version or a usage error; a reader that went away (`--help | head`)
+            // is no error.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     if config.healthcheck {
         return healthcheck::run(&config).await;
     }
@@ -91,7 +107,8 @@ impl std::fmt::Display for StartError {
             StartError::Accounts(m) => write!(
                 f,
                 "invalid accounts in AZURITE_ACCOUNTS / --accounts: {m} (expected \
-                 name:key1[:key2];name2:key1…, keys in base64)"
+                 name:key1[:key2];name2:key1…, each key in base64, as `openssl rand -base64 32` \
+                 prints one)"
             ),
             StartError::Https(m) => write!(f, "HTTPS: {m}"),
             StartError::Seed(m) => write!(f, "--seed: {m}"),
@@ -115,6 +132,7 @@ async fn run(config: Config) -> Result<(), StartError> {
     crate::server::realism::options(&config.realism, config.flavor())
         .map_err(StartError::Option)?;
     config.checked_metrics_token().map_err(StartError::Option)?;
+    config.checked_admin_token().map_err(StartError::Option)?;
     config.check_flavor_options().map_err(StartError::Option)?;
     // The port before the store: a busy port fails before any data folder is created.
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), config.port))
@@ -132,6 +150,9 @@ async fn run(config: Config) -> Result<(), StartError> {
     let address = listener
         .local_addr()
         .map_err(|e| StartError::Listen(sentences::listen_error(&config, &e)))?;
+    let baseline = loading::reset_image(&config, &store, &account)
+        .await
+        .map_err(StartError::Seed)?;
     let start_up = lines::StartUp {
         https: tls_config.is_some(),
         address,
@@ -143,10 +164,13 @@ async fn run(config: Config) -> Result<(), StartError> {
     let warnings = config.warnings();
     let lines = lines::start_up_lines(&config, &start_up);
     let state = AppState::new(store, config).map_err(StartError::Accounts)?;
+    state.control.set_baseline(baseline);
+    // Handlers first: a SIGTERM right after the readiness line is a graceful stop.
+    let shutdown = signals::shutdown();
     lines::banner(&warnings, &lines);
     let served = match tls_config {
-        Some(tls_config) => serve_tls(listener, tls_config, state, signals::shutdown()).await,
-        None => serve(listener, state, signals::shutdown()).await,
+        Some(tls_config) => serve_tls(listener, tls_config, state, shutdown).await,
+        None => serve(listener, state, shutdown).await,
     };
     served.map_err(StartError::Serve)
 }

@@ -3,28 +3,46 @@
 use super::LOG_TARGET;
 use std::time::Duration;
 
-/// Completes at Ctrl-C, SIGTERM, or when `npx` has gone (see [`npx_gone`]).
-pub(super) async fn shutdown() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Completes at Ctrl-C, SIGTERM, or when `npx` has gone (see [`npx_gone`]). The signal
+/// handlers are installed when this is called, not when the future is first polled: start-up
+/// calls it before printing the readiness line, so a SIGTERM sent as soon as a watcher sees
+/// that line stops the server gracefully instead of killing it.
+pub(super) fn shutdown() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let (interrupt, terminate) = {
+        use tokio::signal::unix::{signal, SignalKind};
+        (
+            signal(SignalKind::interrupt()).ok(),
+            signal(SignalKind::terminate()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
-        _ = npx_gone() => {},
+    async move {
+        #[cfg(unix)]
+        let (ctrl_c, terminate) = (received(interrupt), received(terminate));
+        #[cfg(not(unix))]
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        #[cfg(not(unix))]
+        let terminate = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = terminate => {},
+            _ = npx_gone() => {},
+        }
+        tracing::info!(target: LOG_TARGET, "shutting down: finishing requests and flushing the store");
     }
-    tracing::info!(target: LOG_TARGET, "shutting down: finishing requests and flushing the store");
+}
+
+/// Completes when `signal` (a handler installed, or none) is received.
+#[cfg(unix)]
+async fn received(signal: Option<tokio::signal::unix::Signal>) {
+    match signal {
+        Some(mut s) => {
+            s.recv().await;
+        }
+        None => std::future::pending::<()>().await,
+    }
 }
 
 /// Completes when the server was started by `npx`/`npm exec` and npm's shell has gone. npm

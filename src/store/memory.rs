@@ -195,6 +195,26 @@ impl Kv for MemoryKv {
         false
     }
 
+    fn share(bytes: Arc<[u8]>) -> Arc<[u8]> {
+        bytes
+    }
+
+    fn put_new_shared(
+        &self,
+        space: Space,
+        batch: Vec<(Vec<u8>, Arc<[u8]>)>,
+    ) -> Result<(), StoreError> {
+        let mut map = self.map(space).write();
+        for (k, v) in batch {
+            let (key_len, new) = (k.len(), v.len());
+            let old = map.insert(k, v);
+            if space == Space::Entities {
+                self.totals.change(key_len, old.map(|o| o.len()), Some(new));
+            }
+        }
+        Ok(())
+    }
+
     fn footprint(&self) -> Option<Footprint> {
         let (entities, logical_bytes) = self.totals.get();
         Some(Footprint {

@@ -25,6 +25,7 @@ pub mod postgres;
 pub(crate) mod read;
 pub(crate) mod row;
 pub mod sled_kv;
+pub mod state;
 pub mod tiered;
 pub(crate) mod value_lz4;
 
@@ -303,6 +304,10 @@ pub trait Store: Send + Sync + 'static {
     fn group_commit_flushes(&self) -> u64 {
         0
     }
+    /// Reset, snapshots and restore ([`state`]); `None` for a store without them.
+    fn state(&self) -> Option<&dyn state::StoreState> {
+        None
+    }
 }
 
 /// Runs `future` to completion on a runtime of its own: for synchronous tests (property
@@ -381,6 +386,26 @@ pub trait Kv: Send + Sync + 'static {
     }
     /// Table `table_id` was deleted: its entities are about to be purged and never read again.
     fn forget_table(&self, _table_id: u64) {}
+    /// A value read from the backend as shared bytes, for an image of the store's state
+    /// ([`state::Image`]): a copy, unless the backend already holds it shared (the memory
+    /// store), so an image of the memory store shares its entities' bytes.
+    fn share(bytes: Self::Bytes) -> Arc<[u8]> {
+        Arc::from(bytes.as_ref())
+    }
+    /// [`Kv::apply_new_keys`] of entities whose values are shared bytes (an image's, being
+    /// restored): a backend that keeps values shared (the memory store) keeps these as they
+    /// are, so a restored entity shares its bytes with the snapshot; others copy them.
+    fn put_new_shared(
+        &self,
+        space: Space,
+        batch: Vec<(Vec<u8>, Arc<[u8]>)>,
+    ) -> Result<(), StoreError> {
+        let batch = batch
+            .into_iter()
+            .map(|(k, v)| (k, Some(v.to_vec())))
+            .collect();
+        self.apply_new_keys(space, batch)
+    }
 }
 
 /// Lends the entries of `entries` in order to `visit` until it returns false (the body of
@@ -1111,6 +1136,10 @@ impl<B: Kv> Store for KvStore<B> {
 
     fn group_commit_flushes(&self) -> u64 {
         self.group_commit.as_ref().map_or(0, GroupCommit::flushes)
+    }
+
+    fn state(&self) -> Option<&dyn state::StoreState> {
+        Some(self)
     }
 }
 

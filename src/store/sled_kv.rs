@@ -814,7 +814,7 @@ pub(crate) fn open_kv_for_tests(dir: &std::path::Path, options: &SledOptions) ->
 
 /// Opens a durable sled store over `dir` (see [`open_kv_for_tests`]).
 #[cfg(test)]
-fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::store::Store> {
+pub(crate) fn open_for_tests(dir: &std::path::Path) -> std::sync::Arc<dyn crate::store::Store> {
     let kv = open_kv_for_tests(dir, &SledOptions::default());
     crate::store::KvStore::open(kv, crate::store::Durability::Durable).expect("open the store")
 }

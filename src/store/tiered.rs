@@ -932,6 +932,13 @@ impl<B: Kv> Kv for TieredKv<B> {
         self.shared.inner.footprint()
     }
 
+    fn share(bytes: Self::Bytes) -> Arc<[u8]> {
+        match bytes {
+            LayeredBytes::Held(held) => held,
+            LayeredBytes::Backend(b) => B::share(b),
+        }
+    }
+
     fn forget_table(&self, table_id: u64) {
         let mut state = self.shared.lock();
         state.evict(table_id);

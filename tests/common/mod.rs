@@ -3,12 +3,14 @@
 //! continuation tokens (here), the `tablestore` binary as a child process, its client and the
 //! one request signer (`child`), several nodes over one database (`nodes`), a real PostgreSQL
 //! server (`postgres`), raw HTTP over TCP (`raw`), `$batch` bodies (`batch`), URL
-//! encoding (`url`) and assertions on Azure's answers (`assert`).
+//! encoding (`url`), assertions on Azure's answers (`assert`) and the in-process server's log
+//! (`logs`).
 #![allow(dead_code)] // each test file uses a different subset of these helpers
 
 pub mod assert;
 pub mod batch;
 pub mod child;
+pub mod logs;
 pub mod nodes;
 pub mod postgres;
 pub mod raw;

@@ -139,8 +139,10 @@ def test_load_shows_the_key_hint_and_the_empty_state(browser):
     assert hint.is_displayed() and key.get_attribute("aria-describedby") == "key-hint"
     for words in ("account key", "AccountKey=", "Connection string:", "--accounts"):
         assert words in hint.text, hint.text
+    # The development account's published key is filled in (it asked for it before).
+    assert key.get_attribute("value") == KEY
+    assert browser.find_element(By.ID, "key-published").is_displayed()
     shot(browser, "00-key-hint.png")
-    key.send_keys(KEY)
     browser.find_element(By.ID, "use-key").click()
     # No tables: the page says what to do instead of staying blank.
     empty = wait(browser, EC.visibility_of_element_located((By.ID, "empty-state")))
@@ -149,6 +151,7 @@ def test_load_shows_the_key_hint_and_the_empty_state(browser):
     assert not browser.find_element(By.ID, "key-hint").is_displayed()
     # The key is not left in the page nor put in the URL.
     assert KEY not in browser.current_url and browser.find_element(By.ID, "key").get_attribute("value") == ""
+    assert not browser.find_element(By.ID, "key-published").is_displayed()
     shot(browser, "01-empty.png")
 
 
@@ -346,3 +349,22 @@ def test_console_pages_refuse_framing_and_foreign_scripts():
         csp = r.headers["Content-Security-Policy"]
         assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
         assert "Access-Control-Allow-Origin" not in r.headers
+
+
+def test_the_reset_button_empties_the_account(browser):
+    """The Reset account… button (issue 42): asks first, then brings the account back to
+    its start-up state (this server started empty) and says what it did."""
+    browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    problems_logged(browser)  # the earlier tests' expected 400 and 412
+    assert rest("POST", f"/{ACCOUNT}/Tables", {"TableName": "resetme"})[0] == 201
+    browser.get(ENDPOINT + "/_tablestore/console/")
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#tables a[data-table='resetme']"))
+    browser.find_element(By.ID, "reset-account").click()
+    wait(browser, EC.alert_is_present()).accept()
+    said = lambda d: d.find_element(By.ID, "reset-status").text  # noqa: E731
+    wait(browser, lambda d: said(d))
+    assert said(browser).startswith(f"Reset {ACCOUNT}: 2 table(s) removed"), said(browser)  # people, resetme
+    assert not browser.find_elements(By.CSS_SELECTOR, "#tables a")
+    _, _, listed = rest("GET", f"/{ACCOUNT}/Tables")
+    assert listed["value"] == []
+    assert not problems_logged(browser)

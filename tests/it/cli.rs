@@ -1083,7 +1083,18 @@ fn admin_reaches_the_control_endpoints() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.starts_with(&format!("tablestore admin: GET {url}/metrics answered 403")),
+        stderr.starts_with(&format!(
+            "tablestore admin: GET {url}/metrics answered 403 AuthenticationFailed: "
+        )),
+        "{stderr}"
+    );
+    // What to check (issue 43: it said only "answered 403").
+    assert!(
+        stderr.contains("; check --account and --account-key"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("\\n") && !stderr.contains("RequestId"),
         "{stderr}"
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
@@ -1094,4 +1105,210 @@ fn admin_reaches_the_control_endpoints() {
         String::from_utf8_lossy(&out.stderr).contains("is the server running there?"),
         "{out:?}"
     );
+}
+
+/// Issue 43, item 7: a mistyped command is answered with the command meant, exit status 2;
+/// another word lists the commands.
+#[test]
+fn a_mistyped_command_is_answered_with_did_you_mean() {
+    let out = run(&["imprt", "people.jsonl"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "tablestore: `imprt` is not a command: did you mean `tablestore import`?"
+    );
+    let out = run(&["serve"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the commands are `tablestore import`"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+}
+
+/// `program args` with standard output into a pipe whose reader is already gone, as in
+/// `tablestore --help | head` once head has exited; returns (exit code, stderr).
+fn into_a_closed_pipe(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(BIN)
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Issue 43, item 7: `tablestore --help | head` printed "ERROR: Pipe to stdout was broken";
+/// every command that writes to standard output ends quietly when its reader is gone.
+#[test]
+fn a_closed_standard_output_ends_quietly() {
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["export", "--help"],
+        &["admin", "--help"],
+    ] {
+        let (code, stderr) = into_a_closed_pipe(args, &[]);
+        assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        assert_eq!(stderr, "", "{args:?}");
+    }
+    // An export's summary line and the admin command's answer.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let file = dir.path().join("Tab.jsonl");
+    std::fs::write(&file, "{\"PartitionKey\":\"p\",\"RowKey\":\"1\"}\n").unwrap();
+    let (code, stderr) = into_a_closed_pipe(
+        &[
+            "import",
+            "--location",
+            data.to_str().unwrap(),
+            "-q",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+    let s = Server::start(&["--port", "0", "--in-memory"], &[]);
+    let (code, stderr) = into_a_closed_pipe(&["admin", "metrics", "--url", &s.endpoint()], &[]);
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
+}
+
+/// Issue 43, item 7: the advice for a busy port names the option the user typed (`--port`,
+/// `--tablePort` or `TABLESTORE_PORT`), not always Azurite's.
+#[test]
+fn a_busy_port_is_answered_with_the_option_used() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 4] = [
+        (&["--port", &port], &[], "choose another port with --port"),
+        (
+            &[&format!("--port={port}")],
+            &[],
+            "choose another port with --port",
+        ),
+        (
+            &["--tablePort", &port],
+            &[],
+            "choose another port with --tablePort",
+        ),
+        (
+            &[],
+            &[("TABLESTORE_PORT", &port)],
+            "choose another port with TABLESTORE_PORT=",
+        ),
+    ];
+    for (args, env, expected) in cases {
+        let mut all = vec!["--in-memory", "--host", "127.0.0.1"];
+        all.extend_from_slice(args);
+        let out = piped(BIN, &all, env.iter().copied()).output().unwrap();
+        assert_one_clear_sentence(&out, expected);
+        let other = if expected.contains("--tablePort") {
+            "--port"
+        } else {
+            "--tablePort"
+        };
+        assert!(
+            !String::from_utf8_lossy(&out.stderr).contains(&format!("with {other}")),
+            "{args:?} {env:?}: {out:?}"
+        );
+    }
+}
+
+/// Issue 43, item 7: a key in `AZURITE_ACCOUNTS` that is not base64 is named by its account,
+/// with what is wrong and what a key must be (it said "Invalid symbol 33, offset 9.").
+#[test]
+fn a_bad_account_key_names_its_account() {
+    let out = piped(
+        BIN,
+        ["--port", "0", "--in-memory"],
+        [("AZURITE_ACCOUNTS", "good:a2V5MQ==;acct1:abcdefgh!xyz")],
+    )
+    .output()
+    .unwrap();
+    assert_one_clear_sentence(&out, "for account acct1");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not base64 (character 9, '!', is not a base64 character)")
+            && stderr.contains("openssl rand -base64 32")
+            && !stderr.contains("Invalid symbol"),
+        "{stderr}"
+    );
+}
+
+/// Issue 43, item 8: the Cosmos flavour's readiness line says Cosmos (it printed Azurite's),
+/// in words a wait for "Table service is successfully listening" still matches, and its last
+/// start-up line is `Started` with CRLF, what Testcontainers' Cosmos modules wait for.
+#[test]
+fn the_cosmos_flavour_says_cosmos_and_ends_with_started() {
+    let mut child = piped(
+        BIN,
+        ["--flavor", "cosmos", "--port", "0", "--in-memory"],
+        std::iter::empty::<(&str, &str)>(),
+    )
+    .spawn()
+    .unwrap();
+    // The raw bytes (a line reader would drop the CR), up to the line end after `Started`.
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            seen.extend_from_slice(&chunk[..n]);
+            if seen
+                .windows(8)
+                .any(|w| w == b"Started\n" || w == b"tarted\r\n")
+            {
+                break;
+            }
+        }
+        let _ = tx.send(seen);
+    });
+    let seen = rx.recv_timeout(Duration::from_secs(20));
+    let _ = child.kill();
+    let _ = child.wait();
+    let out = String::from_utf8(seen.expect("start-up lines within 20 s")).unwrap();
+    let port = out
+        .lines()
+        .find_map(|l| l.strip_prefix("tablestore listening on http://127.0.0.1:"))
+        .expect("a listening line");
+    assert!(
+        out.ends_with(&format!(
+            "\nCosmos DB Table service is successfully listening at http://127.0.0.1:{port}\nStarted\r\n"
+        )),
+        "{out:?}"
+    );
+    assert!(!out.contains("Azurite"), "{out}");
+}
+
+/// A SIGTERM sent as soon as the start-up lines appear stops the server gracefully (exit 0):
+/// the signal handlers are installed before the banner is printed. It was a race, lost when
+/// a watcher stopped the server right after its readiness line (the JS helper's
+/// `start()`/`stop()` with nothing in between), which then died of the signal.
+#[test]
+fn a_sigterm_right_after_start_up_is_a_graceful_stop() {
+    for flavor in ["storage", "cosmos"] {
+        let mut s = Server::start(&["--flavor", flavor, "--port", "0", "--in-memory"], &[]);
+        let status = Command::new("kill")
+            .args(["-TERM", &s.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = s.child.wait().unwrap();
+        assert_eq!(exit.code(), Some(0), "{flavor}: {exit:?}");
+    }
 }

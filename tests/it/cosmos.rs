@@ -1906,3 +1906,115 @@ async fn a_seed_goes_by_cosmos_rules() {
         ["Orders"]
     );
 }
+
+/// A change set naming one row twice: Cosmos refuses the whole request with 400
+/// `InvalidDuplicateRow` in its JSON envelope, where Storage answers 202 with the failed
+/// operation inside (the Java SDK suite's `submitTransactionWithSameRowKeys`, Cosmos branch).
+/// Nothing is written.
+#[tokio::test]
+async fn a_change_set_naming_a_row_twice_is_refused_whole() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("dups").await.status, 201);
+    let base = c.t.server.endpoint();
+    let mut b = common::batch::BatchBody::new(&base);
+    for rk in ["a", "b", "c", "a"] {
+        let body = format!(r#"{{"PartitionKey":"p","RowKey":"{rk}"}}"#);
+        b.op("POST", "/dups", &[], Some(&body));
+    }
+    let r = c.send_batch(&b).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json; odata=fullmetadata")
+    );
+    assert_cosmos_headers(&r);
+    let text = r.text();
+    assert!(text.ends_with("}\r\n"), "{text:?}");
+    let body = r.json();
+    assert_eq!(body["odata.error"]["code"], "InvalidDuplicateRow");
+    let message = body["odata.error"]["message"]["value"].as_str().unwrap();
+    let request_id = r.header("x-ms-request-id").unwrap();
+    assert_eq!(
+        message,
+        format!(
+            "3:The batch request contains multiple changes with same row key. An entity can \
+             appear only once in a batch request.\nRequestID:{request_id}\n"
+        )
+    );
+    let r = c.send("GET", "/dups()", &[], None).await;
+    assert_eq!(r.json()["value"].as_array().unwrap().len(), 0);
+}
+
+/// `Accept` wins over `$format` on Cosmos (Go `aztables` suite, recording
+/// `TestListTables_cosmos`, 2024-02-26: `Accept: application/json;odata=minimalmetadata` with
+/// `$format=application/json;odata=fullmetadata` answered minimal metadata); Storage lets
+/// `$format` win (tests/it/tables.rs).
+#[tokio::test]
+async fn accept_wins_over_format() {
+    let c = Cosmos::start().await;
+    assert_eq!(c.create_table("formats").await.status, 201);
+    let full = "$format=application%2Fjson%3Bodata%3Dfullmetadata";
+    let minimal = [("Accept", "application/json;odata=minimalmetadata")];
+    let r = c
+        .send("GET", &format!("/Tables?{full}"), &minimal, None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json; odata=minimalmetadata")
+    );
+    assert!(
+        r.json()["value"][0].get("odata.type").is_none(),
+        "{}",
+        r.text()
+    );
+    // Without a JSON `Accept`, `$format` still counts.
+    let r = c
+        .send(
+            "GET",
+            &format!("/Tables?{full}"),
+            &[("Accept", "*/*")],
+            None,
+        )
+        .await;
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/json; odata=fullmetadata")
+    );
+}
+
+/// A full Query Tables page continues even when no table follows, and the next page is empty
+/// (Go `aztables` suite, recording `TestQueryTable_cosmos`, 2024-02-26); Storage ends such a
+/// page without a token (tests/it/tables.rs).
+#[tokio::test]
+async fn a_full_table_page_continues_to_an_empty_one() {
+    let c = Cosmos::start().await;
+    for name in ["zzza0", "zzza1", "zzza2", "zzza3", "zzzb4"] {
+        assert_eq!(c.create_table(name).await.status, 201);
+    }
+    let filter = encoded("TableName ge 'zzza' and TableName lt 'zzzb'");
+    let mut seen = Vec::new();
+    let mut sizes = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut path = format!("/Tables?$filter={filter}&$top=2");
+        if let Some(t) = &token {
+            path.push_str(&format!("&NextTableName={}", encoded(t)));
+        }
+        let r = c.send("GET", &path, &[], None).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        let names = table_names(&r);
+        sizes.push(names.len());
+        seen.extend(names);
+        token = r
+            .header("x-ms-continuation-NextTableName")
+            .map(str::to_string);
+        if token.is_none() {
+            break;
+        }
+        assert!(sizes.len() < 10, "no end");
+    }
+    assert_eq!(sizes, [2, 2, 0]);
+    seen.sort();
+    assert_eq!(seen, ["zzza0", "zzza1", "zzza2", "zzza3"]);
+}

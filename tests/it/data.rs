@@ -963,3 +963,344 @@ fn cosmos_table_names_round_trip_through_export_and_import() {
     ]);
     assert!(err.contains("is not a valid table name"), "{err}");
 }
+
+/// The Cosmos DB emulator's connection string for a `--flavor cosmos` server.
+fn cosmos_connection_string(server: &ChildServer) -> String {
+    format!(
+        "DefaultEndpointsProtocol=http;AccountName=localhost;AccountKey={};TableEndpoint={}/;",
+        tablestore::auth::accounts::COSMOS_EMULATOR_ACCOUNT_KEY,
+        server.endpoint()
+    )
+}
+
+/// Asserts `stderr` is one sentence without Rust error chains or escaped line ends.
+fn assert_one_plain_sentence(stderr: &str) {
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    for chain in [
+        "client error",
+        "tcp connect error",
+        "error sending request",
+        "os error",
+        "\\n",
+        "RequestID",
+        "RequestId",
+        "ActivityId",
+    ] {
+        assert!(!stderr.contains(chain), "{chain:?} in: {stderr}");
+    }
+}
+
+/// Issue 43, items 1 and 2: `export` from a `--flavor cosmos` server with the emulator's
+/// connection string works (Cosmos has no stored access policies: Get Table ACL is 501, so
+/// the export has none, says so, and is whole: a manifest, no progress file, no `--resume`);
+/// `--table Orders` exports `Orders` and not `orders` (two tables in Cosmos), and a name that
+/// matches no table, in any case, is an error rather than "exported 0 entities".
+#[test]
+fn export_from_a_cosmos_server_is_whole_and_keeps_table_case() {
+    let work = tempfile::tempdir().unwrap();
+    let server = ChildServer::start(&work.path().join("data"), &["--flavor", "cosmos"]);
+    let cs = cosmos_connection_string(&server);
+    let upper = work.path().join("Orders.jsonl");
+    std::fs::write(
+        &upper,
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"1\",\"N\":1}\n{\"PartitionKey\":\"p\",\"RowKey\":\"2\",\"N\":2}\n",
+    )
+    .unwrap();
+    let lower = work.path().join("orders.jsonl");
+    std::fs::write(
+        &lower,
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"9\",\"N\":9}\n",
+    )
+    .unwrap();
+    for file in [&upper, &lower] {
+        ok(&[
+            "import",
+            "--connection-string",
+            &cs,
+            "-q",
+            file.to_str().unwrap(),
+        ]);
+    }
+
+    // Every table, into a folder.
+    let out_dir = work.path().join("backup");
+    let out = run(&[
+        "export",
+        "--connection-string",
+        &cs,
+        "-q",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("exported 3 entities in 2 tables"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("tablestore export: note: ")
+            && stderr.contains("has no stored access policies")
+            && stderr.contains("501 NotImplemented"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one note: {stderr}");
+    let account_dir = out_dir.join("localhost");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(account_dir.join("manifest.json")).unwrap()).unwrap();
+    let mut tables: Vec<(String, u64)> = manifest["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            assert!(t.get("acl").is_none(), "{t}");
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["entities"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    tables.sort();
+    assert_eq!(
+        tables,
+        [("Orders".to_string(), 2), ("orders".to_string(), 1)]
+    );
+    assert!(!account_dir.join(".export-progress.json").exists());
+
+    // One table by name: exactly that one.
+    let lines = ok(&[
+        "export",
+        "--connection-string",
+        &cs,
+        "--table",
+        "Orders",
+        "-q",
+        "--out",
+        "-",
+    ]);
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    assert!(lines.contains("\"RowKey\":\"1\"") && !lines.contains("\"RowKey\":\"9\""));
+    let lines = ok(&[
+        "export",
+        "--connection-string",
+        &cs,
+        "--table",
+        "orders",
+        "-q",
+        "--out",
+        "-",
+    ]);
+    assert!(
+        lines.contains("\"RowKey\":\"9\"") && lines.lines().count() == 1,
+        "{lines}"
+    );
+
+    // No such table, in any case: an error naming the ones that differ only in case.
+    let single = work.path().join("one.jsonl");
+    for target in ["-", single.to_str().unwrap()] {
+        let e = fails(&[
+            "export",
+            "--connection-string",
+            &cs,
+            "--table",
+            "ORDERS",
+            "-q",
+            "--out",
+            target,
+        ]);
+        assert!(
+            e.starts_with("tablestore export: table ORDERS does not exist in account localhost")
+                && e.contains("case-sensitive")
+                && e.contains("Orders")
+                && e.contains("orders"),
+            "{e}"
+        );
+        assert_one_plain_sentence(&e);
+    }
+    assert!(!single.exists(), "no file for a table that does not exist");
+    let e = fails(&[
+        "export",
+        "--connection-string",
+        &cs,
+        "--table",
+        "Nope",
+        "-q",
+        "--out",
+        "-",
+    ]);
+    assert!(
+        e.contains("table Nope does not exist") && !e.contains("case-sensitive"),
+        "{e}"
+    );
+}
+
+/// Issue 43, item 7: an endpoint that cannot be reached, a refused signature and a surface the
+/// service lacks are each one sentence naming the endpoint, the service's code and message (no
+/// Rust error chain, no escaped `\n`, no request-id lines) and what to check.
+#[test]
+fn transfer_failures_are_one_sentence_naming_the_endpoint() {
+    let work = tempfile::tempdir().unwrap();
+    // Nothing listens: a port that was free a moment ago.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = format!(
+        "DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey={DEV_ACCOUNT_KEY};TableEndpoint=http://127.0.0.1:{port}/{DEV_ACCOUNT};"
+    );
+    let e = fails(&["export", "--connection-string", &closed, "-q", "--out", "-"]);
+    assert!(
+        e.starts_with(&format!(
+            "tablestore export: cannot reach http://127.0.0.1:{port}/{DEV_ACCOUNT}: the connection was refused"
+        )) && e.contains("TableEndpoint"),
+        "{e}"
+    );
+    assert_one_plain_sentence(&e);
+    let fixture = write_fixture(work.path(), "People", 3);
+    let e = fails(&[
+        "import",
+        "--connection-string",
+        &closed,
+        "-q",
+        fixture.to_str().unwrap(),
+    ]);
+    assert!(e.contains("cannot reach") && e.contains("refused"), "{e}");
+    assert_one_plain_sentence(&e);
+
+    // A wrong key: the service's 403, cleanly, and what to check.
+    let server = ChildServer::start(&work.path().join("data"), &[]);
+    let wrong_key = format!(
+        "DefaultEndpointsProtocol=http;AccountName={DEV_ACCOUNT};AccountKey=a2V5a2V5a2V5a2V5;TableEndpoint={}/{DEV_ACCOUNT};",
+        server.endpoint()
+    );
+    let e = fails(&[
+        "export",
+        "--connection-string",
+        &wrong_key,
+        "-q",
+        "--out",
+        "-",
+    ]);
+    assert!(
+        e.contains("listing tables at ")
+            && e.contains(
+                "failed: 403 AuthenticationFailed: Server failed to authenticate the request"
+            )
+            && e.contains("check the connection string's AccountName and AccountKey"),
+        "{e}"
+    );
+    assert_one_plain_sentence(&e);
+
+    // A surface the service lacks (Cosmos has no stored access policies): its 501, cleanly.
+    let cosmos = ChildServer::start(&work.path().join("cosmos"), &["--flavor", "cosmos"]);
+    let export = work.path().join("with-policies");
+    std::fs::create_dir_all(&export).unwrap();
+    std::fs::write(
+        export.join("T1.jsonl"),
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"1\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        export.join("manifest.json"),
+        r#"{"account":"localhost","format":"jsonl","tables":[{"name":"T1","file":"T1.jsonl","entities":1,"acl":"<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers><SignedIdentifier><Id>p1</Id><AccessPolicy><Permission>r</Permission></AccessPolicy></SignedIdentifier></SignedIdentifiers>"}]}"#,
+    )
+    .unwrap();
+    let e = fails(&[
+        "import",
+        "--connection-string",
+        &cosmos_connection_string(&cosmos),
+        "-q",
+        export.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("setting the access policies of T1")
+            && e.contains("501 NotImplemented: The requested operation is not supported")
+            && e.contains("the service does not offer this operation"),
+        "{e}"
+    );
+    assert_one_plain_sentence(&e);
+}
+
+/// Issue 43, item 7: an import that stops on a bad line before its first batch leaves no
+/// table behind (it created an empty one), into a server and into a data folder; the
+/// sentence says nothing was imported.
+#[test]
+fn a_bad_line_before_the_first_batch_leaves_no_table() {
+    let work = tempfile::tempdir().unwrap();
+    let bad = work.path().join("Broken.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"PartitionKey\":\"p\",\"RowKey\":\"1\"}\n{\"PartitionKey\":\"p\",\"RowKey\":\n",
+    )
+    .unwrap();
+    let server = ChildServer::start(&work.path().join("served"), &[]);
+    let cs = connection_string(&server);
+    let e = fails(&[
+        "import",
+        "--connection-string",
+        &cs,
+        "-q",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(
+        e.contains("line 2") && e.contains("nothing was imported into Broken"),
+        "{e}"
+    );
+    let listed = ok(&[
+        "export",
+        "--connection-string",
+        &cs,
+        "-q",
+        "--out",
+        work.path().join("all").to_str().unwrap(),
+    ]);
+    assert!(
+        listed.contains("exported 0 entities in 0 tables"),
+        "{listed}"
+    );
+
+    let data = work.path().join("folder");
+    let e = fails(&[
+        "import",
+        "--location",
+        data.to_str().unwrap(),
+        "-q",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(e.contains("nothing was imported"), "{e}");
+    let e = fails(&[
+        "export",
+        "--location",
+        data.to_str().unwrap(),
+        "--table",
+        "Broken",
+        "-q",
+        "--out",
+        "-",
+    ]);
+    assert!(e.contains("does not exist"), "{e}");
+
+    // An empty file still makes its (empty) table: an export of an empty table round-trips.
+    let empty = work.path().join("Empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    ok(&[
+        "import",
+        "--connection-string",
+        &cs,
+        "-q",
+        empty.to_str().unwrap(),
+    ]);
+    let out = ok(&[
+        "export",
+        "--connection-string",
+        &cs,
+        "--table",
+        "Empty",
+        "-q",
+        "--out",
+        "-",
+    ]);
+    assert_eq!(out, "");
+}

@@ -12,7 +12,7 @@ use common::url::encode as enc;
 use common::{Reply, TestServer};
 use reqwest::StatusCode;
 use serde_json::Value;
-use tablestore::config::DEV_ACCOUNT;
+use tablestore::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 use tablestore::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
 use tablestore::store::memory::MemoryKv;
 use tablestore::store::{Durability, KvStore, Store};
@@ -330,6 +330,8 @@ async fn the_console_is_served_with_its_safety_headers_and_turns_off() {
     let r = get(&t, "/_tablestore/console/config.json", None).await;
     assert_eq!(r.json()["auth"], true);
     assert_eq!(r.json()["accounts"][0], DEV_ACCOUNT);
+    // The development account's published key, which the page fills in (it asked for it).
+    assert_eq!(r.json()["published_keys"][DEV_ACCOUNT], DEV_ACCOUNT_KEY);
     let r = get(&t, "/_tablestore/console", None).await;
     assert_eq!(r.status, StatusCode::OK, "the redirect is followed");
     // The icon: the page links it, and a browser's own `/favicon.ico` gets it too (it was a
@@ -344,6 +346,13 @@ async fn the_console_is_served_with_its_safety_headers_and_turns_off() {
     let r = get(&t, "/favicon.ico", Some(&Signer::dev())).await;
     assert_ne!(r.status, StatusCode::OK);
     assert_ne!(r.header("content-type"), Some("image/svg+xml"));
+
+    // An account with a key of its own: nothing is filled in.
+    let mut config = tablestore::config::Config::for_tests();
+    config.accounts_env = Some("devstoreaccount1:a2V5MQ==".into());
+    let own_key = TestServer::start_with(config).await;
+    let r = get(&own_key, "/_tablestore/console/config.json", None).await;
+    assert_eq!(r.json()["published_keys"], serde_json::json!({}));
 
     let mut config = tablestore::config::Config::for_tests();
     config.no_console = true;

@@ -147,6 +147,54 @@ async fn cors_preflight_and_actual_requests() {
     assert_eq!(r.header("vary"), Some("Origin"));
 }
 
+/// curl or wget at the root (`Accept: */*` or none, nothing an SDK sends) gets a few lines of
+/// plain text pointing to the console and `/_health` (it was 400 InvalidUri in XML, while
+/// README.md said the root points to the console).
+#[tokio::test]
+async fn curl_at_the_root_gets_a_plain_pointer() {
+    let t = TestServer::start().await;
+    let root = format!("{}/", t.server.endpoint());
+    let host = root.trim_start_matches("http://").trim_end_matches('/');
+    for accept in [Some("*/*"), None, Some("text/plain")] {
+        let mut request = t.client.get(&root).header("User-Agent", "curl/8.5.0");
+        if let Some(accept) = accept {
+            request = request.header("Accept", accept);
+        }
+        let r = request.send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{accept:?}");
+        assert_eq!(
+            r.headers().get("content-type").unwrap(),
+            "text/plain; charset=utf-8"
+        );
+        let text = r.text().await.unwrap();
+        assert!(
+            text.starts_with("This is an Azure Table storage endpoint"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("http://{host}/_tablestore/console/")),
+            "{text}"
+        );
+        assert!(text.contains(&format!("http://{host}/_health")), "{text}");
+    }
+    // A query or a signature is a request for the service: Azure's answer.
+    let r = t
+        .client
+        .get(format!("{root}?comp=properties"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    let r = t
+        .client
+        .get(&root)
+        .header("x-ms-version", "2019-02-02")
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(r.status(), StatusCode::OK);
+}
+
 /// A browser opening the server's address (`GET /`, `Accept: text/html`, nothing an SDK
 /// sends) gets a page pointing to the console; requests shaped like an SDK's keep Azure's
 /// answer for the service root, 400 InvalidUri.
@@ -198,9 +246,17 @@ async fn a_browser_at_the_root_is_pointed_to_the_console() {
             "{accept}"
         );
     }
-    // Neither a browser nor an SDK: Azure's answer too.
-    let r = t.client.get(&root).send().await.unwrap();
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    // Unsigned JSON or XML: Azure's answer too.
+    for accept in ["application/json;odata=nometadata", "application/xml"] {
+        let r = t
+            .client
+            .get(&root)
+            .header("Accept", accept)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{accept}");
+    }
     let r = t
         .client
         .get(format!("{root}?comp=list"))

@@ -479,3 +479,65 @@ async fn get_table_returns_the_single_table() {
     let r = t.send("GET", "/Tables('nothere')", &[], None).await;
     assert_error(&r, 404, "TableNotFound");
 }
+
+/// A page that ends the filter's `TableName` range carries no continuation, as Azure's (Go
+/// `aztables` suite, recording `TestQueryTable_storage`, 2024-02-26: four `zzza…` tables and
+/// `zzzb4`, `TableName ge 'zzza' and TableName lt 'zzzb'` with `$top=2` gives two pages, the
+/// second without `NextTableName`). A range that goes on still continues.
+#[tokio::test]
+async fn a_page_that_ends_the_filters_name_range_has_no_continuation() {
+    let t = TestServer::start().await;
+    for name in ["zzza0", "zzza1", "zzza2", "zzza3", "zzzb4", "zzzc5"] {
+        assert_eq!(create(&t, name, &[]).await.status, StatusCode::CREATED);
+    }
+    let filter = common::url::encode("TableName ge 'zzza' and TableName lt 'zzzb'");
+    let (first, token) = table_names(&t, &format!("?$filter={filter}&$top=2")).await;
+    assert_eq!(first, ["zzza0", "zzza1"]);
+    let token = token.expect("the range goes on after the first page");
+    let query = format!(
+        "?$filter={filter}&$top=2&NextTableName={}",
+        encode_key(&token)
+    );
+    let (second, token) = table_names(&t, &query).await;
+    assert_eq!(second, ["zzza2", "zzza3"]);
+    assert_eq!(token, None, "zzzb4 is past the range");
+    // `zzzb4` lies in this range: the full page continues, and the next page has it.
+    let filter = common::url::encode("TableName ge 'zzza2' and TableName le 'zzzb4'");
+    let (first, token) = table_names(&t, &format!("?$filter={filter}&$top=2")).await;
+    assert_eq!(first, ["zzza2", "zzza3"]);
+    assert!(token.is_some());
+    // Without a filter every full page continues, as before.
+    let (_, token) = table_names(&t, "?$top=6").await;
+    assert!(token.is_none(), "six tables, one page");
+    let (_, token) = table_names(&t, "?$top=5").await;
+    assert!(token.is_some());
+}
+
+/// Storage lets `$format` win over `Accept` (Azure docs: "Payload format for Table service
+/// operations"); Cosmos does the opposite (tests/it/cosmos.rs).
+#[tokio::test]
+async fn storage_lets_format_win_over_accept() {
+    let t = TestServer::start().await;
+    assert_eq!(create(&t, "formats", &[]).await.status, StatusCode::CREATED);
+    let r = t
+        .send(
+            "GET",
+            "/Tables?$format=application%2Fjson%3Bodata%3Dfullmetadata",
+            &[("Accept", JSON_MINIMAL)],
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
+    assert!(
+        r.header("content-type")
+            .unwrap()
+            .starts_with("application/json;odata=fullmetadata"),
+        "{:?}",
+        r.headers
+    );
+    assert!(
+        r.json()["value"][0]["odata.type"].is_string(),
+        "{}",
+        r.text()
+    );
+}

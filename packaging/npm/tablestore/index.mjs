@@ -10,6 +10,10 @@
 //
 //   export { globalSetup as default } from "tablestore-server";
 //
+// Test state (docs/test-isolation.md): `await server.reset()` back to the start-up state;
+// `await server.snapshots.save("seeded")` / `.restore("seeded")`; an account per worker with
+// `await server.accounts.create()` (its `connectionString`), `server.accounts.delete(name)`.
+//
 // or with production realism (docs/realism.md), installing fault rules while a test runs:
 //
 //   const server = await startRealismServer(["--page-breaks", "random"]);
@@ -24,7 +28,9 @@ import * as readline from "node:readline";
 const require = createRequire(import.meta.url);
 const { binaryPath } = require("./lib/binary.cjs");
 
-const READY = "Azurite Table service is successfully listening at ";
+// The readiness line's words in both flavours ("Azurite …" / "Cosmos DB Table service is successfully
+// listening at URL").
+const READY = "Table service is successfully listening at ";
 const FAULTS_PATH = "/_tablestore/faults";
 
 /** The native binary this package installed. */
@@ -36,26 +42,68 @@ export function freshAccount() {
 }
 
 /**
+ * A control call to `path` (below the server's root) signed with the account key, as the
+ * `/_tablestore/` endpoints require (Shared Key Lite over `/{account}{path}`). Resolves to
+ * the answer's JSON (undefined for none); a refusal rejects with the status and the server's
+ * sentence.
+ */
+async function signedCall(endpoint, account, accountKey, method, path, query = "", body) {
+  const date = new Date().toUTCString();
+  const signature = createHmac("sha256", Buffer.from(accountKey, "base64"))
+    .update(`${date}\n/${account}${path}`)
+    .digest("base64");
+  const response = await fetch(endpoint + path + (query ? `?${query}` : ""), {
+    method,
+    body,
+    headers: { "x-ms-date": date, Authorization: `SharedKeyLite ${account}:${signature}` },
+  });
+  const text = await response.text();
+  if (!response.ok) {
+    let detail = text.trim();
+    try {
+      detail = JSON.parse(text)["odata.error"].message.value.split("\n")[0];
+    } catch {
+      // not Azure's JSON error: the text as it is
+    }
+    throw new Error(`${method} ${path}: ${response.status} ${detail}`);
+  }
+  return text ? JSON.parse(text) : undefined;
+}
+
+/**
+ * Test state of one server (docs/test-isolation.md): `reset()`, snapshots and accounts on
+ * demand, signed with the server's account key.
+ */
+function stateClient(endpoint, account, accountKey) {
+  const call = (method, path, query) => signedCall(endpoint, account, accountKey, method, path, query);
+  const scope = (options) => (options?.account ? `account=${encodeURIComponent(options.account)}` : "");
+  const snapshot = (name) => `/_tablestore/snapshots/${encodeURIComponent(name)}`;
+  return {
+    /** Back to the state the server started with (the whole server, or `{ account }`). */
+    reset: (options) => call("POST", "/_tablestore/reset", scope(options)),
+    snapshots: {
+      save: (name, options) => call("PUT", snapshot(name), scope(options)),
+      restore: (name, options) => call("POST", `${snapshot(name)}/restore`, scope(options)),
+      delete: (name) => call("DELETE", snapshot(name)).then(() => undefined),
+      list: () => call("GET", "/_tablestore/snapshots").then((r) => r.snapshots),
+    },
+    accounts: {
+      /** A new account with a random key: `{ name, key, connectionString, tableEndpoint }`. */
+      create: (name) => call("POST", "/_tablestore/accounts", name ? `name=${encodeURIComponent(name)}` : ""),
+      delete: (name) => call("DELETE", `/_tablestore/accounts/${encodeURIComponent(name)}`).then(() => undefined),
+      list: () => call("GET", "/_tablestore/accounts").then((r) => r.accounts),
+    },
+  };
+}
+
+/**
  * The fault-injection rules of one server (`/_tablestore/faults`, docs/realism.md), signed
  * with the account key as the endpoint requires (Shared Key Lite over
  * `/{account}/_tablestore/faults`). `put` takes an object (sent as JSON) or TOML/JSON text
  * and resolves to the report; a bad rule rejects with the server's sentence.
  */
 function faultsClient(endpoint, account, accountKey) {
-  const call = async (method, body) => {
-    const date = new Date().toUTCString();
-    const signature = createHmac("sha256", Buffer.from(accountKey, "base64"))
-      .update(`${date}\n/${account}${FAULTS_PATH}`)
-      .digest("base64");
-    const response = await fetch(endpoint + FAULTS_PATH, {
-      method,
-      body,
-      headers: { "x-ms-date": date, Authorization: `SharedKeyLite ${account}:${signature}` },
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${method} ${FAULTS_PATH}: ${response.status} ${text.trim()}`);
-    return text ? JSON.parse(text) : undefined;
-  };
+  const call = (method, body) => signedCall(endpoint, account, accountKey, method, FAULTS_PATH, "", body);
   return {
     put: (rules) => call("PUT", typeof rules === "string" ? rules : JSON.stringify(rules)),
     get: () => call("GET"),
@@ -112,7 +160,7 @@ export function start(options = {}) {
         info.accountKey = /AccountKey=([^;]*)/.exec(info.connectionString)?.[1] ?? "";
         // `--flavor cosmos` prints a Table endpoint at the root: the account is the string's.
         if (!info.account) info.account = /AccountName=([^;]*)/.exec(info.connectionString)?.[1] ?? "";
-      } else if (line.startsWith(READY)) {
+      } else if (line.includes(READY)) {
         clearTimeout(timer);
         resolve();
       }
@@ -123,6 +171,7 @@ export function start(options = {}) {
     ...info,
     process: child,
     output,
+    ...stateClient(info.endpoint, info.account, info.accountKey),
     /** Fault rules of this server: `put(rules)`, `get()`, `clear()` (docs/realism.md). */
     faults: faultsClient(info.endpoint, info.account, info.accountKey),
     /** Stops the server (SIGTERM: it finishes requests and flushes); resolves to its exit status. */

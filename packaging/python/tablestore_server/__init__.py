@@ -32,10 +32,12 @@ import urllib.request
 from email.utils import formatdate
 from typing import Any, Iterable, Optional, Sequence
 
-__all__ = ["Faults", "Server", "binary_path", "fresh_account"]
+__all__ = ["Account", "Faults", "Server", "binary_path", "fresh_account"]
 
 _EXE = "tablestore.exe" if os.name == "nt" else "tablestore"
-_READY = "Azurite Table service is successfully listening at "
+# The readiness line's words, in both flavours ("Azurite Table service is successfully listening
+# at URL", "Cosmos DB Table service is successfully listening at URL").
+_READY = "Table service is successfully listening at "
 
 
 def binary_path() -> str:
@@ -64,6 +66,82 @@ def fresh_account() -> tuple[str, str]:
     return name, key
 
 
+def _signed_call(
+    endpoint: str,
+    account: str,
+    key: bytes,
+    method: str,
+    path: str,
+    query: str = "",
+    body: Optional[bytes] = None,
+) -> Any:
+    """A control call signed with the account key (Shared Key Lite over ``/{account}{path}``,
+    as the ``/_tablestore/`` endpoints require); the answer's JSON, or ``None`` for none. A
+    refusal raises ``RuntimeError`` with the status and the server's sentence."""
+    date = formatdate(usegmt=True)
+    string_to_sign = f"{date}\n/{account}{path}"
+    signature = base64.b64encode(hmac.new(key, string_to_sign.encode(), hashlib.sha256).digest())
+    url = endpoint + path + (f"?{query}" if query else "")
+    request = urllib.request.Request(url, data=body, method=method)
+    request.add_header("x-ms-date", date)
+    request.add_header("Authorization", f"SharedKeyLite {account}:{signature.decode()}")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            text = response.read()
+    except urllib.error.HTTPError as e:
+        detail = e.read().decode("utf-8", "replace").strip()
+        try:
+            detail = json.loads(detail)["odata.error"]["message"]["value"].splitlines()[0]
+        except (ValueError, KeyError, TypeError, IndexError):
+            pass
+        raise RuntimeError(f"{method} {path}: {e.code} {detail}") from None
+    return json.loads(text) if text else None
+
+
+class Account:
+    """An account created on a running server (:meth:`Server.create_account`): ``name``,
+    ``key``, ``connection_string``, ``table_endpoint``."""
+
+    def __init__(self, server: "Server", info: dict) -> None:
+        self._server = server
+        self.name: str = info["name"]
+        self.key: str = info["key"]
+        self.connection_string: str = info["connectionString"]
+        self.table_endpoint: str = info["tableEndpoint"]
+
+    def reset(self) -> dict:
+        """Empties this account (signed with its own key)."""
+        return _signed_call(
+            self._server.endpoint,
+            self.name,
+            base64.b64decode(self.key),
+            "POST",
+            "/_tablestore/reset",
+            f"account={self.name}",
+        )
+
+    def delete(self) -> None:
+        """Deletes the account and its data."""
+        self._server.delete_account(self.name)
+
+    def __repr__(self) -> str:
+        return f"<tablestore_server.Account {self.name}>"
+
+
+class _Snapshot:
+    """``with server.snapshot(name):`` saves the data on entry and restores it on exit."""
+
+    def __init__(self, server: "Server", name: str, account: Optional[str]) -> None:
+        self._server, self.name, self._account = server, name, account
+
+    def __enter__(self) -> "_Snapshot":
+        self._server.save_snapshot(self.name, account=self._account)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.restore_snapshot(self.name, account=self._account)
+
+
 class Faults:
     """The fault-injection rules of one server (``/_tablestore/faults``, docs/realism.md),
     signed with the account key as the endpoint requires (Shared Key Lite over
@@ -77,19 +155,8 @@ class Faults:
         self._key = base64.b64decode(account_key)
 
     def _call(self, method: str, body: Optional[bytes] = None) -> Any:
-        date = formatdate(usegmt=True)
-        string_to_sign = f"{date}\n/{self._account}{self.PATH}"
-        signature = base64.b64encode(hmac.new(self._key, string_to_sign.encode(), hashlib.sha256).digest())
-        request = urllib.request.Request(self.url, data=body, method=method)
-        request.add_header("x-ms-date", date)
-        request.add_header("Authorization", f"SharedKeyLite {self._account}:{signature.decode()}")
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                text = response.read()
-        except urllib.error.HTTPError as e:
-            detail = e.read().decode("utf-8", "replace").strip()
-            raise RuntimeError(f"{method} {self.PATH}: {e.code} {detail}") from None
-        return json.loads(text) if text else None
+        endpoint = self.url[: -len(self.PATH)]
+        return _signed_call(endpoint, self._account, self._key, method, self.PATH, body=body)
 
     def put(self, rules: Any) -> Any:
         """Replaces the rules (counters and the seed's generator restart): a dict such as
@@ -184,6 +251,52 @@ class Server:
         """The last lines the server printed (stdout and stderr), its warnings included."""
         return "\n".join(self.output)
 
+    # Test state (docs/test-isolation.md): reset, snapshots and accounts on demand, signed
+    # with the server's account key.
+
+    def _control(self, method: str, path: str, query: str = "") -> Any:
+        return _signed_call(
+            self.endpoint, self.account, base64.b64decode(self.account_key), method, path, query
+        )
+
+    @staticmethod
+    def _scope(account: Optional[str]) -> str:
+        return f"account={account}" if account else ""
+
+    def reset(self, account: Optional[str] = None) -> dict:
+        """Brings the server (or one account) back to the state it started with: every
+        table, entity, ACL and service property removed, the ``--seed`` data back."""
+        return self._control("POST", "/_tablestore/reset", self._scope(account))
+
+    def save_snapshot(self, name: str, account: Optional[str] = None) -> dict:
+        """Saves the data (of the whole server, or of one account) as snapshot ``name``."""
+        return self._control("PUT", f"/_tablestore/snapshots/{name}", self._scope(account))
+
+    def restore_snapshot(self, name: str, account: Optional[str] = None) -> dict:
+        """Puts snapshot ``name`` back, atomically for every client."""
+        return self._control("POST", f"/_tablestore/snapshots/{name}/restore", self._scope(account))
+
+    def delete_snapshot(self, name: str) -> None:
+        self._control("DELETE", f"/_tablestore/snapshots/{name}")
+
+    def snapshots(self) -> list:
+        """The snapshots: name, scope, tables, entities, created."""
+        return self._control("GET", "/_tablestore/snapshots")["snapshots"]
+
+    def snapshot(self, name: str, account: Optional[str] = None) -> "_Snapshot":
+        """``with server.snapshot("seeded"):`` saves the data on entry and restores it on
+        exit, whatever the block did."""
+        return _Snapshot(self, name, account)
+
+    def create_account(self, name: Optional[str] = None) -> "Account":
+        """A new account on this running server, with a random key (and a random name
+        unless given): for parallel workers sharing one server."""
+        return Account(self, self._control("POST", "/_tablestore/accounts", f"name={name}" if name else ""))
+
+    def delete_account(self, name: str) -> None:
+        """Deletes an account created at run time, with its data."""
+        self._control("DELETE", f"/_tablestore/accounts/{name}")
+
     def _read(self, stream: Iterable[str], ready: threading.Event) -> None:
         # Keeps draining the output after start-up: a full pipe would block the server.
         for line in stream:
@@ -201,7 +314,7 @@ class Server:
                     # the connection string's.
                     elif part.startswith("AccountName=") and not self.account:
                         self.account = part[len("AccountName="):]
-            elif line.startswith(_READY):
+            elif _READY in line:
                 self.endpoint = self.table_endpoint.rsplit("/", 1)[0]
                 ready.set()
         ready.set()  # the process ended: start() reports it

@@ -1,4 +1,8 @@
-"""``python -m tablestore_server …``: runs the installed binary with the same arguments."""
+"""``python -m tablestore_server …``: runs the installed binary with the same arguments. The
+wheel's ``azurite`` and ``azurite-table`` commands come here too: they run
+``tablestore azurite …`` / ``tablestore azurite-table …``, Azurite's command lines as the
+container image runs them (the word names the readiness line printed; docs/configuration.md).
+"""
 
 import os
 import subprocess
@@ -7,11 +11,25 @@ import sys
 from . import binary_path
 
 
-def main() -> int:
+def _run(args: list) -> int:
     binary = binary_path()
     if os.name != "nt":
-        os.execv(binary, [binary, *sys.argv[1:]])
-    return subprocess.call([binary, *sys.argv[1:]])
+        os.execv(binary, [binary, *args])
+    return subprocess.call([binary, *args])
+
+
+def main() -> int:
+    return _run(sys.argv[1:])
+
+
+def azurite() -> int:
+    """The ``azurite`` command: tablestore in place of Azurite's all-in-one command."""
+    return _run(["azurite", *sys.argv[1:]])
+
+
+def azurite_table() -> int:
+    """The ``azurite-table`` command: tablestore in place of Azurite's Table service."""
+    return _run(["azurite-table", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@
 const SVG_NS = 'http://www.w3.org/2000/svg'; // a namespace name, not a fetch
 const $ = (id) => document.getElementById(id);
 const TYPES = ['Edm.String', 'Edm.Int32', 'Edm.Int64', 'Edm.Double', 'Edm.Boolean', 'Edm.DateTime', 'Edm.Guid', 'Edm.Binary'];
-const state = { auth: true, account: '', key: null, table: null, next: null, tablesNext: null, etag: null };
+const state = { auth: true, published: {}, account: '', key: null, table: null, next: null, tablesNext: null, etag: null };
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -375,7 +375,17 @@ async function connect() {
   await loadTables(false);
   $('who').textContent = 'Connected to ' + state.account;
   $('key-hint').hidden = true;
+  $('key-published').hidden = true;
   status('Connected.', true);
+}
+
+// The development account's (or the Cosmos DB emulator's) published key, when the server
+// serves the selected account with it and this tab holds no key for it: filled in, not sent.
+function fillPublishedKey() {
+  const account = $('account').value;
+  const published = state.auth && !sessionStorage.getItem('tablestore-key:' + account) ? state.published[account] : undefined;
+  $('key').value = published || '';
+  $('key-published').hidden = !published;
 }
 
 async function start() {
@@ -384,7 +394,10 @@ async function start() {
   state.auth = config.auth;
   $('key-label').hidden = !state.auth;
   $('key-hint').hidden = !state.auth;
+  state.published = config.published_keys || {};
   for (const a of config.accounts) { const o = el('option', a); o.value = a; $('account').append(o); }
+  fillPublishedKey();
+  $('account').addEventListener('change', fillPublishedKey);
   $('signin').addEventListener('submit', guard(connect));
   $('more-tables').addEventListener('click', guard(() => loadTables(true)));
   $('create-table').addEventListener('submit', guard(async () => {
@@ -403,6 +416,22 @@ async function start() {
     $('table-view').hidden = true;
     await loadTables(false);
   }));
+  $('reset-account').addEventListener('click', async () => {
+    // Said beside the button: the editor's status line goes with the table view.
+    const said = $('reset-status');
+    if (!confirm('Reset account ' + state.account + '? Every table, entity, ACL and service property goes; what the server started with (its --seed) comes back.')) return;
+    try {
+      const { json } = await api('POST', '/_tablestore/reset?account=' + encodeURIComponent(state.account));
+      state.table = null;
+      $('table-view').hidden = true;
+      await loadTables(false);
+      said.textContent = 'Reset ' + state.account + ': ' + json.tablesRemoved + ' table(s) removed; ' + json.tables + ' table(s) and ' + json.entities + ' entities from the start-up state.';
+      said.className = 'ok';
+    } catch (e) {
+      said.textContent = e.message;
+      said.className = 'error';
+    }
+  });
   $('query').addEventListener('submit', guard(() => runQuery(false)));
   $('next-page').addEventListener('click', guard(() => runQuery(true)));
   $('add-prop').addEventListener('click', () => addProp());

@@ -17,7 +17,7 @@ use crate::protocol::flavor::{
 use crate::protocol::headers::{negotiate_metadata, Metadata, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
-use crate::protocol::uri::{entity_path, parse_resource, split_account, QueryParams};
+use crate::protocol::uri::{entity_path, parse_resource, split_account, QueryParams, Resource};
 use crate::protocol::write::decode_any_write;
 use crate::protocol::{ApiError, ErrorCode};
 
@@ -33,6 +33,10 @@ fn sub_request_path<'a>(account: &str, path: &'a str) -> &'a str {
 pub(crate) fn parse_sub_operation(account: &str, sub: &SubRequest) -> Result<Operation, ApiError> {
     let (path, query) = sub.path_and_query();
     let resource = parse_resource(sub_request_path(account, path))?;
+    // A table name before the resource names no operation inside a batch.
+    if matches!(resource, Resource::BelowTable { .. }) {
+        return Err(ApiError::new(ErrorCode::InvalidUri));
+    }
     let query = QueryParams::parse(query)?;
     let x_methods: Vec<&str> = sub.header("x-http-method").into_iter().collect();
     parse_operation(

@@ -25,6 +25,7 @@
 
 mod errors;
 pub mod schema;
+mod state;
 
 use parking_lot::Mutex;
 use std::ops::Bound;
@@ -1120,6 +1121,10 @@ impl Store for PgStore {
                 |e| tracing::warn!(error = %e, "reading the PostgreSQL store's size failed"),
             )
             .ok()
+    }
+
+    fn state(&self) -> Option<&dyn crate::store::state::StoreState> {
+        Some(self)
     }
 }
 

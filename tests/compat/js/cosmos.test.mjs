@@ -101,6 +101,56 @@ describe("cosmos flavour", { skip }, () => {
     await rejectsWith(() => client.createEntity({ partitionKey: "", rowKey: "r" }), 400, "PropertiesNeedValue");
     await rejectsWith(() => service.getProperties(), 501, "NotImplemented");
   });
+
+  // A table name in the service URL: Cosmos answers 400 InvalidInput "Request url is
+  // invalid." whatever the operation (the .NET SDK suite's recordings against Cosmos).
+  it("a table name in the service URL is InvalidInput", async () => {
+    const name = uniqueTableName("jsinurl");
+    const good = TableServiceClient.fromConnectionString(connectionString, OPTIONS);
+    await good.createTable(name);
+    const bad = TableServiceClient.fromConnectionString(
+      connectionString.replace(/\/;$/, `/${name};`),
+      OPTIONS,
+    );
+    await rejectsWith(() => bad.createTable(name), 400, "InvalidInput");
+    await rejectsWith(() => bad.deleteTable(name), 400, "InvalidInput");
+    await rejectsWith(() => all(bad.listTables()), 400, "InvalidInput");
+    assert.ok((await all(good.listTables())).some((t) => t.name === name));
+    await good.deleteTable(name);
+  });
+
+  // A change set naming one row twice fails as a whole: 400, not a 202 with a failed part.
+  it("a change set naming a row twice is refused whole", async () => {
+    const client = table(uniqueTableName("jsdups"));
+    await client.createTable();
+    const e = await rejectsWith(
+      () =>
+        client.submitTransaction([
+          ["create", { partitionKey: "p", rowKey: "a" }],
+          ["create", { partitionKey: "p", rowKey: "b" }],
+          ["upsert", { partitionKey: "p", rowKey: "a", x: 1 }],
+        ]),
+      400,
+      "InvalidDuplicateRow",
+    );
+    assert.match(e.message, /2:The batch request contains multiple changes with same row key\./);
+    assert.equal((await all(client.listEntities())).length, 0);
+  });
+
+  // Every full page of Query Tables continues, so the last page is empty.
+  it("a full table page is followed by an empty one", async () => {
+    const prefix = uniqueTableName("jszz");
+    const names = [0, 1, 2, 3].map((i) => `${prefix}${i}`);
+    const service = TableServiceClient.fromConnectionString(connectionString, OPTIONS);
+    for (const n of names) await service.createTable(n);
+    const queryOptions = { filter: `TableName ge '${prefix}' and TableName lt '${prefix}~'` };
+    const sizes = [];
+    for await (const page of service.listTables({ queryOptions }).byPage({ maxPageSize: 2 })) {
+      sizes.push(page.length);
+    }
+    assert.deepEqual(sizes, [2, 2, 0]);
+    for (const n of names) await service.deleteTable(n);
+  });
 });
 
 // Request units (docs/cosmos.md#request-units): under --simulate-targets each table has a

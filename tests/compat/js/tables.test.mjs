@@ -2,7 +2,18 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { all, rejectsWith, serviceClient, tableClient, uniqueTableName } from "./helpers.mjs";
+import {
+  ACCOUNT_KEY,
+  ACCOUNT_NAME,
+  CLIENT_OPTIONS,
+  all,
+  endpoint,
+  rejectsWith,
+  serviceClient,
+  tableClient,
+  uniqueTableName,
+} from "./helpers.mjs";
+import { TableServiceClient } from "@azure/data-tables";
 
 const service = serviceClient();
 
@@ -121,6 +132,47 @@ describe("tables", () => {
       assert.deepEqual(resumed.filter((n) => n.startsWith(prefix)), names.filter((n) => !pages[0].includes(n)));
     } finally {
       for (const n of names) await service.deleteTable(n);
+    }
+  });
+
+  // `TableEndpoint=…/devstoreaccount1/<table>`, a common slip: the SDK sends `…/<table>/Tables`
+  // and tablestore answers as Azure does (the SDKs' own suites recorded it).
+  test("a table name in the service URL is answered as Azure answers it", async () => {
+    const name = uniqueTableName("InUrl");
+    const bad = TableServiceClient.fromConnectionString(
+      `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT_NAME};AccountKey=${ACCOUNT_KEY};` +
+        `TableEndpoint=${endpoint()}/${ACCOUNT_NAME}/${name};`,
+      CLIENT_OPTIONS,
+    );
+    await rejectsWith(() => bad.createTable(name), 404, "TableNotFound");
+    await service.createTable(name);
+    try {
+      await rejectsWith(() => bad.createTable(name), 400, "PropertiesNeedValue");
+      await rejectsWith(() => bad.deleteTable(name), 400, "InvalidInput");
+      await rejectsWith(() => all(bad.listTables()), 501, "NotImplemented");
+      assert.ok((await tableNames()).includes(name), "nothing ran");
+    } finally {
+      await service.deleteTable(name);
+    }
+  });
+
+  // The page that ends a `TableName` range carries no continuation: no extra, empty page.
+  test("the page that ends a name range is the last", async () => {
+    const prefix = `${uniqueTableName("zzj")}a`;
+    const names = [0, 1, 2, 3].map((i) => `${prefix}${i}`);
+    const outside = `${prefix.slice(0, -1)}bx`;
+    for (const n of [...names, outside]) await service.createTable(n);
+    try {
+      const queryOptions = {
+        filter: `TableName ge '${prefix}' and TableName lt '${prefix.slice(0, -1)}b'`,
+      };
+      const pages = [];
+      for await (const page of service.listTables({ queryOptions }).byPage({ maxPageSize: 2 })) {
+        pages.push(page.map((t) => t.name));
+      }
+      assert.deepEqual(pages, [names.slice(0, 2), names.slice(2)]);
+    } finally {
+      for (const n of [...names, outside]) await service.deleteTable(n);
     }
   });
 });

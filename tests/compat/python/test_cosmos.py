@@ -11,6 +11,7 @@ connection string, unchanged but for the port: account ``localhost``, the emulat
 from __future__ import annotations
 
 import re
+import socket
 import time
 
 import pytest
@@ -19,7 +20,7 @@ from azure.core.exceptions import (
     ResourceExistsError,
     ResourceNotFoundError,
 )
-from azure.data.tables import TableServiceClient, UpdateMode
+from azure.data.tables import TableServiceClient, TableTransactionError, UpdateMode
 
 from conftest import unique_table_name
 from realism import realism_server  # noqa: F401  (fixture)
@@ -235,3 +236,136 @@ def test_cosmos_only_table_names(cosmos):
         with pytest.raises(ValueError) as refused:
             cosmos.create_table(bad)
         assert "Cosmos table names must contain from 1-255 characters" in str(refused.value)
+
+
+# ---------------------------------------------------------------------------
+# Other host names (docs/cosmos.md, "Other host names"): the SDK decides an endpoint is
+# Cosmos from its host name alone (`_is_cosmos_endpoint`: a `.table.cosmos.` or
+# `.table.cosmosdb.` name, or `localhost` on a port other than 10002). In Compose or CI the
+# server has a service name, so the SDK sends Merge as PATCH, which Cosmos refuses (405).
+# The recipe: reach the server under a name with `.table.cosmos.` in it (a network alias).
+# These tests give the names to this process's resolver only, as Docker's DNS gives a
+# network alias to the containers of its network: the SDK, its HTTP stack and the server
+# see the name in the URL, the Host header and the signature.
+# ---------------------------------------------------------------------------
+
+COSMOS_ALIAS = "tablestore.table.cosmos.test"
+SERVICE_NAME = "tablestore"
+
+
+@pytest.fixture
+def names_resolve_to_loopback(monkeypatch):
+    """``COSMOS_ALIAS`` and ``SERVICE_NAME`` resolve to 127.0.0.1 in this process."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, *args, **kwargs):
+        if isinstance(host, str) and host.lower() in (COSMOS_ALIAS, SERVICE_NAME):
+            host = "127.0.0.1"
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def _emulator_string(host: str, port: int) -> str:
+    return (
+        "DefaultEndpointsProtocol=http;AccountName=localhost;"
+        f"AccountKey={COSMOS_EMULATOR_KEY};TableEndpoint=http://{host}:{port}/;"
+    )
+
+
+def test_a_cosmos_alias_makes_the_sdk_speak_cosmos(realism_server, names_resolve_to_loopback):
+    server = realism_server("--flavor", "cosmos")
+    conn = _emulator_string(COSMOS_ALIAS, server.port)
+    with TableServiceClient.from_connection_string(conn, retry_total=0) as client:
+        assert client._cosmos_endpoint, "a .table.cosmos. name is a Cosmos endpoint to the SDK"
+        name = unique_table_name("alias")
+        table = client.create_table(name)
+        table.create_entity({"PartitionKey": "p", "RowKey": "r", "n": 1})
+        # Merge reaches the server as POST + X-HTTP-Method: MERGE (PATCH would be a 405).
+        table.update_entity({"PartitionKey": "p", "RowKey": "r", "m": 2}, mode=UpdateMode.MERGE)
+        table.submit_transaction([
+            ("upsert", {"PartitionKey": "p", "RowKey": "r", "k": 3}, {"mode": UpdateMode.MERGE}),
+        ])
+        got = table.get_entity("p", "r")
+        assert (got["n"], got["m"], got["k"]) == (1, 2, 3)
+        assert name in [t.name for t in client.list_tables()]
+        client.delete_table(name)
+
+
+def test_a_service_name_gets_405_and_the_log_says_why(realism_server, names_resolve_to_loopback):
+    server = realism_server("--flavor", "cosmos", "--log-level", "info")
+    conn = _emulator_string(SERVICE_NAME, server.port)
+    with TableServiceClient.from_connection_string(conn, retry_total=0) as client:
+        assert not client._cosmos_endpoint, "a bare service name is Table storage to the SDK"
+        table = client.create_table(unique_table_name("svc"))
+        table.create_entity({"PartitionKey": "p", "RowKey": "r"})
+        with pytest.raises(HttpResponseError) as caught:
+            table.update_entity({"PartitionKey": "p", "RowKey": "r", "m": 2}, mode=UpdateMode.MERGE)
+        assert caught.value.status_code == 405
+        assert caught.value.error_code == "MethodNotAllowed"
+    deadline = time.monotonic() + 10
+    while "refuses PATCH" not in server.log() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    line = next(
+        (l for l in server.log().splitlines() if "status=405" in l), None
+    )
+    assert line is not None, server.log()
+    assert "refuses PATCH" in line and "took this endpoint for Azure Table storage" in line, line
+
+
+def test_a_table_name_in_the_service_url_gets_the_sdks_hint(realism_server):
+    """``TableEndpoint=http://localhost:<port>/<table>``: Cosmos answers 400 InvalidInput
+    "Request url is invalid.", which the SDK explains as a wrong account URL."""
+    server = realism_server("--flavor", "cosmos")
+    name = unique_table_name("inurl")
+    good = TableServiceClient.from_connection_string(
+        _emulator_string("localhost", server.port), retry_total=0
+    )
+    good.create_table(name)
+    bad_conn = _emulator_string("localhost", server.port).replace(
+        f":{server.port}/;", f":{server.port}/{name};"
+    )
+    with TableServiceClient.from_connection_string(bad_conn, retry_total=0) as bad:
+        for call in (lambda: bad.create_table(name), lambda: bad.delete_table(name)):
+            with pytest.raises(HttpResponseError) as caught:
+                call()
+            assert caught.value.status_code == 400
+            assert caught.value.error_code == "InvalidInput"
+            assert "Request url is invalid" in str(caught.value)
+            assert "Please check your account URL." in str(caught.value)
+    assert name in [t.name for t in good.list_tables()]
+    good.delete_table(name)
+    good.close()
+
+
+def test_a_change_set_naming_a_row_twice_fails_whole(cosmos):
+    """Cosmos refuses such a batch with a 400 of the whole request, which the SDK raises as
+    the error itself, not as a TableTransactionError naming an operation (Storage's 202)."""
+    table = cosmos.create_table(unique_table_name("dups"))
+    with pytest.raises(HttpResponseError) as caught:
+        table.submit_transaction([
+            ("create", {"PartitionKey": "p", "RowKey": "a"}),
+            ("create", {"PartitionKey": "p", "RowKey": "b"}),
+            ("upsert", {"PartitionKey": "p", "RowKey": "a", "x": 1}),
+        ])
+    assert not isinstance(caught.value, TableTransactionError), caught.value
+    assert caught.value.status_code == 400
+    assert caught.value.error_code == "InvalidDuplicateRow"
+    assert "2:The batch request contains multiple changes with same row key." in str(caught.value)
+    assert list(table.list_entities()) == []
+
+
+def test_a_full_table_page_is_followed_by_an_empty_one(cosmos):
+    """Cosmos sends a continuation after every full page of Query Tables, so the SDK's last
+    page is empty (Storage's would end with the range)."""
+    prefix = unique_table_name("zzp")[:20]
+    names = [f"{prefix}{i}" for i in range(4)]
+    for name in names:
+        cosmos.create_table(name)
+    after = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    query = f"TableName ge '{prefix}' and TableName lt '{after}'"
+    pages = [list(p) for p in cosmos.query_tables(query, results_per_page=2).by_page()]
+    assert [len(p) for p in pages] == [2, 2, 0]
+    assert sorted(t.name for p in pages for t in p) == names
+    for name in names:
+        cosmos.delete_table(name)

@@ -285,3 +285,64 @@ def test_table_access_policy_at_most_five(table):
     assert wire_error(info.value)[:2] == (400, "InvalidXmlDocument")
     assert isinstance(info.value, ValueError)
     assert set(table.get_table_access_policy()) == set(five)
+
+
+def test_a_table_name_in_the_service_url_gets_the_sdks_hint(service):
+    """``TableEndpoint=…/devstoreaccount1/<table>``, a common slip: the SDK then sends
+    ``POST …/<table>/Tables`` and the like, and tablestore answers as Azure does (recorded by
+    the SDK's own suite), which the SDK turns into its hint to check the account URL."""
+    from azure.data.tables import TableServiceClient
+
+    from conftest import ACCOUNT_KEY, ACCOUNT_NAME, CLIENT_KWARGS, endpoint
+
+    name = unique_table_name("inurl")
+    conn = (
+        f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT_NAME};AccountKey={ACCOUNT_KEY};"
+        f"TableEndpoint={endpoint()}/{ACCOUNT_NAME}/{name};"
+    )
+    hint = "Please check your account URL."
+    with TableServiceClient.from_connection_string(conn, **CLIENT_KWARGS) as bad:
+        with pytest.raises(ResourceNotFoundError) as caught:
+            bad.create_table(name)
+        assert "The table specified does not exist" in str(caught.value)
+        assert hint in str(caught.value)
+        service.create_table(name)
+        try:
+            with pytest.raises(HttpResponseError) as caught:
+                bad.create_table(name)
+            assert caught.value.error_code == "PropertiesNeedValue"
+            assert "values are not specified" in str(caught.value) and hint in str(caught.value)
+            with pytest.raises(HttpResponseError) as caught:
+                bad.delete_table(name)
+            assert caught.value.error_code == "InvalidInput"
+            assert "URI does not match number of key properties for the resource" in str(
+                caught.value
+            )
+            assert hint in str(caught.value)
+            with pytest.raises(HttpResponseError) as caught:
+                list(bad.list_tables())
+            assert caught.value.status_code == 501
+            # Nothing ran: the table is still there.
+            assert [t.name for t in service.query_tables(f"TableName eq '{name}'")] == [name]
+        finally:
+            service.delete_table(name)
+
+
+def test_the_page_that_ends_a_name_range_is_the_last(service):
+    """Query Tables with a ``TableName`` range and ``results_per_page``: the page that ends the
+    range carries no continuation, so the SDK makes no extra, empty request (Azure's answer,
+    recorded by the Go SDK's suite; Cosmos answers differently, test_cosmos.py)."""
+    prefix = unique_table_name("zzr") + "a"
+    names = [f"{prefix}{i}" for i in range(4)]
+    after = prefix[:-1] + "b"
+    for name in names:
+        service.create_table(name)
+    outside = f"{after}x"
+    service.create_table(outside)
+    try:
+        query = f"TableName ge '{prefix}' and TableName lt '{after}'"
+        pages = [list(p) for p in service.query_tables(query, results_per_page=2).by_page()]
+        assert [[t.name for t in p] for p in pages] == [names[:2], names[2:]]
+    finally:
+        for name in [*names, outside]:
+            service.delete_table(name)

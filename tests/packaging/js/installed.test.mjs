@@ -34,6 +34,9 @@ async function scenario(connectionString) {
 test("npx tablestore runs the platform binary", () => {
   const out = execFileSync("npx", ["--offline", "--no-install", "tablestore", "--version"], { encoding: "utf8" });
   assert.match(out, /^tablestore \d+\.\d+\.\d+/);
+  // With several bins (azurite, azurite-table), the package's own name still runs the server.
+  const byPackage = execFileSync("npx", ["--offline", "--no-install", "tablestore-server", "--version"], { encoding: "utf8" });
+  assert.match(byPackage, /^tablestore \d+\.\d+\.\d+/);
   assert.ok(binaryPath().includes(path.join("node_modules", "tablestore-server-")), binaryPath());
 });
 
@@ -171,6 +174,77 @@ test("the installed command serves an SDK scenario and stops on SIGTERM", async 
   assert.equal(await exited, 0);
 });
 
+/** `node_modules/.bin/<name>`, the command npm puts on PATH for npm scripts and npx. */
+const bin = (name) => path.resolve("node_modules", ".bin", process.platform === "win32" ? `${name}.cmd` : name);
+
+/** Starts `command` with `args` and resolves with its process, exit, connection string and
+ * readiness line, once it prints one that starts with `ready`. */
+async function startCommand(command, args, ready) {
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  let connectionString = "";
+  let readiness = "";
+  for await (const line of readline.createInterface({ input: child.stdout })) {
+    if (line.startsWith("Connection string: ")) connectionString = line.slice("Connection string: ".length);
+    if (line.startsWith(ready)) {
+      readiness = line;
+      break;
+    }
+  }
+  child.stdout.resume(); // keep draining the access log
+  return { child, exited, connectionString, readiness };
+}
+
+test("azurite-table and azurite, typed as for Azurite, run tablestore as those commands", async () => {
+  // Each prints its Azurite command's readiness line, as the container image does.
+  for (const [name, args, ready] of [
+    ["azurite-table", ["--tableHost", "127.0.0.1", "--tablePort", "0", "--inMemoryPersistence"],
+      "Azurite Table service successfully started on 127.0.0.1:"],
+    ["azurite", ["--blobHost", "127.0.0.1", "--tableHost", "127.0.0.1", "--tablePort", "0", "--inMemoryPersistence"],
+      "Azurite Table service is successfully listening at http://127.0.0.1:"],
+  ]) {
+    const { child, exited, connectionString, readiness } = await startCommand(bin(name), args, ready);
+    try {
+      assert.ok(readiness, `${name}: no readiness line`);
+      await scenario(connectionString);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    assert.equal(await exited, 0, name);
+    if (process.platform !== "win32") {
+      // Replaced by the binary at install time, as bin/tablestore is.
+      const fd = openSync(realpathSync(bin(name)), "r");
+      const head = Buffer.alloc(2);
+      readSync(fd, head, 0, 2, 0);
+      closeSync(fd);
+      assert.notEqual(head.toString("latin1"), "#!", `${name} is still the node launcher`);
+    }
+  }
+  // The node launcher (npm --ignore-scripts, Windows) does the same under either name.
+  const launcherBin = path.resolve("node_modules", "tablestore-server", "lib", "launcher.cjs");
+  const copy = path.resolve("azurite-table.cjs"); // CommonJS whatever the project says
+  writeFileSync(copy, `require(${JSON.stringify(launcherBin)});\n`);
+  const { child, exited, readiness } = await startCommand(
+    "node",
+    [copy, "--tableHost", "127.0.0.1", "--tablePort", "0", "--inMemoryPersistence"],
+    "Azurite Table service successfully started on 127.0.0.1:",
+  );
+  child.kill("SIGTERM");
+  assert.ok(readiness, "the launcher run as azurite-table printed no azurite-table readiness line");
+  assert.equal(await exited, 0);
+});
+
+test("start() serves the Cosmos flavour with its readiness line", async () => {
+  const server = await start({ args: ["--flavor", "cosmos"] });
+  try {
+    assert.equal(server.account, "localhost");
+    assert.match(server.connectionString, /TableEndpoint=http:\/\/localhost:\d+\/;/);
+    assert.ok(server.output.some((l) => l.startsWith("Cosmos DB Table service is successfully listening at ")));
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
 test("start() gives a ready server and its connection string", async () => {
   const server = await start();
   try {
@@ -226,6 +300,32 @@ test("startRealismServer passes its options and server.faults installs rules", a
     await server.faults.clear();
     assert.deepEqual((await server.faults.get()).rules, []);
     await assert.rejects(server.faults.put({ rules: [{ action: "error", error: "Busy" }] }), /400 .*unknown error code/);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test("the installed helper resets, snapshots and makes accounts (docs/test-isolation.md)", async () => {
+  const server = await start();
+  try {
+    const service = TableServiceClient.fromConnectionString(server.connectionString, { allowInsecureConnection: true });
+    await service.createTable("base");
+    await server.snapshots.save("base");
+    await service.createTable("during");
+    await server.snapshots.restore("base");
+    const names = async (s) => {
+      const out = [];
+      for await (const t of s.listTables()) out.push(t.name);
+      return out.sort();
+    };
+    assert.deepEqual(await names(service), ["base"]);
+    await server.reset();
+    assert.deepEqual(await names(service), []);
+    const worker = await server.accounts.create("pkgworker");
+    const own = TableServiceClient.fromConnectionString(worker.connectionString, { allowInsecureConnection: true });
+    await own.createTable("mine");
+    assert.deepEqual(await names(own), ["mine"]);
+    await server.accounts.delete("pkgworker");
   } finally {
     assert.equal(await server.stop(), 0);
   }

@@ -62,6 +62,55 @@ def test_the_installed_command_serves_an_sdk_scenario():
         assert process.wait(10) == 0
 
 
+def serve_and_check(command: list, ready: str) -> None:
+    """Starts `command` from the venv's PATH, waits for the readiness line starting with
+    `ready`, runs the SDK scenario and stops it with SIGTERM."""
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]},
+    )
+    try:
+        connection_string, readiness = None, None
+        for line in process.stdout:
+            if line.startswith("Connection string: "):
+                connection_string = line.split(": ", 1)[1].strip()
+            if line.startswith(ready):
+                readiness = line
+                break
+        assert readiness, f"{command[0]}: no line starting {ready!r}"
+        scenario(connection_string)
+    finally:
+        process.terminate()
+        assert process.wait(10) == 0
+
+
+def test_azurite_commands_run_tablestore_as_those_commands():
+    """`azurite-table …` and `azurite …` typed as they were for Azurite: each runs tablestore as
+    that command (its readiness line), as the container image does."""
+    venv_bin = os.path.dirname(sys.executable)
+    for name in ("azurite", "azurite-table"):
+        assert shutil.which(name, path=venv_bin), f"{name} missing from {venv_bin}"
+    common = ["--tableHost", "127.0.0.1", "--tablePort", "0", "--inMemoryPersistence"]
+    serve_and_check(["azurite-table", *common], "Azurite Table service successfully started on 127.0.0.1:")
+    serve_and_check(
+        ["azurite", "--blobHost", "127.0.0.1", *common],
+        "Azurite Table service is successfully listening at http://127.0.0.1:",
+    )
+    out = subprocess.run(["azurite-table", "--version"], capture_output=True, text=True,
+                         env={**os.environ, "PATH": venv_bin + os.pathsep + os.environ["PATH"]})
+    assert out.returncode == 0 and out.stdout.startswith("tablestore "), out
+
+
+def test_a_cosmos_flavoured_server_from_python():
+    """docs/cosmos.md's `Server(args=["--flavor", "cosmos"])`: the emulator's account and a
+    connection string the SDK takes for Cosmos (localhost on a port other than 10002)."""
+    with tablestore_server.Server(args=["--flavor", "cosmos"]) as server:
+        assert server.account == "localhost"
+        assert "TableEndpoint=http://localhost:" in server.connection_string
+        assert "Cosmos DB Table service is successfully listening at" in server.log()
+        scenario(server.connection_string)
+
+
 def test_python_dash_m_runs_the_binary():
     out = subprocess.run([sys.executable, "-m", "tablestore_server", "--version"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

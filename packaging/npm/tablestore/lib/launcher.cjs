@@ -1,9 +1,17 @@
-// `npx tablestore …` / node_modules/.bin/tablestore: runs the native binary with the same
-// arguments and standard streams, passes termination signals on, and exits with its status.
+// `npx tablestore …` / node_modules/.bin/tablestore (and the `azurite`, `azurite-table` bins):
+// runs the native binary with the same arguments and standard streams, passes termination
+// signals on, and exits with its status. Run as `azurite` or `azurite-table`, it puts that word
+// first (`tablestore azurite-table …`), which the binary takes for Azurite's command.
 "use strict";
 
+const path = require("node:path");
 const { spawn } = require("node:child_process");
 const { binaryPath } = require("./binary.cjs");
+
+const AZURITE_COMMANDS = ["azurite", "azurite-table"];
+const invokedAs = path.basename(process.argv[1] || "").replace(/\.(cmd|js|cjs)$/i, "");
+const args = process.argv.slice(2);
+if (AZURITE_COMMANDS.includes(invokedAs)) args.unshift(invokedAs);
 
 let binary;
 try {
@@ -12,7 +20,7 @@ try {
   console.error(`tablestore: ${e.message}`);
   process.exit(1);
 }
-const child = spawn(binary, process.argv.slice(2), { stdio: "inherit" });
+const child = spawn(binary, args, { stdio: "inherit" });
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   process.on(signal, () => child.kill(signal));
 }
