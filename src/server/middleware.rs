@@ -44,16 +44,16 @@ pub(crate) struct AuthOutcome(pub &'static str);
 const DEBUG_BODY_LIMIT: usize = 4096;
 
 /// The layer (see `server::App`): runs `next` on the request, then reports the answer to
-/// insight and writes the access line. What only the access line needs (the method, the
-/// path, the request id as text) is kept only when that line is logged.
+/// insight and writes the access line. It copies nothing of the request for the line: the
+/// method and the URI are reference counts, the request id is read off the answer.
 pub(crate) async fn request_log<F, Fut>(state: &AppState, request: Request, next: F) -> Response
 where
     F: FnOnce(Request) -> Fut,
     Fut: std::future::Future<Output = Response>,
 {
     let start = Instant::now();
-    let logged = !state.config.silent && access_line_enabled();
-    let line = logged.then(|| (request.method().clone(), request.uri().path().to_string()));
+    let method = request.method().clone();
+    let uri = request.uri().clone();
     // The `--debug` trace's futures run boxed, off the usual request's future.
     let (request, request_trace) = if state.config.debug.is_some() {
         let (request, trace) = Box::pin(capture_request(request)).await;
@@ -66,32 +66,24 @@ where
 
     let latency = start.elapsed();
     let query = report_to_insight(state, &mut response, latency);
-    if request_trace.is_none() && line.is_none() {
-        return response;
-    }
-    let request_id = header_or_dash(&response, X_MS_REQUEST_ID).to_string();
     let response = match request_trace {
-        Some(trace) => Box::pin(trace_exchange(trace, response, &request_id)).await,
+        Some(trace) => {
+            let request_id = header_or_dash(&response, X_MS_REQUEST_ID).to_string();
+            Box::pin(trace_exchange(trace, response, &request_id)).await
+        }
         None => response,
     };
-    if let Some((method, path)) = &line {
+    if !state.config.silent {
         let line = LogLine {
-            method,
-            path,
+            method: &method,
+            path: uri.path(),
             latency_ms: latency.as_secs_f64() * 1000.0,
-            request_id: &request_id,
+            request_id: header_or_dash(&response, X_MS_REQUEST_ID),
             query,
         };
         log_request(&line, &response);
     }
     response
-}
-
-/// Whether the access log's level lets any access line through (health probes log at debug,
-/// the rest at info).
-fn access_line_enabled() -> bool {
-    tracing::enabled!(target: REQUEST_LOG_TARGET, tracing::Level::INFO)
-        || tracing::enabled!(target: REQUEST_LOG_TARGET, tracing::Level::DEBUG)
 }
 
 /// The `--debug` trace of one exchange: the request as captured, then the response.
