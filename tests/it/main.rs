@@ -6,6 +6,7 @@
 mod common;
 
 mod accounts;
+mod alloc_budget;
 mod arbitrary_input;
 mod auth;
 mod auth_golden;

@@ -9,6 +9,8 @@ use std::fmt;
 
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 
 /// Name of the well-known development account.
 pub(crate) const DEV_ACCOUNT_NAME: &str = "devstoreaccount1";
@@ -25,10 +27,22 @@ pub const COSMOS_EMULATOR_ACCOUNT_KEY: &str =
     "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
 
 /// The decoded keys of one account: key1 and an optional key2. Either verifies.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct AccountKeys {
     keys: Vec<Vec<u8>>,
+    /// Each key's HMAC-SHA256 with the key already absorbed: a Shared Key check clones it
+    /// instead of hashing the key's two padded blocks again (two of the six SHA-256 blocks of
+    /// a typical request's signature).
+    keyed: Vec<Hmac<Sha256>>,
 }
+
+impl PartialEq for AccountKeys {
+    fn eq(&self, other: &AccountKeys) -> bool {
+        self.keys == other.keys
+    }
+}
+
+impl Eq for AccountKeys {}
 
 impl AccountKeys {
     /// Decodes `key1` and optional `key2` from base64.
@@ -37,12 +51,25 @@ impl AccountKeys {
         if let Some(key2) = key2 {
             keys.push(decode_key(key2)?);
         }
-        Ok(AccountKeys { keys })
+        let keyed = keys
+            .iter()
+            .map(|k| {
+                <Hmac<Sha256> as Mac>::new_from_slice(k)
+                    .expect("HMAC accepts keys of any length; InvalidLength is never returned")
+            })
+            .collect();
+        Ok(AccountKeys { keys, keyed })
     }
 
     /// Key bytes in order: key1, then key2 if configured.
     pub(crate) fn keys(&self) -> impl Iterator<Item = &[u8]> {
         self.keys.iter().map(Vec::as_slice)
+    }
+
+    /// Each key's HMAC-SHA256, keyed and ready for a message ([`super::canonical::hmac_keyed`]),
+    /// in the order of [`AccountKeys::keys`].
+    pub(crate) fn keyed_macs(&self) -> impl Iterator<Item = &Hmac<Sha256>> {
+        self.keyed.iter()
     }
 
     /// key1 (always present).

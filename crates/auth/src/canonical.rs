@@ -68,7 +68,11 @@ pub fn shared_key_string_to_sign(
 
 /// Shared Key Lite string-to-sign for the Table service (Azure docs: "Authorize with Shared Key"): `Date \n CanonicalizedResource`.
 pub fn shared_key_lite_string_to_sign(date: &str, canonicalized_resource: &str) -> String {
-    format!("{date}\n{canonicalized_resource}")
+    let mut s = String::with_capacity(date.len() + 1 + canonicalized_resource.len());
+    s.push_str(date);
+    s.push('\n');
+    s.push_str(canonicalized_resource);
+    s
 }
 
 /// The signed fields of a table service SAS, each exactly as decoded from the query string and
@@ -162,6 +166,13 @@ pub fn account_sas_string_to_sign(account: &str, f: &AccountSasFields<'_>) -> St
 pub(crate) fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key)
         .expect("HMAC accepts keys of any length; InvalidLength is never returned for SHA-256");
+    mac.update(message);
+    mac.finalize().into_bytes().into()
+}
+
+/// Raw HMAC-SHA256 of `message` with a MAC whose key is already absorbed.
+pub(crate) fn hmac_keyed(keyed: &Hmac<Sha256>, message: &[u8]) -> [u8; 32] {
+    let mut mac = keyed.clone();
     mac.update(message);
     mac.finalize().into_bytes().into()
 }

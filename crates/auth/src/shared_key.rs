@@ -20,7 +20,7 @@ use subtle::ConstantTimeEq;
 
 use super::accounts::AccountKeys;
 use super::canonical::{
-    canonicalized_resource, hmac_sha256, shared_key_lite_string_to_sign, shared_key_string_to_sign,
+    canonicalized_resource, hmac_keyed, shared_key_lite_string_to_sign, shared_key_string_to_sign,
 };
 use super::error::{AuthError, AuthFailure};
 use super::time::parse_http_date;
@@ -43,39 +43,52 @@ impl SharedKeyScheme {
     }
 }
 
-fn header<'a>(req: &'a RequestView<'_>, name: &str) -> Option<&'a str> {
+fn header<'a>(req: &'a RequestView<'_>, name: impl http::header::AsHeaderName) -> Option<&'a str> {
     req.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// `x-ms-date`, parsed once (a name given as text is parsed again at every lookup).
+const X_MS_DATE: http::HeaderName = http::HeaderName::from_static("x-ms-date");
+/// `content-md5`, parsed once.
+const CONTENT_MD5: http::HeaderName = http::HeaderName::from_static("content-md5");
+
 /// Parses `{account}:{signature}` after the scheme word. Like the service, empty pieces are
 /// dropped before counting, so exactly two non-empty pieces are needed; the signature must be
-/// base64.
-fn parse_credentials(scheme: SharedKeyScheme, params: &str) -> Result<(&str, &str), AuthError> {
-    let pieces: Vec<&str> = params.split(':').filter(|p| !p.is_empty()).collect();
-    let [account, signature] = pieces.as_slice() else {
+/// base64 (its bytes are returned with it).
+fn parse_credentials(
+    scheme: SharedKeyScheme,
+    params: &str,
+) -> Result<(&str, &str, Vec<u8>), AuthError> {
+    let mut pieces = params.split(':').filter(|p| !p.is_empty());
+    let (Some(account), Some(signature), None) = (pieces.next(), pieces.next(), pieces.next())
+    else {
         return Err(AuthError::malformed_header(format!(
             "Authorization value '{} {params}' is invalid.",
             scheme.as_str()
         )));
     };
-    if BASE64.decode(signature).is_err() {
+    let Ok(decoded) = BASE64.decode(signature) else {
         return Err(AuthError::malformed_header(
             "Signature is not a valid base64 string.",
         ));
-    }
-    Ok((account, signature))
+    };
+    Ok((account, signature, decoded))
+}
+
+/// Whether `name` is `{account}-secondary`.
+fn is_secondary_of(name: &str, account: &str) -> bool {
+    name.strip_suffix("-secondary") == Some(account)
 }
 
 /// The resource strings a client may have signed (see the module notes).
 fn resource_candidates(req: &RequestView<'_>) -> Vec<String> {
     let account = req.account;
-    let secondary = format!("{account}-secondary");
     let mut out = vec![canonicalized_resource(account, req.raw_path, req.raw_query)];
     if req.path_style {
         // First path segment is the account as addressed.
         let rest = req.raw_path.strip_prefix('/').unwrap_or(req.raw_path);
         let (segment, tail) = rest.split_once('/').map_or((rest, ""), |(s, t)| (s, t));
-        if segment == secondary {
+        if is_secondary_of(segment, account) {
             let primary_path = if tail.is_empty() && !rest.contains('/') {
                 format!("/{account}")
             } else {
@@ -88,8 +101,9 @@ fn resource_candidates(req: &RequestView<'_>) -> Vec<String> {
             );
         }
     } else {
-        let host = header(req, "host").unwrap_or("");
+        let host = header(req, http::header::HOST).unwrap_or("");
         let first_label = host.split('.').next().unwrap_or("");
+        let secondary = format!("{account}-secondary");
         if first_label.eq_ignore_ascii_case(&secondary) {
             out.push(canonicalized_resource(
                 &secondary,
@@ -109,11 +123,11 @@ pub(crate) fn authenticate_shared_key(
     keys: Option<&AccountKeys>,
     options: &AuthOptions,
 ) -> Result<(), AuthError> {
-    let (header_account, signature) = parse_credentials(scheme, params.trim())?;
+    let (header_account, signature, provided) = parse_credentials(scheme, params.trim())?;
 
     // Dates: x-ms-date governs; Date is the fallback and, when both exist, a second candidate.
-    let x_ms_date = header(req, "x-ms-date").filter(|d| !d.is_empty());
-    let date = header(req, "date").filter(|d| !d.is_empty());
+    let x_ms_date = header(req, X_MS_DATE).filter(|d| !d.is_empty());
+    let date = header(req, http::header::DATE).filter(|d| !d.is_empty());
     let governing = x_ms_date.or(date).ok_or(AuthError::AuthenticationFailed(
         AuthFailure::DateHeaderMissing,
     ))?;
@@ -125,8 +139,7 @@ pub(crate) fn authenticate_shared_key(
     }
 
     // The header may name the primary or, on a secondary endpoint, the secondary account.
-    let secondary = format!("{}-secondary", req.account);
-    if header_account != req.account && header_account != secondary {
+    if header_account != req.account && !is_secondary_of(header_account, req.account) {
         return Err(AuthError::AuthenticationFailed(
             AuthFailure::AccountMismatch {
                 header_account: header_account.to_string(),
@@ -139,21 +152,20 @@ pub(crate) fn authenticate_shared_key(
         })
     })?;
 
-    let mut dates = vec![governing];
-    if let (Some(_), Some(d)) = (x_ms_date, date) {
-        if d != governing {
-            dates.push(d);
-        }
-    }
-    let method = req.method.to_ascii_uppercase();
-    let content_md5 = header(req, "content-md5").unwrap_or("");
-    let content_type = header(req, "content-type").unwrap_or("");
+    let second_date = match (x_ms_date, date) {
+        (Some(_), Some(d)) if d != governing => Some(d),
+        _ => None,
+    };
+    let dates = std::iter::once(governing).chain(second_date);
+    let content_md5 = header(req, CONTENT_MD5).unwrap_or("");
+    let content_type = header(req, http::header::CONTENT_TYPE).unwrap_or("");
 
     let mut candidates = Vec::new();
     for resource in resource_candidates(req) {
-        for d in &dates {
+        for d in dates.clone() {
             candidates.push(match scheme {
                 SharedKeyScheme::SharedKey => {
+                    let method = req.method.to_ascii_uppercase();
                     shared_key_string_to_sign(&method, content_md5, content_type, d, &resource)
                 }
                 SharedKeyScheme::SharedKeyLite => shared_key_lite_string_to_sign(d, &resource),
@@ -163,11 +175,10 @@ pub(crate) fn authenticate_shared_key(
 
     // Signatures are compared as decoded bytes in constant time; every candidate and key is
     // tried so timing does not reveal which one matched.
-    let provided = BASE64.decode(signature).unwrap_or_default();
     let mut matched = subtle::Choice::from(0u8);
     for string_to_sign in &candidates {
-        for key in keys.keys() {
-            let computed = hmac_sha256(key, string_to_sign.as_bytes());
+        for keyed in keys.keyed_macs() {
+            let computed = hmac_keyed(keyed, string_to_sign.as_bytes());
             matched |= computed.as_slice().ct_eq(provided.as_slice());
         }
     }
@@ -208,11 +219,15 @@ mod tests {
     #[test]
     fn credentials_parsing() {
         let s = SharedKeyScheme::SharedKey;
-        assert_eq!(parse_credentials(s, "acct:c2ln").unwrap(), ("acct", "c2ln"));
+        let sig = b"sig".to_vec();
+        assert_eq!(
+            parse_credentials(s, "acct:c2ln").unwrap(),
+            ("acct", "c2ln", sig.clone())
+        );
         // Empty pieces are dropped, as the service does.
         assert_eq!(
             parse_credentials(s, "acct::c2ln").unwrap(),
-            ("acct", "c2ln")
+            ("acct", "c2ln", sig)
         );
         for bad in ["acct", "acct:", ":sig", "a:b:c", ""] {
             let e = parse_credentials(s, bad).unwrap_err();

@@ -341,6 +341,13 @@ pub struct RunArgs {
     /// No progress lines on standard error.
     #[arg(long)]
     pub quiet: bool,
+    /// A shell command run just before each workload's measured phase as `CMD start WORKLOAD`
+    /// and just after it as `CMD end WORKLOAD` (after the warm-up and any setup, with no
+    /// request in flight): for profilers that count only the measured requests
+    /// (scripts/profile-request-path.sh zeroes and dumps callgrind's counters with it). A
+    /// hook that fails stops the run.
+    #[arg(long)]
+    pub phase_hook: Option<String>,
 }
 
 impl RunArgs {

@@ -832,6 +832,24 @@ impl Ctx {
         Ok((table, layout, report))
     }
 
+    /// Runs `--phase-hook` (if given) as `CMD EDGE WORKLOAD`, waiting for it to finish.
+    fn phase_hook(&self, edge: &str, w: Workload) -> Result<(), String> {
+        let Some(hook) = &self.args.phase_hook else {
+            return Ok(());
+        };
+        let command = format!("{hook} {edge} {}", w.name());
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .status()
+            .map_err(|e| format!("--phase-hook: cannot run `{command}`: {e}"))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("--phase-hook: `{command}` failed ({status})"))
+        }
+    }
+
     /// Runs one workload: setup, optional warm-up, the measured phase.
     pub async fn workload(
         self: &Arc<Ctx>,
@@ -949,6 +967,7 @@ impl Ctx {
                 conns.len()
             ),
         );
+        self.phase_hook("start", w)?;
         let pid = a.server_pid;
         let cpu0 = pid.and_then(procstat::cpu_ticks);
         let me = std::process::id();
@@ -980,6 +999,7 @@ impl Ctx {
         let elapsed = started.elapsed().as_secs_f64().max(1e-9);
         let sampled = sampler.stop().await;
         let cpu1 = pid.and_then(procstat::cpu_ticks);
+        self.phase_hook("end", w)?;
         let client_cpu_us_per_op = match (client_cpu0, procstat::cpu_ticks(me)) {
             (Some(a), Some(b)) if st.ok > 0 => {
                 Some(procstat::ticks_to_ms(b.saturating_sub(a)) * 1000.0 / st.ok as f64)

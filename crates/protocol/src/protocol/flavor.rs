@@ -452,8 +452,7 @@ pub fn number_sub_responses(
 ) -> Vec<super::batch::SubResponse> {
     if flavor == Flavor::Cosmos {
         for (i, r) in responses.iter_mut().enumerate() {
-            r.headers
-                .push(("Content-ID".to_string(), (i + 1).to_string()));
+            r.headers.push(("Content-ID", (i + 1).to_string().into()));
         }
     }
     responses

@@ -86,26 +86,41 @@ pub fn negotiate_metadata(
 
 /// `Ok(Some)` for a JSON media type, `Err` for Atom/verbose, `Ok(None)` for anything else.
 fn media_type_metadata(media: &str) -> Result<Option<Metadata>, ApiError> {
+    // Compared without case, in place: this runs for every request that sends `Accept`.
     let mut parts = media.split(';').map(str::trim);
-    let base = parts.next().unwrap_or("").to_ascii_lowercase();
+    let base = parts.next().unwrap_or("");
     let odata = parts
         .filter_map(|p| p.split_once('='))
         .find(|(k, _)| k.trim().eq_ignore_ascii_case("odata"))
-        .map(|(_, v)| v.trim().to_ascii_lowercase());
-    match base.as_str() {
-        "application/json" => match odata.as_deref() {
-            None | Some("minimalmetadata") => Ok(Some(Metadata::Minimal)),
-            Some("nometadata") => Ok(Some(Metadata::None)),
-            Some("fullmetadata") => Ok(Some(Metadata::Full)),
-            Some("verbose") => Err(ApiError::new(ErrorCode::JsonVerboseFormatNotSupported)),
+        .map(|(_, v)| v.trim());
+    let is = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+    if is(base, "application/json") {
+        return match odata {
+            None => Ok(Some(Metadata::Minimal)),
+            Some(v) if is(v, "minimalmetadata") => Ok(Some(Metadata::Minimal)),
+            Some(v) if is(v, "nometadata") => Ok(Some(Metadata::None)),
+            Some(v) if is(v, "fullmetadata") => Ok(Some(Metadata::Full)),
+            Some(v) if is(v, "verbose") => {
+                Err(ApiError::new(ErrorCode::JsonVerboseFormatNotSupported))
+            }
             Some(_) => Err(ApiError::new(ErrorCode::MediaTypeNotSupported)),
-        },
-        "*/*" | "application/*" => Ok(Some(Metadata::Minimal)),
-        "application/atom+xml" | "application/xml" => {
-            Err(ApiError::new(ErrorCode::AtomFormatNotSupported))
-        }
-        _ => Ok(None),
+        };
     }
+    if is(base, "*/*") || is(base, "application/*") {
+        return Ok(Some(Metadata::Minimal));
+    }
+    if is(base, "application/atom+xml") || is(base, "application/xml") {
+        return Err(ApiError::new(ErrorCode::AtomFormatNotSupported));
+    }
+    Ok(None)
+}
+
+/// Whether `haystack` contains `needle` (lower-case ASCII), ignoring ASCII case.
+fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    haystack
+        .as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 /// Error bodies follow `Accept`: JSON when it names JSON or is absent, OData XML otherwise
@@ -113,9 +128,7 @@ fn media_type_metadata(media: &str) -> Result<Option<Metadata>, ApiError> {
 pub fn error_format(accept: Option<&str>) -> ErrorFormat {
     match accept {
         None => ErrorFormat::Json,
-        Some(a) if a.trim().is_empty() || a.to_ascii_lowercase().contains("json") => {
-            ErrorFormat::Json
-        }
+        Some(a) if a.trim().is_empty() || contains_ignore_case(a, "json") => ErrorFormat::Json,
         Some(_) => ErrorFormat::ODataXml,
     }
 }
@@ -154,18 +167,15 @@ pub fn check_json_content_type(content_type: Option<&str>) -> Result<(), ApiErro
     let Some(ct) = content_type.map(str::trim).filter(|c| !c.is_empty()) else {
         return Ok(());
     };
-    let base = ct
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    match base.as_str() {
-        "application/json" => Ok(()),
-        "application/atom+xml" | "application/xml" => {
-            Err(ApiError::new(ErrorCode::AtomFormatNotSupported))
-        }
-        _ => Err(ApiError::new(ErrorCode::MediaTypeNotSupported)),
+    let base = ct.split(';').next().unwrap_or("").trim();
+    if base.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else if base.eq_ignore_ascii_case("application/atom+xml")
+        || base.eq_ignore_ascii_case("application/xml")
+    {
+        Err(ApiError::new(ErrorCode::AtomFormatNotSupported))
+    } else {
+        Err(ApiError::new(ErrorCode::MediaTypeNotSupported))
     }
 }
 

@@ -323,14 +323,31 @@ pub fn table_segment(table: &str) -> String {
 /// `table(PartitionKey='…',RowKey='…')` with `'` doubled and the table and keys
 /// percent-encoded.
 pub fn entity_path(table: &str, partition_key: &str, row_key: &str) -> String {
-    let pk = partition_key.replace('\'', "''");
-    let rk = row_key.replace('\'', "''");
-    format!(
-        "{}(PartitionKey='{}',RowKey='{}')",
-        table_segment(table),
-        utf8_percent_encode(&pk, KEY_ENCODE_SET),
-        utf8_percent_encode(&rk, KEY_ENCODE_SET)
-    )
+    // Written in one buffer sized up front: every insert's `Location` and every `$batch`
+    // insert's sub-response take one.
+    let mut path = String::with_capacity(
+        table.len() + partition_key.len() + row_key.len() + "(PartitionKey='',RowKey='')".len() + 8,
+    );
+    path.extend(utf8_percent_encode(table, KEY_ENCODE_SET));
+    path.push_str("(PartitionKey='");
+    push_key(&mut path, partition_key);
+    path.push_str("',RowKey='");
+    push_key(&mut path, row_key);
+    path.push_str("')");
+    path
+}
+
+/// A key in an entity path: `'` doubled, then percent-encoded.
+fn push_key(path: &mut String, key: &str) {
+    let mut pieces = key.split('\'');
+    if let Some(first) = pieces.next() {
+        path.extend(utf8_percent_encode(first, KEY_ENCODE_SET));
+    }
+    for piece in pieces {
+        // `''`, percent-encoded as the doubled quote would have been.
+        path.extend(utf8_percent_encode("''", KEY_ENCODE_SET));
+        path.extend(utf8_percent_encode(piece, KEY_ENCODE_SET));
+    }
 }
 
 #[cfg(test)]

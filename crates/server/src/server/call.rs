@@ -21,7 +21,9 @@ pub(crate) struct Call {
 }
 
 impl Call {
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+    /// A header's text (name it by a [`axum::http::HeaderName`] where it is looked up per
+    /// request: a name given as text is parsed at every lookup).
+    pub(crate) fn header(&self, name: impl axum::http::header::AsHeaderName) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 }

@@ -18,8 +18,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::extract::ConnectInfo;
-use axum::Router;
 use bytes::Bytes;
 use hyper::body::{Body as HttpBody, Frame, Incoming, SizeHint};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -27,7 +25,8 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
-use tower::ServiceExt as _;
+
+use super::{App, Scheme};
 
 /// Limits of the HTTP front end. The defaults suit a development server on one machine.
 #[derive(Debug, Clone)]
@@ -102,10 +101,13 @@ pub(crate) fn is_body_timeout(error: &(dyn std::error::Error + 'static)) -> bool
     false
 }
 
-/// A request body that fails with [`BodyReadTimeout`] once its deadline has passed.
+/// A request body that fails with [`BodyReadTimeout`] once its deadline has passed. The timer
+/// is set only when the body is not all there yet: most bodies arrive with their head, and a
+/// timer per request was an allocation and a timer-wheel entry for nothing.
 struct TimedBody {
     inner: Incoming,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    deadline: tokio::time::Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl HttpBody for TimedBody {
@@ -119,7 +121,12 @@ impl HttpBody for TimedBody {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => Poll::Ready(frame.map(|r| r.map_err(Into::into))),
-            Poll::Pending => match this.deadline.as_mut().poll(cx) {
+            Poll::Pending => match this
+                .timer
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(this.deadline)))
+                .as_mut()
+                .poll(cx)
+            {
                 Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyReadTimeout)))),
                 Poll::Pending => Poll::Pending,
             },
@@ -135,15 +142,22 @@ impl HttpBody for TimedBody {
     }
 }
 
-/// Runs a future, turning a panic while polling it into `None` (the request is answered 500
-/// instead of the connection being dropped without an answer).
-struct CatchPanic<F>(Pin<Box<F>>);
+pin_project_lite::pin_project! {
+    /// Runs a future, turning a panic while polling it into `None` (the request is answered
+    /// 500 instead of the connection being dropped without an answer). It holds the future in
+    /// place: boxing a request's whole future, or pinning a copy of it, cost an allocation or
+    /// several KiB of copying per request.
+    struct CatchPanic<F> {
+        #[pin]
+        inner: F,
+    }
+}
 
 impl<F: Future> Future for CatchPanic<F> {
     type Output = Option<F::Output>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.0.as_mut();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.project().inner;
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || inner.poll(cx))) {
             Ok(Poll::Ready(v)) => Poll::Ready(Some(v)),
             Ok(Poll::Pending) => Poll::Pending,
@@ -323,7 +337,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for 
 /// What every connection's task shares with the accept loop.
 #[derive(Clone)]
 struct Shared {
-    router: Router,
+    app: Arc<App>,
     limits: Arc<ServeLimits>,
     tracker: Arc<Tracker>,
     /// The TLS acceptor, when serving HTTPS.
@@ -331,9 +345,9 @@ struct Shared {
 }
 
 impl Shared {
-    fn new(router: Router, tls: Option<Arc<rustls::ServerConfig>>, limits: ServeLimits) -> Shared {
+    fn new(app: App, tls: Option<Arc<rustls::ServerConfig>>, limits: ServeLimits) -> Shared {
         Shared {
-            router,
+            app: Arc::new(app),
             limits: Arc::new(limits),
             tracker: Arc::new(Tracker::new()),
             acceptor: tls.map(tokio_rustls::TlsAcceptor::from),
@@ -341,17 +355,17 @@ impl Shared {
     }
 }
 
-/// Serves `router` on `listener` (over TLS when `tls` is given) until `shutdown` completes,
+/// Serves `app` on `listener` (over TLS when `tls` is given) until `shutdown` completes,
 /// then drains (bounded).
 pub(crate) async fn run(
     listener: TcpListener,
-    router: Router,
+    app: App,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl Future<Output = ()> + Send + 'static,
     limits: ServeLimits,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let shared = Shared::new(router, tls, limits);
+    let shared = Shared::new(app, tls, limits);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = JoinSet::new();
     let mut refusals = JoinSet::new();
@@ -442,8 +456,9 @@ async fn serve_connection(connection: Connection, permit: OwnedSemaphorePermit, 
     let abort = Arc::new(Notify::new());
     let abort_for_requests = ConnectionAbort(Arc::clone(&abort));
     let state = Arc::clone(&registration.state);
+    let https = shared.acceptor.is_some();
     let Shared {
-        router,
+        app,
         limits,
         tracker,
         ..
@@ -451,15 +466,18 @@ async fn serve_connection(connection: Connection, permit: OwnedSemaphorePermit, 
     let body_read_timeout = limits.body_read_timeout;
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
         let guard = BusyGuard::new(&state, &tracker);
-        let deadline = Box::pin(tokio::time::sleep(body_read_timeout));
-        let request = request.map(|inner| TimedBody { inner, deadline });
-        handle(
-            request,
+        let deadline = tokio::time::Instant::now() + body_read_timeout;
+        let request = request.map(|inner| TimedBody {
+            inner,
+            deadline,
+            timer: None,
+        });
+        let client = Client {
             peer,
-            router.clone(),
-            abort_for_requests.clone(),
-            guard,
-        )
+            https,
+            abort: abort_for_requests.clone(),
+        };
+        handle(request, Arc::clone(&app), client, guard)
     });
     let conn = http1_builder(&limits).serve_connection(TokioIo::new(stream), service);
     drive(conn, peer, &registration.state, &abort, &mut stop).await;
@@ -545,23 +563,34 @@ fn http1_builder(limits: &ServeLimits) -> hyper::server::conn::http1::Builder {
     builder
 }
 
-/// One request through the router, with the peer's address and the connection's abort
-/// handle in its extensions; a handler that panics is answered 500. The connection counts
-/// as busy until `guard` drops.
+/// Who sent a request: the peer's address, whether over TLS, and the connection's abort
+/// handle.
+struct Client {
+    peer: SocketAddr,
+    https: bool,
+    abort: ConnectionAbort,
+}
+
+/// One request through the application (over TLS marked [`Scheme::Https`] in its
+/// extensions); a handler that panics is answered 500. The connection counts as busy until
+/// `guard` drops.
 async fn handle(
     request: hyper::Request<TimedBody>,
-    peer: SocketAddr,
-    router: Router,
-    abort: ConnectionAbort,
+    app: Arc<App>,
+    client: Client,
     guard: BusyGuard,
 ) -> Result<axum::response::Response, Infallible> {
-    let mut request = request;
-    request.extensions_mut().insert(ConnectInfo(peer));
-    request.extensions_mut().insert(abort);
-    let handled = CatchPanic(Box::pin(router.oneshot(request.map(axum::body::Body::new)))).await;
+    let mut request = request.map(axum::body::Body::new);
+    if client.https {
+        request.extensions_mut().insert(Scheme::Https);
+    }
+    let Client { peer, abort, .. } = client;
+    let handled = CatchPanic {
+        inner: app.answer(request, peer, Some(&abort)),
+    }
+    .await;
     let response = match handled {
-        Some(Ok(r)) => r,
-        Some(Err(e)) => match e {},
+        Some(r) => r,
         None => {
             tracing::error!(%peer, "a request handler panicked; answered 500");
             internal_error()
@@ -592,14 +621,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_panicking_future_yields_none() {
-        let ok = CatchPanic(Box::pin(async { 5 })).await;
+        let ok = CatchPanic { inner: async { 5 } }.await;
         assert_eq!(ok, Some(5));
-        let panicked = CatchPanic(Box::pin(async {
-            if ok.is_some() {
-                panic!("handler bug");
-            }
-            1
-        }))
+        let panicked = CatchPanic {
+            inner: async {
+                if ok.is_some() {
+                    panic!("handler bug");
+                }
+                1
+            },
+        }
         .await;
         assert_eq!(panicked, None);
         assert_eq!(

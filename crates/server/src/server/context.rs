@@ -2,7 +2,8 @@
 //! response builders that add Azure's standard headers to every answer.
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::header::{self, IntoHeaderName};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 
 use crate::model::{EdmDateTime, Flavor};
@@ -32,10 +33,99 @@ fn http_date_now() -> HeaderValue {
     })
 }
 
+/// A request's id (`x-ms-request-id`): a UUID in the version-4 text form Azure's ids have.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RequestId([u8; 36]);
+
+impl RequestId {
+    /// The next id of this process. Unique within the process: the low 62 bits of the UUID
+    /// are a bijection of a counter (offset by a random start), the rest is mixed from the
+    /// counter and a per-process random value, so ids look random. No system call per request
+    /// (a version-4 UUID from the kernel's randomness each time was 1 % of a point read's
+    /// CPU).
+    pub(crate) fn next() -> RequestId {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::OnceLock;
+        static SEED: OnceLock<(u64, u64)> = OnceLock::new();
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let (high_seed, low_seed) = *SEED.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair());
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        const LOW_BITS: u64 = (1 << 62) - 1;
+        let low = permute62(n.wrapping_add(low_seed) & LOW_BITS);
+        let high = mix64(n ^ high_seed);
+        let uuid = uuid::Builder::from_u128((u128::from(high) << 64) | u128::from(low))
+            .with_version(uuid::Version::Random)
+            .with_variant(uuid::Variant::RFC4122)
+            .into_uuid();
+        let mut text = [0u8; 36];
+        uuid.hyphenated().encode_lower(&mut text);
+        RequestId(text)
+    }
+
+    pub(crate) fn as_str(&self) -> &str {
+        // Only ever the ASCII text `encode_lower` wrote.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A bijection of the 62-bit values (xor-shifts and multiplications by odd constants, each
+/// invertible modulo 2^62): distinct inputs give distinct outputs.
+fn permute62(mut x: u64) -> u64 {
+    const MASK: u64 = (1 << 62) - 1;
+    x ^= x >> 31;
+    x = x.wrapping_mul(0x7fb5_d329_728e_a185) & MASK;
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x81da_def4_bc2d_d44d) & MASK;
+    x ^ (x >> 33)
+}
+
+/// SplitMix64's finaliser: spreads every input bit over the output.
+fn mix64(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The names of the headers answers carry and requests are read for, parsed once: a name
+/// given as text is parsed and checked again at every insert or lookup.
+pub(crate) mod names {
+    use axum::http::HeaderName;
+
+    use crate::protocol::headers;
+
+    pub(crate) const X_MS_REQUEST_ID: HeaderName =
+        HeaderName::from_static(headers::X_MS_REQUEST_ID);
+    pub(crate) const X_MS_VERSION: HeaderName = HeaderName::from_static(headers::X_MS_VERSION);
+    pub(crate) const X_MS_CLIENT_REQUEST_ID: HeaderName =
+        HeaderName::from_static(headers::X_MS_CLIENT_REQUEST_ID);
+    pub(crate) const DATA_SERVICE_ID: HeaderName =
+        HeaderName::from_static(headers::DATA_SERVICE_ID);
+    pub(crate) const PREFERENCE_APPLIED: HeaderName =
+        HeaderName::from_static(headers::PREFERENCE_APPLIED);
+    pub(crate) const PREFER: HeaderName = HeaderName::from_static(headers::PREFER);
+    pub(crate) const X_HTTP_METHOD: HeaderName = HeaderName::from_static(headers::X_HTTP_METHOD);
+}
+
+/// Headers an answer has besides the standard ones and a body's `Content-Type`: room enough
+/// that the map is allocated once.
+const HEADERS_PER_ANSWER: usize = 12;
+
 pub(crate) struct RequestContext {
-    pub(crate) request_id: String,
-    /// The request's `x-ms-version`, echoed back.
-    pub(crate) version: String,
+    pub(crate) request_id: RequestId,
+    /// The request's `x-ms-version` (when it is text), echoed back.
+    pub(crate) version: HeaderValue,
     pub(crate) client_request_id: Option<HeaderValue>,
     pub(crate) error_format: ErrorFormat,
     /// Account as addressed (may end in `-secondary`).
@@ -50,18 +140,20 @@ pub(crate) struct RequestContext {
 
 impl RequestContext {
     pub(crate) fn new(headers: &HeaderMap, flavor: Flavor) -> RequestContext {
-        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
         let client_request_id = headers
-            .get(headers::X_MS_CLIENT_REQUEST_ID)
+            .get(names::X_MS_CLIENT_REQUEST_ID)
             .filter(|v| v.len() <= 1024 && v.to_str().is_ok())
             .cloned();
         RequestContext {
-            request_id: uuid::Uuid::new_v4().to_string(),
-            version: header(headers::X_MS_VERSION)
-                .unwrap_or(DEFAULT_VERSION)
-                .to_string(),
+            request_id: RequestId::next(),
+            version: headers
+                .get(names::X_MS_VERSION)
+                .filter(|v| v.to_str().is_ok())
+                .cloned()
+                .unwrap_or(HeaderValue::from_static(DEFAULT_VERSION)),
             client_request_id,
-            error_format: headers::error_format(header("accept")),
+            error_format: headers::error_format(accept),
             account: String::new(),
             base_url: String::new(),
             flavor,
@@ -77,22 +169,20 @@ impl RequestContext {
     }
 
     fn standard_headers(&self, h: &mut HeaderMap) {
-        if let Ok(v) = HeaderValue::from_str(&self.request_id) {
-            h.insert(headers::X_MS_REQUEST_ID, v);
+        if let Ok(v) = HeaderValue::from_bytes(&self.request_id.0) {
+            h.insert(names::X_MS_REQUEST_ID, v);
         }
         if !flavor::sends_storage_headers(self.flavor) {
-            h.insert("date", http_date_now());
+            h.insert(header::DATE, http_date_now());
             return;
         }
-        if let Ok(v) = HeaderValue::from_str(&self.version) {
-            h.insert(headers::X_MS_VERSION, v);
-        }
+        h.insert(names::X_MS_VERSION, self.version.clone());
         if let Some(v) = &self.client_request_id {
-            h.insert(headers::X_MS_CLIENT_REQUEST_ID, v.clone());
+            h.insert(names::X_MS_CLIENT_REQUEST_ID, v.clone());
         }
-        h.insert("date", http_date_now());
+        h.insert(header::DATE, http_date_now());
         h.insert(
-            "server",
+            header::SERVER,
             HeaderValue::from_static("Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0"),
         );
     }
@@ -111,9 +201,9 @@ impl RequestContext {
         }
         parts
             .headers
-            .insert("cache-control", HeaderValue::from_static("no-cache"));
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         parts.headers.insert(
-            "x-content-type-options",
+            header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
         );
         parts
@@ -123,7 +213,7 @@ impl RequestContext {
     pub(crate) fn plain_response(&self, status: StatusCode) -> ResponseParts {
         let mut parts = ResponseParts {
             status,
-            headers: HeaderMap::new(),
+            headers: HeaderMap::with_capacity(HEADERS_PER_ANSWER),
             body: Vec::new(),
         };
         self.standard_headers(&mut parts.headers);
@@ -145,7 +235,7 @@ impl RequestContext {
         };
         let error = &flavor::flavoured_error(error, self.flavor);
         let time = EdmDateTime::now().to_fixed7();
-        let message = flavor::error_message(error, self.flavor, &self.request_id, &time);
+        let message = flavor::error_message(error, self.flavor, self.request_id.as_str(), &time);
         let (content_type, body) =
             flavor::error_body(error, self.flavor, format, &message, self.request_kind);
         parts.header("content-type", content_type);
@@ -186,18 +276,19 @@ pub(crate) struct ResponseParts {
 }
 
 impl ResponseParts {
-    /// Adds a header; values that are not valid header text are skipped (they cannot occur
-    /// for the values the server writes, which are ASCII or percent-encoded).
-    pub(crate) fn header(&mut self, name: &'static str, value: &str) -> &mut Self {
+    /// Adds a header (named by a [`HeaderName`], or by its lower-case text); values that are
+    /// not valid header text are skipped (they cannot occur for the values the server writes,
+    /// which are ASCII or percent-encoded).
+    pub(crate) fn header(&mut self, name: impl IntoHeaderName, value: &str) -> &mut Self {
         if let Ok(v) = HeaderValue::from_str(value) {
-            self.headers.insert(HeaderName::from_static(name), v);
+            self.headers.insert(name, v);
         }
         self
     }
 
     pub(crate) fn body(&mut self, content_type: &'static str, body: Vec<u8>) -> &mut Self {
         self.headers
-            .insert("content-type", HeaderValue::from_static(content_type));
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         self.body = body;
         self
     }
@@ -207,5 +298,38 @@ impl ResponseParts {
         *response.status_mut() = self.status;
         *response.headers_mut() = self.headers;
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_distinct_version_4_uuids() {
+        let ids: Vec<RequestId> = (0..10_000).map(|_| RequestId::next()).collect();
+        let mut texts: Vec<&str> = ids.iter().map(RequestId::as_str).collect();
+        for text in &texts {
+            let uuid = uuid::Uuid::parse_str(text).expect("a UUID");
+            assert_eq!(uuid.get_version(), Some(uuid::Version::Random), "{text}");
+            assert_eq!(uuid.get_variant(), uuid::Variant::RFC4122, "{text}");
+            assert_eq!(uuid.hyphenated().to_string(), *text);
+        }
+        texts.sort_unstable();
+        texts.dedup();
+        assert_eq!(texts.len(), ids.len());
+    }
+
+    #[test]
+    fn the_counter_permutation_is_one_to_one_within_62_bits() {
+        let mask = (1u64 << 62) - 1;
+        let mut seen: Vec<u64> = (0..100_000u64)
+            .chain((0..100_000u64).map(|i| mask - i))
+            .map(permute62)
+            .collect();
+        assert!(seen.iter().all(|x| *x <= mask));
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 200_000);
     }
 }

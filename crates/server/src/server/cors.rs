@@ -3,9 +3,8 @@
 //! CORS rules in its service properties (Azure docs: "Cross-Origin Resource Sharing (CORS)
 //! support for the Azure Storage services").
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 
 use super::context::RequestContext;
@@ -75,20 +74,25 @@ fn preflight_answer(
 /// The CORS layer: once the pipeline answered a request it admitted (the answer names the
 /// account charged) that carries `Origin`, adds the CORS headers its rules grant. CORS
 /// never makes an actual request fail.
-pub(crate) async fn layer(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn layer<F, Fut>(state: &AppState, request: Request, next: F) -> Response
+where
+    F: FnOnce(Request) -> Fut,
+    Fut: std::future::Future<Output = Response>,
+{
+    // Most requests carry no `Origin`: they pass with nothing copied.
     let origin = request
         .headers()
-        .get("origin")
+        .get(axum::http::header::ORIGIN)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    let method = request.method().clone();
-    let mut response = next.run(request).await;
-    let Some(origin) = origin else {
+        .map(|origin| (origin.to_string(), request.method().clone()));
+    let mut response = next(request).await;
+    let Some((origin, method)) = origin else {
         return response;
     };
     let charged = response.extensions().get::<Charged>();
     if let Some(account) = charged.and_then(|c| c.account.clone()) {
-        decorate(&state, &account, &origin, &method, &mut response).await;
+        // Boxed: only cross-origin requests take it.
+        Box::pin(decorate(state, &account, &origin, &method, &mut response)).await;
     }
     response
 }

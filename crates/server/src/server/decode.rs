@@ -2,6 +2,8 @@
 //! typed [`Op`] and the [`Reply`] the client asked for (metadata level, `Prefer`, `$select`).
 //! Every check here reads the request only; nothing touches the store.
 
+use axum::http::header;
+
 use crate::exec::{BatchInput, EntityQuery, Op, Resume, SubRequestInput, TableQuery};
 use crate::model::limits::{EntityLimits, MAX_PAGE_SIZE, MAX_XML_BODY};
 use crate::model::{Flavor, WriteOp};
@@ -23,6 +25,7 @@ use crate::protocol::write::{decode_insert, decode_write};
 use crate::protocol::{filter, flavor, json, ApiError, ErrorCode};
 use crate::query::unordered::OrderKey;
 use crate::server::call::Call;
+use crate::server::context::names;
 use crate::server::encode::{Reply, SubReply};
 
 /// Decodes what `operation` needs from the request.
@@ -43,7 +46,7 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
             let reply = with_metadata(call)?;
             flavor::check_request_size(call.ctx.flavor, call.body.len())?;
             let limits = EntityLimits::of(call.ctx.flavor);
-            let mut op = decode_insert(&call.body, call.header("content-type"), limits)?;
+            let mut op = decode_insert(&call.body, call.header(header::CONTENT_TYPE), limits)?;
             flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
             (Op::Write { table, op }, with_prefer(call, reply))
         }
@@ -54,7 +57,7 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         | Operation::InsertOrMergeEntity(_)) => {
             flavor::check_request_size(call.ctx.flavor, call.body.len())?;
             let limits = EntityLimits::of(call.ctx.flavor);
-            let content_type = call.header("content-type");
+            let content_type = call.header(header::CONTENT_TYPE);
             let (table, mut op) = decode_write(write, &call.body, content_type, limits)?;
             flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
             (Op::Write { table, op }, plain)
@@ -92,7 +95,7 @@ fn cosmos_token_refused() -> ApiError {
 
 /// A reply in the metadata level `Accept` and `$format` ask for.
 fn with_metadata(call: &Call) -> Result<Reply, ApiError> {
-    let accept = call.header("accept");
+    let accept = call.header(header::ACCEPT);
     let format = flavor::metadata_format(call.ctx.flavor, accept, call.query.get("$format"));
     Ok(Reply {
         metadata: negotiate_metadata(accept, format)?,
@@ -102,7 +105,7 @@ fn with_metadata(call: &Call) -> Result<Reply, ApiError> {
 
 fn with_prefer(call: &Call, reply: Reply) -> Reply {
     Reply {
-        prefer: ReturnPreference::parse(call.header(headers::PREFER)),
+        prefer: ReturnPreference::parse(call.header(names::PREFER)),
         ..reply
     }
 }
@@ -197,7 +200,7 @@ fn query_tables(call: &Call) -> Result<(Op, Reply), ApiError> {
 
 fn create_table(call: &Call) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
-    check_json_content_type(call.header("content-type"))?;
+    check_json_content_type(call.header(header::CONTENT_TYPE))?;
     let requested = json::decode_table_name(&call.body)?;
     let table = TableName::parse_as(&requested, call.ctx.flavor).map_err(|e| match e {
         TableNameError::Length => ApiError::with_message(
@@ -298,7 +301,7 @@ fn set_table_acl(call: &Call, table: String) -> Result<Op, ApiError> {
 /// `$batch`: the multipart body, then each sub-request's operation and what it carries.
 fn batch(call: &Call) -> Result<(Op, Reply), ApiError> {
     flavor::check_request_size(call.ctx.flavor, call.body.len())?;
-    let content_type = call.header("content-type").unwrap_or("");
+    let content_type = call.header(header::CONTENT_TYPE).unwrap_or("");
     let decoded = decode_batch(content_type, &call.body)
         .map_err(|e| ApiError::with_message(ErrorCode::InvalidInput, e.to_string()))?;
     let (account, flavour) = (call.ctx.account.as_str(), call.ctx.flavor);

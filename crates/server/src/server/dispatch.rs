@@ -6,7 +6,7 @@
 //!        realism around the last three; the outcome's marks left for the layers
 //! ```
 //!
-//! The layers around the route (`server::app`) read what the pipeline leaves in the
+//! The layers around the route (`server::App`) read what the pipeline leaves in the
 //! response's extensions: the request log and insight the [`Observation`], the operation
 //! charged and the auth outcome; CORS the account. axum's matcher cannot express
 //! `t(PartitionKey='a',RowKey='b')` nor a MERGE verb, hence one route.
@@ -14,7 +14,6 @@
 use std::net::SocketAddr;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, State};
 use axum::http::request::Parts;
 use axum::http::Request;
 use axum::response::Response;
@@ -32,33 +31,36 @@ use crate::protocol::error::ErrorFormat;
 use crate::protocol::operation::Operation;
 use crate::protocol::ApiError;
 
+/// The route: `peer` sent `request`; `abort` ends its connection without an answer.
 pub(crate) async fn dispatch(
-    State(state): State<AppState>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    state: &AppState,
+    peer: SocketAddr,
+    abort: Option<&ConnectionAbort>,
     request: Request<Body>,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    // The side doors run boxed: their futures, held inline, made every request's future (which
+    // hyper moves once per request) several KiB larger.
     if parts.uri.path() == super::realism::FAULTS_PATH {
-        return super::realism::faults_endpoint(&state, parts, body, peer).await;
+        return Box::pin(super::realism::faults_endpoint(state, parts, body, peer)).await;
     }
-    if let Some(response) = side_door(&state, &parts, peer).await {
+    if let Some(response) = side_door(state, &parts, peer).await {
         discard_unread(body);
         return response;
     }
-    let abort = parts.extensions.get::<ConnectionAbort>().cloned();
     // Read before the account is checked: a change of state between the check and the gate
     // (an account deleted) is then seen.
     let epoch = state.control.gate.epoch();
-    match admit(&state, peer, parts, body).await {
-        Ok(admitted) => pipeline(&state, admitted, abort.as_ref(), epoch).await,
+    match admit(state, peer, parts, body).await {
+        Ok(admitted) => pipeline(state, admitted, abort, epoch).await,
         Err(response) => response,
     }
 }
 
 /// The answers outside the Table service: the front page and the insight endpoints.
 async fn side_door(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<Response> {
-    let ctx = RequestContext::new(&parts.headers, state.config.flavor());
     if let Some(visit) = super::front_page::visit(parts) {
+        let ctx = RequestContext::new(&parts.headers, state.config.flavor());
         let mut response = super::front_page::answer(state, &ctx, visit, parts);
         response.extensions_mut().insert(Charged {
             operation: "FrontPage",
@@ -67,11 +69,14 @@ async fn side_door(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<
         return Some(response);
     }
     if parts.uri.path().starts_with(super::state::STATE_PREFIX) {
-        if let Some(response) = super::state::route(state, parts, peer).await {
+        if let Some(response) = Box::pin(super::state::route(state, parts, peer)).await {
             return Some(response);
         }
     }
-    insight::route(state, parts, &ctx, peer).await
+    if !insight::is_for_insight(state, parts) {
+        return None;
+    }
+    Box::pin(insight::route(state, parts, peer)).await
 }
 
 /// An admitted request through the state gate, realism and the pipeline, its answer marked

@@ -5,7 +5,7 @@
 //! The place where a wire flavour plugs in: every answer is written here, from the typed
 //! outcome and the reply, and nowhere else.
 
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 
 use crate::auth::encode_signed_identifiers;
@@ -29,7 +29,7 @@ use crate::protocol::uri::entity_path;
 use crate::protocol::{flavor, ApiError};
 use crate::query::unordered::UnorderedNext;
 use crate::server::call::Call;
-use crate::server::context::ResponseParts;
+use crate::server::context::{names, ResponseParts};
 use crate::store::TableInfo;
 
 /// How the client asked to be answered, read from the request before it ran.
@@ -67,7 +67,7 @@ pub(crate) fn encode(call: &Call, reply: &Reply, outcome: Outcome) -> Result<Res
             let mut r = ctx.plain_response(StatusCode::OK);
             let body = encode_signed_identifiers(&identifiers);
             if call.is_head {
-                r.header("content-type", "application/xml");
+                r.header(header::CONTENT_TYPE, "application/xml");
             } else {
                 r.body("application/xml", body);
             }
@@ -172,20 +172,20 @@ fn table_created(call: &Call, reply: &Reply, info: &TableInfo) -> Response {
     let location = format!("{}/Tables('{name}')", call.ctx.base_url);
     if reply.prefer == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
-        r.header("location", &location);
+        r.header(header::LOCATION, &location);
         if flavor::sends_storage_headers(call.ctx.flavor) {
-            r.header(headers::DATA_SERVICE_ID, &location);
+            r.header(names::DATA_SERVICE_ID, &location);
         }
-        r.header(headers::PREFERENCE_APPLIED, "return-no-content");
+        r.header(names::PREFERENCE_APPLIED, "return-no-content");
         return r.into_response();
     }
     let mut r = call.ctx.odata_response(StatusCode::CREATED);
-    r.header("location", &location);
+    r.header(header::LOCATION, &location);
     if let Some(etag) = flavor::create_table_etag(call.ctx.flavor, EdmDateTime::now()) {
-        r.header("etag", &etag);
+        r.header(header::ETAG, &etag);
     }
     if reply.prefer == Some(ReturnPreference::Content) {
-        r.header(headers::PREFERENCE_APPLIED, "return-content");
+        r.header(names::PREFERENCE_APPLIED, "return-content");
     }
     table_body(&mut r, call, reply, info);
     r.into_response()
@@ -245,7 +245,7 @@ fn entities(call: &Call, reply: &Reply, query: &EntityPage) -> Result<Response, 
 fn entity_found(call: &Call, reply: &Reply, table: &TableRef, entity: &Entity) -> Response {
     let ctx = entity_context(call, reply.metadata, &table.name, reply.select.as_deref());
     let mut r = call.ctx.odata_response(StatusCode::OK);
-    r.header("etag", &etag_as(entity.timestamp, call.ctx.flavor));
+    r.header(header::ETAG, &etag_as(entity.timestamp, call.ctx.flavor));
     r.body(
         call.ctx.json_content_type(reply.metadata),
         json::encode_entity(entity, &ctx),
@@ -264,11 +264,11 @@ fn write(call: &Call, reply: &Reply, written: Written) -> Response {
             .into_response(),
         _ => {
             let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
-            r.header("etag", &etag);
+            r.header(header::ETAG, &etag);
             let upsert = matches!(kind, WriteKind::InsertOrReplace | WriteKind::InsertOrMerge);
             let upsert_type = flavor::upsert_no_content_type(call.ctx.flavor);
             if let Some(content_type) = upsert_type.filter(|_| upsert) {
-                r.header("content-type", content_type);
+                r.header(header::CONTENT_TYPE, content_type);
             }
             r.into_response()
         }
@@ -286,11 +286,12 @@ fn inserted(call: &Call, reply: &Reply, written: Written, etag: &str) -> Respons
     let location = format!("{}/{path}", call.ctx.base_url);
     if reply.prefer == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
-        r.header("etag", etag).header("location", &location);
+        r.header(header::ETAG, etag)
+            .header(header::LOCATION, &location);
         if flavor::sends_storage_headers(call.ctx.flavor) {
-            r.header(headers::DATA_SERVICE_ID, &location);
+            r.header(names::DATA_SERVICE_ID, &location);
         }
-        r.header(headers::PREFERENCE_APPLIED, "return-no-content");
+        r.header(names::PREFERENCE_APPLIED, "return-no-content");
         return r.into_response();
     }
     let entity = Entity {
@@ -301,9 +302,10 @@ fn inserted(call: &Call, reply: &Reply, written: Written, etag: &str) -> Respons
     };
     let ctx = entity_context(call, reply.metadata, &table.name, None);
     let mut r = call.ctx.odata_response(StatusCode::CREATED);
-    r.header("etag", etag).header("location", &location);
+    r.header(header::ETAG, etag)
+        .header(header::LOCATION, &location);
     if reply.prefer == Some(ReturnPreference::Content) {
-        r.header(headers::PREFERENCE_APPLIED, "return-content");
+        r.header(names::PREFERENCE_APPLIED, "return-content");
     }
     r.body(
         call.ctx.json_content_type(reply.metadata),
@@ -321,7 +323,7 @@ fn service_properties(call: &Call, properties: &ServiceProperties) -> Response {
 /// `$batch` is answered 202 with a multipart body: one sub-response per operation, or only
 /// the failing operation's, its index prefixed to the message.
 fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
-    let (request_id, flavour) = (&call.ctx.request_id, call.ctx.flavor);
+    let (request_id, flavour) = (call.ctx.request_id.as_str(), call.ctx.flavor);
     match outcome {
         BatchOutcome::Applied(applied) => {
             let responses = applied_subs(call, reply, applied);
@@ -397,7 +399,7 @@ fn applied_subs(call: &Call, reply: &Reply, applied: AppliedChangeSet) -> Vec<Su
 fn accepted(call: &Call, (content_type, body): (String, Vec<u8>)) -> Response {
     let mut r = call.ctx.odata_response(StatusCode::ACCEPTED);
     if let Ok(v) = HeaderValue::from_str(&content_type) {
-        r.headers.insert("content-type", v);
+        r.headers.insert(header::CONTENT_TYPE, v);
     }
     r.body = body;
     r.into_response()

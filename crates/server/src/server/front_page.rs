@@ -26,6 +26,13 @@ pub(crate) enum Visit {
 
 /// Whether the request is a person opening the server's root URL, and with what.
 pub(crate) fn visit(parts: &Parts) -> Option<Visit> {
+    // Every request passes here: the cheap tests first, the `Accept` values only for `/`.
+    if !(parts.method == Method::GET || parts.method == Method::HEAD)
+        || parts.uri.path() != "/"
+        || !parts.uri.query().is_none_or(str::is_empty)
+    {
+        return None;
+    }
     let accepts: Vec<String> = parts
         .headers
         .get_all(header::ACCEPT)
@@ -43,11 +50,7 @@ pub(crate) fn visit(parts: &Parts) -> Option<Visit> {
     let signed_or_versioned = [header::AUTHORIZATION.as_str(), X_MS_VERSION, "x-ms-date"]
         .iter()
         .any(|name| parts.headers.contains_key(*name));
-    if !(parts.method == Method::GET || parts.method == Method::HEAD)
-        || parts.uri.path() != "/"
-        || !parts.uri.query().is_none_or(str::is_empty)
-        || signed_or_versioned
-    {
+    if signed_or_versioned {
         return None;
     }
     if accepts.iter().any(|a| a == "text/html") {

@@ -46,26 +46,32 @@ pub(super) struct Charged {
     pub(crate) account: Option<String>,
 }
 
+/// Whether the request is for the console, its icon, insight or the metrics.
+pub(super) fn is_for_insight(state: &AppState, parts: &Parts) -> bool {
+    let path = parts.uri.path();
+    path.starts_with("/_tablestore/console")
+        || path == INSIGHT_PATH
+        || (path == METRICS_PATH && !state.accounts.current().contains("metrics"))
+        || (path == FAVICON_PATH && !state.config.no_console && browser_shaped(parts))
+}
+
 /// Answers the insight endpoints; `None` for any other path.
-pub(super) async fn route(
-    state: &AppState,
-    parts: &Parts,
-    ctx: &RequestContext,
-    peer: SocketAddr,
-) -> Option<Response> {
+pub(super) async fn route(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<Response> {
     let path = parts.uri.path();
     let icon = path == FAVICON_PATH && !state.config.no_console && browser_shaped(parts);
-    if path.starts_with("/_tablestore/console") || icon {
+    let console_path = path.starts_with("/_tablestore/console");
+    let metrics = path == METRICS_PATH && !state.accounts.current().contains("metrics");
+    if !console_path && !icon && path != INSIGHT_PATH && !metrics {
+        return None;
+    }
+    let ctx = &RequestContext::new(&parts.headers, state.config.flavor());
+    if console_path || icon {
         let mut response = console(state, parts, ctx, path);
         response.extensions_mut().insert(Charged {
             operation: "Console",
             account: None,
         });
         return Some(response);
-    }
-    let metrics = path == METRICS_PATH && !state.accounts.current().contains("metrics");
-    if path != INSIGHT_PATH && !metrics {
-        return None;
     }
     let operation = if metrics { "Metrics" } else { "Insight" };
     let mut response = answer(state, parts, ctx, peer, metrics)

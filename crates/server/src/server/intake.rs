@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 
 use axum::body::{to_bytes, Body, HttpBody as _};
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode};
+use axum::http::{header, HeaderName, Method, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use http_body_util::BodyExt as _;
@@ -15,7 +15,7 @@ use http_body_util::BodyExt as _;
 use super::auth;
 use super::call::Call;
 use super::connections::is_body_timeout;
-use super::context::RequestContext;
+use super::context::{names, RequestContext};
 use super::health::HEALTH_PATH;
 use super::middleware::AuthOutcome;
 use super::{AppState, Scheme};
@@ -25,7 +25,7 @@ use crate::model::limits::MAX_REQUEST_BODY;
 use crate::model::Flavor;
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::flavor;
-use crate::protocol::headers::{self, is_valid_version};
+use crate::protocol::headers::is_valid_version;
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
 use crate::protocol::uri::{
     authorization_account, parse_resource, split_account, split_account_at_root, AccountPath,
@@ -61,7 +61,7 @@ pub(crate) async fn admit(
     let body = read_body(&parts, body)
         .await
         .map_err(|e| closing(ctx.error_response(&e, head.error_format)))?;
-    let auth_outcome = AuthOutcome(auth_label(head.principal.as_ref()).to_string());
+    let auth_outcome = AuthOutcome(auth_label(head.principal.as_ref()));
     let call = Call {
         scope: Scope::new(ctx.data_account(), head.principal)
             .for_flavor(ctx.flavor, state.config.cosmos_shuffle_seed),
@@ -155,7 +155,7 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
 /// `x-ms-version`, when sent, must be a version the service knows; `--skipApiVersionCheck`
 /// accepts any value, as Azurite's switch does.
 fn version_accepted(state: &AppState, parts: &Parts) -> bool {
-    match parts.headers.get(headers::X_MS_VERSION) {
+    match parts.headers.get(names::X_MS_VERSION) {
         Some(v) => {
             state.config.skip_api_version_check || v.to_str().map(is_valid_version).unwrap_or(false)
         }
@@ -231,7 +231,7 @@ fn resolve_account<'a>(
     let path = parts.uri.path();
     let host = parts
         .headers
-        .get("host")
+        .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .or(parts.uri.host());
     let accounts = state.accounts.current();
@@ -243,13 +243,13 @@ fn resolve_account<'a>(
             split_account_at_root(host, path, |a| accounts.contains(a), host_style, root)
         }
     };
-    let Some(account_path) = account_path else {
+    let Some(mut account_path) = account_path else {
         return Err(AccountRefusal::NoAccount);
     };
-    ctx.account = account_path.account.clone();
+    ctx.account = std::mem::take(&mut account_path.account);
     ctx.request_kind = flavor::RequestKind::of(
         parts.method.as_str(),
-        parts.headers.contains_key("x-http-method"),
+        parts.headers.contains_key(names::X_HTTP_METHOD),
     );
     if !accounts.contains(ctx.data_account()) {
         let cause = unknown_account_cause(&accounts, &parts.headers, ctx.data_account());
@@ -257,11 +257,17 @@ fn resolve_account<'a>(
     }
     let host_text = host.unwrap_or("127.0.0.1");
     let scheme_text = Scheme::of(&parts.extensions).as_str();
-    ctx.base_url = if account_path.path_style {
-        format!("{scheme_text}://{host_text}/{}", ctx.account)
-    } else {
-        format!("{scheme_text}://{host_text}")
-    };
+    // Built with its length known (`format!` grew it two or three times).
+    let mut base_url =
+        String::with_capacity(scheme_text.len() + 4 + host_text.len() + ctx.account.len());
+    base_url.push_str(scheme_text);
+    base_url.push_str("://");
+    base_url.push_str(host_text);
+    if account_path.path_style {
+        base_url.push('/');
+        base_url.push_str(&ctx.account);
+    }
+    ctx.base_url = base_url;
     Ok(account_path)
 }
 
@@ -274,22 +280,22 @@ fn operation_of(
     // Every value of these headers counts, readable or not: an If-Match that is not
     // text, or sent twice, must fail as a bad ETag rather than vanish and turn a
     // conditional write into an unconditional upsert.
-    let all_values = |n: &str| -> Option<String> {
-        let values: Vec<String> = parts
-            .headers
-            .get_all(n)
-            .iter()
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-            .collect();
-        (!values.is_empty()).then(|| values.join(", "))
+    let all_values = |n: HeaderName| -> Option<String> {
+        let mut values = parts.headers.get_all(n).into_iter();
+        let mut joined = String::from_utf8_lossy(values.next()?.as_bytes()).into_owned();
+        for v in values {
+            joined.push_str(", ");
+            joined.push_str(&String::from_utf8_lossy(v.as_bytes()));
+        }
+        Some(joined)
     };
-    let x_method_values = all_values(headers::X_HTTP_METHOD);
+    let x_method_values = all_values(names::X_HTTP_METHOD);
     let x_methods: Vec<&str> = x_method_values
         .as_deref()
         .map(|v| v.split(',').collect())
         .unwrap_or_default();
-    let if_match = all_values("if-match");
-    let if_none_match = all_values("if-none-match");
+    let if_match = all_values(header::IF_MATCH);
+    let if_none_match = all_values(header::IF_NONE_MATCH);
     parse_operation(
         parts.method.as_str(),
         resource,
@@ -358,9 +364,7 @@ async fn authenticate(
 
 /// A refusal marked as such for the access log.
 fn denied(mut response: Response) -> Response {
-    response
-        .extensions_mut()
-        .insert(AuthOutcome("denied".to_string()));
+    response.extensions_mut().insert(AuthOutcome("denied"));
     response
 }
 

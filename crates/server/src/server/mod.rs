@@ -24,14 +24,18 @@ pub mod state;
 pub mod tls;
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::Router;
+use axum::body::Body;
+use axum::http::Request;
+use axum::response::Response;
 use tokio::net::TcpListener;
 
 use crate::auth::live::LiveAccounts;
 use crate::config::Config;
 use crate::store::{Store, StoreError};
+use connections::ConnectionAbort;
 pub use connections::ServeLimits;
 /// The gate every Table request passes (public for its benchmark, `benches/state.rs`).
 #[doc(hidden)]
@@ -95,20 +99,35 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn Store>, StoreError> {
     crate::store::open::open(&config.store_options()).await
 }
 
-/// The whole HTTP application: the catch-all dispatch route behind the CORS and
-/// request-log layers.
-pub(crate) fn app(state: AppState) -> Router {
-    Router::new()
-        .fallback(dispatch::dispatch)
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            cors::layer,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            middleware::request_log,
-        ))
-        .with_state(state)
+/// The whole HTTP application: the request log and insight around CORS around the catch-all
+/// dispatch route. The connection loop (`connections`) hands it each request with the peer's
+/// address; it is called directly, with no router or middleware stack in between (those
+/// cost a point read as much as its decode and execute together: docs/performance.md).
+pub(crate) struct App {
+    state: AppState,
+}
+
+impl App {
+    pub(crate) fn new(state: AppState) -> App {
+        App { state }
+    }
+
+    /// Answers one request from `peer`; `abort` ends its connection without an answer (fault
+    /// injection), absent outside a connection.
+    pub(crate) async fn answer(
+        &self,
+        request: Request<Body>,
+        peer: SocketAddr,
+        abort: Option<&ConnectionAbort>,
+    ) -> Response {
+        let state = &self.state;
+        middleware::request_log(state, request, |request| {
+            cors::layer(state, request, |request| {
+                dispatch::dispatch(state, peer, abort, request)
+            })
+        })
+        .await
+    }
 }
 
 /// How requests reached the server. The HTTPS server puts `Scheme::Https` into every
@@ -154,7 +173,7 @@ pub(crate) async fn serve_with_limits(
 }
 
 /// Serves HTTPS with `tls` until `shutdown` completes, then flushes the store. Requests carry
-/// [`Scheme::Https`] and, as over HTTP, `ConnectInfo<SocketAddr>` with the client's address.
+/// [`Scheme::Https`] in their extensions.
 pub async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
@@ -174,11 +193,6 @@ pub async fn serve_inner(
     limits: ServeLimits,
 ) -> std::io::Result<()> {
     let store = Arc::clone(&state.store);
-    let router = if tls.is_some() {
-        app(state).layer(axum::Extension(Scheme::Https))
-    } else {
-        app(state)
-    };
-    connections::run(listener, router, tls, shutdown, limits).await;
+    connections::run(listener, App::new(state), tls, shutdown, limits).await;
     store.flush().await.map_err(std::io::Error::other)
 }

@@ -550,12 +550,13 @@ impl<B: Backend> Store for KvStore<B> {
     }
 
     async fn get_table(&self, table: &TableRef) -> Result<Option<TableInfo>, StoreError> {
+        let identity = table.identity();
         Ok(self
-            .read_table(&table.account, &table.identity())?
+            .read_table(&table.account, &identity)?
             .map(|r| TableInfo {
                 id: TableId(r.id),
                 name: r.name,
-                identity: table.identity(),
+                identity,
                 acl: r.acl,
             }))
     }

@@ -120,11 +120,9 @@ fn http_part(out: &mut Vec<u8>, response: &SubResponse, part_break: &[u8]) {
     line_ending(out, &["Content-Type: application/http"], part_break);
     line_ending(out, &["Content-Transfer-Encoding: binary"], part_break);
     line_ending(out, &[], part_break);
-    let status = response.status.to_string();
-    line(
-        out,
-        &["HTTP/1.1 ", &status, " ", reason_phrase(response.status)],
-    );
+    out.extend_from_slice(b"HTTP/1.1 ");
+    push_status(out, response.status);
+    line(out, &[" ", reason_phrase(response.status)]);
     for (name, value) in &response.headers {
         push_clean(out, name);
         out.extend_from_slice(b": ");
@@ -134,6 +132,22 @@ fn http_part(out: &mut Vec<u8>, response: &SubResponse, part_break: &[u8]) {
     line(out, &[]);
     out.extend_from_slice(&response.body);
     line(out, &[]);
+}
+
+/// A status code's digits.
+fn push_status(out: &mut Vec<u8>, status: u16) {
+    let mut digits = [0u8; 5];
+    let mut n = status;
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 fn line(out: &mut Vec<u8>, pieces: &[&str]) {
@@ -149,7 +163,12 @@ fn line_ending(out: &mut Vec<u8>, pieces: &[&str], ending: &[u8]) {
 
 /// Header text without CR or LF, so a caller-supplied value cannot break the framing.
 fn push_clean(out: &mut Vec<u8>, s: &str) {
-    out.extend(s.bytes().filter(|b| *b != b'\r' && *b != b'\n'));
+    if memchr::memchr2(b'\r', b'\n', s.as_bytes()).is_none() {
+        // The usual case, copied whole (byte by byte it was a third of a `$batch`'s encode).
+        out.extend_from_slice(s.as_bytes());
+    } else {
+        out.extend(s.bytes().filter(|b| *b != b'\r' && *b != b'\n'));
+    }
 }
 
 /// The reason phrase written after a sub-response status code (Azure's, e.g. `No Content`,
@@ -192,8 +211,8 @@ pub(crate) fn reason_phrase(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
-    fn h(name: &str, value: &str) -> (String, String) {
-        (name.to_owned(), value.to_owned())
+    fn h(name: &'static str, value: &str) -> (&'static str, std::borrow::Cow<'static, str>) {
+        (name, value.to_owned().into())
     }
 
     fn text(bytes: &[u8]) -> &str {

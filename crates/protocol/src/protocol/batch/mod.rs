@@ -16,6 +16,7 @@ mod operations;
 #[cfg(test)]
 mod golden_tests;
 
+use std::borrow::Cow;
 use std::fmt;
 
 pub use decode::decode_batch;
@@ -101,7 +102,8 @@ pub enum BatchBody {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SubResponse {
     pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
+    /// Names are the server's own (a `String` each was a thousand allocations a `$batch`).
+    pub(crate) headers: Vec<(&'static str, Cow<'static, str>)>,
     pub(crate) body: Vec<u8>,
 }
 

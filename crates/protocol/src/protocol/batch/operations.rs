@@ -3,6 +3,8 @@
 //! change-set write becomes its [`WriteOp`] through the one write decoder (`write.rs`), and
 //! each outcome becomes its [`SubResponse`] (a failure names its operation's index).
 
+use std::borrow::Cow;
+
 use super::{SubRequest, SubResponse};
 use crate::model::entity::etag_as;
 use crate::model::limits::EntityLimits;
@@ -99,20 +101,24 @@ fn omits_index_prefix(code: ErrorCode, operations: usize) -> bool {
 /// A sub-response's first headers: Storage's OData pair; none on Cosmos, whose inner
 /// responses carry only `ETag`, `Preference-Applied`, `Location`, `Content-Type` and
 /// `Content-ID` (recording `test_batch_all_operations_together`).
-fn standard_headers(flavor: Flavor) -> Vec<(String, String)> {
+fn standard_headers(flavor: Flavor) -> Vec<(&'static str, Cow<'static, str>)> {
     if !sends_storage_headers(flavor) {
         return Vec::new();
     }
     vec![
-        ("X-Content-Type-Options".to_string(), "nosniff".to_string()),
-        ("Cache-Control".to_string(), "no-cache".to_string()),
+        ("X-Content-Type-Options", Cow::Borrowed("nosniff")),
+        ("Cache-Control", Cow::Borrowed("no-cache")),
     ]
 }
 
 /// `DataServiceVersion: <v>` on Storage; Cosmos sends none.
-fn push_data_service_version(headers: &mut Vec<(String, String)>, flavor: Flavor, v: &str) {
+fn push_data_service_version(
+    headers: &mut Vec<(&'static str, Cow<'static, str>)>,
+    flavor: Flavor,
+    v: &'static str,
+) {
     if sends_storage_headers(flavor) {
-        headers.push(("DataServiceVersion".to_string(), v.to_string()));
+        headers.push(("DataServiceVersion", Cow::Borrowed(v)));
     }
 }
 
@@ -157,10 +163,10 @@ pub fn error_sub_response(
     }
     let mut headers = standard_headers(flavor);
     if let Some(p) = prefer {
-        headers.push(("Preference-Applied".to_string(), p.as_str().to_string()));
+        headers.push(("Preference-Applied", Cow::Borrowed(p.as_str())));
     }
     push_data_service_version(&mut headers, flavor, "3.0;");
-    headers.push(("Content-Type".to_string(), content_type.to_string()));
+    headers.push(("Content-Type", Cow::Borrowed(content_type)));
     SubResponse {
         status: error.status().as_u16(),
         headers,
@@ -184,14 +190,14 @@ pub fn write_sub_response(
     if write.op.kind != WriteKind::Insert {
         push_data_service_version(&mut headers, flavor, "1.0;");
         if write.op.kind != WriteKind::Delete {
-            headers.push(("ETag".to_string(), etag));
+            headers.push(("ETag", Cow::Owned(etag)));
         }
         let upsert = matches!(
             write.op.kind,
             WriteKind::InsertOrReplace | WriteKind::InsertOrMerge
         );
         if let Some(ct) = upsert_no_content_type(flavor).filter(|_| upsert) {
-            headers.push(("Content-Type".to_string(), ct.to_string()));
+            headers.push(("Content-Type", Cow::Borrowed(ct)));
         }
         return SubResponse {
             status: 204,
@@ -204,16 +210,13 @@ pub fn write_sub_response(
         entity_path(table, &write.op.key.partition_key, &write.op.key.row_key)
     );
     if write.prefer == Some(ReturnPreference::NoContent) {
-        headers.push((
-            "Preference-Applied".to_string(),
-            "return-no-content".to_string(),
-        ));
+        headers.push(("Preference-Applied", Cow::Borrowed("return-no-content")));
         push_data_service_version(&mut headers, flavor, "3.0;");
-        headers.push(("Location".to_string(), location.clone()));
+        headers.push(("Location", Cow::Owned(location.clone())));
         if sends_storage_headers(flavor) {
-            headers.push(("DataServiceId".to_string(), location));
+            headers.push(("DataServiceId", Cow::Owned(location)));
         }
-        headers.push(("ETag".to_string(), etag));
+        headers.push(("ETag", Cow::Owned(etag)));
         return SubResponse {
             status: 204,
             headers,
@@ -221,18 +224,15 @@ pub fn write_sub_response(
         };
     }
     if write.prefer == Some(ReturnPreference::Content) {
-        headers.push((
-            "Preference-Applied".to_string(),
-            "return-content".to_string(),
-        ));
+        headers.push(("Preference-Applied", Cow::Borrowed("return-content")));
     }
     push_data_service_version(&mut headers, flavor, "3.0;");
     headers.push((
-        "Content-Type".to_string(),
-        json_content_type(write.metadata, flavor).to_string(),
+        "Content-Type",
+        Cow::Borrowed(json_content_type(write.metadata, flavor)),
     ));
-    headers.push(("Location".to_string(), location));
-    headers.push(("ETag".to_string(), etag));
+    headers.push(("Location", Cow::Owned(location)));
+    headers.push(("ETag", Cow::Owned(etag)));
     let entity = Entity {
         partition_key: write.op.key.partition_key,
         row_key: write.op.key.row_key,
@@ -261,10 +261,10 @@ pub fn retrieve_sub_response(found: &Entity, ctx: &EntityContext<'_>) -> SubResp
     push_data_service_version(&mut headers, ctx.flavor, "3.0;");
     headers.extend([
         (
-            "Content-Type".to_string(),
-            json_content_type(ctx.metadata, ctx.flavor).to_string(),
+            "Content-Type",
+            Cow::Borrowed(json_content_type(ctx.metadata, ctx.flavor)),
         ),
-        ("ETag".to_string(), etag_as(found.timestamp, ctx.flavor)),
+        ("ETag", Cow::Owned(etag_as(found.timestamp, ctx.flavor))),
     ]);
     SubResponse {
         status: 200,
