@@ -49,7 +49,10 @@ use tokio::task::JoinHandle;
 
 use crate::config::{connection_string_for, Config};
 use crate::model::Flavor;
-use crate::server::{open_store, serve_inner, tls, AppState, ServeLimits};
+use crate::server::{
+    open_store, serve_inner, tls, AppState, InProcess, InProcessRequest, InProcessResponse,
+    ServeLimits,
+};
 use crate::store::Store;
 
 /// A server running in this process; dropping it stops it (without waiting), and
@@ -138,16 +141,14 @@ impl TestServer {
         caller_built: bool,
     ) -> std::io::Result<TestServer> {
         let tls = tls::server_config(&config).map_err(std::io::Error::other)?;
-        let (account, account_key) = config.default_account().map_err(std::io::Error::other)?;
         let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
         let addr = listener.local_addr()?;
-        let flavor = config.flavor();
-        // A reset brings back what the server started with: an in-memory store's content,
-        // or the content of a store the caller built; a data folder or database, empty.
-        let capture = config.is_in_memory() || caller_built;
-        let state = AppState::serving(store, config, capture)
-            .await
-            .map_err(std::io::Error::other)?;
+        let Prepared {
+            state,
+            account,
+            account_key,
+            flavor,
+        } = Prepared::new(config, store, caller_built).await?;
         let (tx, rx) = oneshot::channel::<()>();
         let shutdown = async move {
             let _ = rx.await;
@@ -226,6 +227,131 @@ impl TestServer {
             Some(task) => task.await.map_err(std::io::Error::other)?,
             None => Ok(()),
         }
+    }
+}
+
+/// What a server, on a socket or in process, starts from.
+struct Prepared {
+    state: AppState,
+    account: String,
+    account_key: String,
+    flavor: Flavor,
+}
+
+impl Prepared {
+    /// `caller_built`: the store came from the caller (its content is the start-up state).
+    async fn new(
+        config: Config,
+        store: Arc<dyn Store>,
+        caller_built: bool,
+    ) -> std::io::Result<Prepared> {
+        let (account, account_key) = config.default_account().map_err(std::io::Error::other)?;
+        let flavor = config.flavor();
+        // A reset brings back what the server started with: an in-memory store's content,
+        // or the content of a store the caller built; a data folder or database, empty.
+        let capture = config.is_in_memory() || caller_built;
+        let state = AppState::serving(store, config, capture)
+            .await
+            .map_err(std::io::Error::other)?;
+        Ok(Prepared {
+            state,
+            account,
+            account_key,
+            flavor,
+        })
+    }
+}
+
+/// A server with no socket, for tests whose subject is not the connection: each request is
+/// handed to the application in this process, as the connection loop hands it one over plain
+/// HTTP, and its answer comes back whole (framed as on the wire). No port is taken and no
+/// client is needed; the wire tests of this repository (`tests/it`) use it through their kit,
+/// which turns a signed request into an [`InProcessRequest`] for [`InProcessServer::answer`].
+///
+/// It has no address: its [`InProcessServer::endpoint`] is the notional
+/// `http://127.0.0.1:0` (nothing can connect to port 0), which requests name in their `Host`
+/// header as a client of a socket would name the server's address, and which the server's
+/// answers repeat in their URLs.
+pub struct InProcessServer {
+    app: InProcess,
+    store: Arc<dyn Store>,
+    account: String,
+    account_key: String,
+    flavor: Flavor,
+}
+
+impl InProcessServer {
+    /// The notional address of every in-process server: requests' `Host`, and their peer.
+    pub const ADDR: SocketAddr =
+        SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+    /// A server with any configuration (start from [`Config::for_tests`]); its host, port,
+    /// certificate and connection limits play no part.
+    pub async fn start_with(config: Config) -> std::io::Result<InProcessServer> {
+        let store = open_store(&config).await.map_err(std::io::Error::other)?;
+        InProcessServer::start_over(config, store, false).await
+    }
+
+    /// A server over a store the caller built; `config`'s store settings are ignored.
+    pub async fn start_with_store(
+        config: Config,
+        store: Arc<dyn Store>,
+    ) -> std::io::Result<InProcessServer> {
+        InProcessServer::start_over(config, store, true).await
+    }
+
+    async fn start_over(
+        config: Config,
+        store: Arc<dyn Store>,
+        caller_built: bool,
+    ) -> std::io::Result<InProcessServer> {
+        let Prepared {
+            state,
+            account,
+            account_key,
+            flavor,
+        } = Prepared::new(config, Arc::clone(&store), caller_built).await?;
+        Ok(InProcessServer {
+            app: InProcess::new(state),
+            store,
+            account,
+            account_key,
+            flavor,
+        })
+    }
+
+    /// Answers `request` (its URI the path and query, as a request line carries them; its
+    /// `Host` header set) from [`InProcessServer::ADDR`], and reads the whole answer.
+    pub async fn answer(&self, request: InProcessRequest) -> InProcessResponse {
+        self.app.answer(request, InProcessServer::ADDR).await
+    }
+
+    /// `http://127.0.0.1:0`, the notional endpoint (see [`InProcessServer`]).
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", InProcessServer::ADDR)
+    }
+
+    /// The table endpoint of the account, as [`TestServer::account_url`].
+    pub fn account_url(&self) -> String {
+        match self.flavor {
+            Flavor::Storage => format!("{}/{}", self.endpoint(), self.account),
+            Flavor::Cosmos => self.endpoint(),
+        }
+    }
+
+    /// The account requests are signed for, as [`TestServer::account_name`].
+    pub fn account_name(&self) -> &str {
+        &self.account
+    }
+
+    /// That account's base64 key.
+    pub fn account_key(&self) -> &str {
+        &self.account_key
+    }
+
+    /// Flushes the store (requests are answered before they return, so none is in flight).
+    pub async fn shutdown(&self) -> std::io::Result<()> {
+        self.store.flush().await.map_err(std::io::Error::other)
     }
 }
 

@@ -344,6 +344,9 @@ pub struct Client {
     /// `http://127.0.0.1:port`
     pub endpoint: String,
     pub signer: Signer,
+    /// The in-process server requests go to instead of `endpoint`'s socket
+    /// ([`super::TestServer::client_as`]).
+    in_process: Option<std::sync::Arc<tablestore::testing::InProcessServer>>,
 }
 
 impl Client {
@@ -357,6 +360,28 @@ impl Client {
             http,
             endpoint: endpoint.to_string(),
             signer,
+            in_process: None,
+        }
+    }
+
+    /// A client of `server`, in this process (no socket).
+    pub fn in_process(
+        server: std::sync::Arc<tablestore::testing::InProcessServer>,
+        signer: Signer,
+    ) -> Client {
+        let mut client = Client::new(&server.endpoint(), signer);
+        client.in_process = Some(server);
+        client
+    }
+
+    /// Sends `request`, over the socket or in process.
+    async fn exchange(&self, request: reqwest::RequestBuilder) -> Result<Reply, reqwest::Error> {
+        match &self.in_process {
+            None => Reply::read(request.send().await?).await,
+            Some(server) => {
+                let request = super::in_process(request.build()?);
+                Ok(Reply::from(server.answer(request).await))
+            }
         }
     }
 
@@ -376,7 +401,7 @@ impl Client {
             .collect();
         let signing = super::Signing::As(&self.signer);
         let req = super::request(&self.http, method, &url, &headers, body, signing);
-        Reply::read(req.send().await?).await
+        self.exchange(req).await
     }
 
     /// [`Client::send`] with a JSON body, for a request that must be answered: a failure to
@@ -458,12 +483,10 @@ impl Client {
     /// `GET /_health` answers 200.
     pub async fn healthy(&self) -> bool {
         match self
-            .http
-            .get(format!("{}/_health", self.endpoint))
-            .send()
+            .exchange(self.http.get(format!("{}/_health", self.endpoint)))
             .await
         {
-            Ok(r) => r.status().is_success(),
+            Ok(r) => r.status.is_success(),
             Err(_) => false,
         }
     }

@@ -121,13 +121,72 @@ where
     }
 }
 
-/// The kit's server: the library's fixture and a client for it. Requests go through
-/// [`TestServer::send`] (signed for the development account unless the headers say otherwise).
+/// The kit's server and a client for it. Requests go through [`TestServer::send`] (signed for
+/// the development account unless the headers say otherwise) or [`TestServer::exchange`].
 pub struct TestServer {
-    /// The library's fixture (`tablestore::testing::TestServer`): `endpoint()`,
-    /// `account_url()`, `connection_string()`, `shutdown()`.
-    pub server: tablestore::testing::TestServer,
+    /// The server: in process ([`TestServer::start`] and most constructors) or on a loopback
+    /// port ([`TestServer::listening`], for tests about connections, clients and the SDKs).
+    pub server: Server,
     pub client: reqwest::Client,
+}
+
+/// The server under test: the library's in-process server (no socket; the default for wire
+/// tests that are not about connections) or its fixture on a free loopback port.
+pub enum Server {
+    InProcess(std::sync::Arc<tablestore::testing::InProcessServer>),
+    Socket(tablestore::testing::TestServer),
+}
+
+impl Server {
+    /// `http://127.0.0.1:<port>`; in process the notional `http://127.0.0.1:0`, which requests
+    /// name in their `Host` header (no client can connect to it).
+    pub fn endpoint(&self) -> String {
+        match self {
+            Server::InProcess(s) => s.endpoint(),
+            Server::Socket(s) => s.endpoint(),
+        }
+    }
+
+    /// The table endpoint of the account (path style; the root under Cosmos).
+    pub fn account_url(&self) -> String {
+        match self {
+            Server::InProcess(s) => s.account_url(),
+            Server::Socket(s) => s.account_url(),
+        }
+    }
+
+    pub fn account_name(&self) -> &str {
+        match self {
+            Server::InProcess(s) => s.account_name(),
+            Server::Socket(s) => s.account_name(),
+        }
+    }
+
+    /// The listening address (in process: the notional `127.0.0.1:0`).
+    pub fn addr(&self) -> std::net::SocketAddr {
+        match self {
+            Server::InProcess(_) => tablestore::testing::InProcessServer::ADDR,
+            Server::Socket(s) => s.addr(),
+        }
+    }
+
+    /// The connection string an SDK is given: only a server on a socket has one.
+    pub fn connection_string(&self) -> String {
+        match self {
+            Server::InProcess(_) => {
+                panic!("an in-process server has no connection string: start it listening")
+            }
+            Server::Socket(s) => s.connection_string(),
+        }
+    }
+
+    /// Stops it and flushes the store.
+    pub async fn shutdown(self) -> std::io::Result<()> {
+        match self {
+            Server::InProcess(s) => s.shutdown().await,
+            Server::Socket(s) => s.shutdown().await,
+        }
+    }
 }
 
 pub struct Reply {
@@ -147,6 +206,16 @@ impl Reply {
             headers,
             body,
         })
+    }
+
+    /// An in-process answer (read whole, framed as the wire would frame it).
+    pub fn from(response: tablestore::server::InProcessResponse) -> Reply {
+        let (parts, body) = response.into_parts();
+        Reply {
+            status: parts.status,
+            headers: parts.headers,
+            body: body.to_vec(),
+        }
     }
 
     pub fn json(&self) -> Value {
@@ -176,24 +245,58 @@ impl Reply {
 }
 
 impl TestServer {
+    /// An in-memory server in process.
     pub async fn start() -> TestServer {
         TestServer::start_with(Config::for_tests()).await
     }
 
-    /// An in-memory server with one table, `name`.
+    /// An in-memory server in process with one table, `name`.
     pub async fn with_table(name: &str) -> TestServer {
         let t = TestServer::start().await;
         t.create_table(name).await;
         t
     }
 
-    /// A [`child::Client`] of the development account for this server (errors returned, not
-    /// asserted: for tests that send what a server may refuse or drop).
-    pub fn dev_client(&self) -> child::Client {
-        child::Client::new(&self.server.endpoint(), child::Signer::dev())
+    /// A server in process with `config` (its host, port, certificate and limits play no part).
+    pub async fn start_with(config: Config) -> TestServer {
+        let server = tablestore::testing::InProcessServer::start_with(config)
+            .await
+            .expect("server starts");
+        TestServer::over(Server::InProcess(std::sync::Arc::new(server)))
     }
 
-    /// A server with explicit connection limits and timeouts.
+    /// A server in process over `store`, which the test may have filled through the store API.
+    pub async fn start_with_store(
+        store: std::sync::Arc<dyn tablestore::store::Store>,
+    ) -> TestServer {
+        TestServer::start_over(Config::for_tests(), store).await
+    }
+
+    /// A server in process with `config` over `store` (`config`'s store settings ignored).
+    pub async fn start_over(
+        config: Config,
+        store: std::sync::Arc<dyn tablestore::store::Store>,
+    ) -> TestServer {
+        let server = tablestore::testing::InProcessServer::start_with_store(config, store)
+            .await
+            .expect("server starts");
+        TestServer::over(Server::InProcess(std::sync::Arc::new(server)))
+    }
+
+    /// An in-memory server on a free loopback port, for tests about connections or clients.
+    pub async fn listening() -> TestServer {
+        TestServer::listening_with(Config::for_tests()).await
+    }
+
+    /// A server with `config` on its host and port (0: a free one).
+    pub async fn listening_with(config: Config) -> TestServer {
+        let server = tablestore::testing::TestServer::start_with(config)
+            .await
+            .expect("server starts");
+        TestServer::over(Server::Socket(server))
+    }
+
+    /// A server on a free loopback port with explicit connection limits and timeouts.
     pub async fn start_with_limits(
         config: Config,
         limits: tablestore::server::ServeLimits,
@@ -201,32 +304,51 @@ impl TestServer {
         let server = tablestore::testing::TestServer::start_with_limits(config, limits)
             .await
             .expect("server starts");
+        TestServer::over(Server::Socket(server))
+    }
+
+    fn over(server: Server) -> TestServer {
         TestServer {
             server,
             client: reqwest::Client::new(),
         }
     }
 
-    pub async fn start_with(config: Config) -> TestServer {
-        let server = tablestore::testing::TestServer::start_with(config)
-            .await
-            .expect("server starts");
-        TestServer {
-            server,
-            client: reqwest::Client::new(),
+    /// A [`child::Client`] of the development account for this server (errors returned, not
+    /// asserted: for tests that send what a server may refuse or drop).
+    pub fn dev_client(&self) -> child::Client {
+        self.client_as(child::Signer::dev())
+    }
+
+    /// A [`child::Client`] signing as `signer` for this server, in process when it is.
+    pub fn client_as(&self, signer: child::Signer) -> child::Client {
+        match &self.server {
+            Server::InProcess(server) => child::Client::in_process(server.clone(), signer),
+            Server::Socket(server) => child::Client::new(&server.endpoint(), signer),
         }
     }
 
-    /// A server over `store`, which the test may have filled through the store API.
-    pub async fn start_with_store(
-        store: std::sync::Arc<dyn tablestore::store::Store>,
-    ) -> TestServer {
-        let server = tablestore::testing::TestServer::start_with_store(Config::for_tests(), store)
+    /// Sends `request` (built on any client, e.g. by [`request`]) and reads the answer: over the
+    /// socket, or in process as the socket would carry it (the `Host`, `Accept` and
+    /// `Content-Length` headers a client adds, the URL's path and query as the request line's
+    /// target).
+    pub async fn exchange(&self, request: reqwest::RequestBuilder) -> Reply {
+        self.try_exchange(request)
             .await
-            .expect("server starts");
-        TestServer {
-            server,
-            client: reqwest::Client::new(),
+            .expect("request is answered")
+    }
+
+    /// [`TestServer::exchange`] that returns a connection the server dropped as `Err` (in
+    /// process there is none to drop: always `Ok`).
+    pub async fn try_exchange(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<Reply, reqwest::Error> {
+        let (client, request) = request.build_split();
+        let request = request.expect("a valid request");
+        match &self.server {
+            Server::Socket(_) => Reply::read(client.execute(request).await?).await,
+            Server::InProcess(server) => Ok(Reply::from(server.answer(in_process(request)).await)),
         }
     }
 
@@ -247,9 +369,7 @@ impl TestServer {
         let url = format!("{}{}", self.base(), path);
         let body = body.map(|b| b.as_bytes().to_vec());
         let req = request(&self.client, method, &url, headers, body, Signing::Dev);
-        Reply::read(req.send().await.expect("request is answered"))
-            .await
-            .expect("body")
+        self.exchange(req).await
     }
 
     /// Posts `batch` (its whole change set) to `/$batch` with its multipart Content-Type.
@@ -271,9 +391,7 @@ impl TestServer {
             None,
             Signing::Dev,
         );
-        Reply::read(req.send().await.expect("request is answered"))
-            .await
-            .expect("body")
+        self.exchange(req).await
     }
 
     pub async fn create_table(&self, name: &str) {
@@ -326,4 +444,41 @@ impl TestServer {
         assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
         r
     }
+}
+
+/// `request` as it reaches a server over a socket: the URL's path and query as the target, the
+/// headers reqwest and hyper add on the way (`Host`, `Accept: */*` when none is named,
+/// `Content-Length` of a body) and the body.
+pub(crate) fn in_process(request: reqwest::Request) -> tablestore::server::InProcessRequest {
+    let url = request.url();
+    let target = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_string(),
+    };
+    let host = match url.port() {
+        Some(port) => format!("{}:{port}", url.host_str().expect("a host")),
+        None => url.host_str().expect("a host").to_string(),
+    };
+    let body = request
+        .body()
+        .map(|b| b.as_bytes().expect("a body in memory").to_vec());
+    let mut builder = http::Request::builder()
+        .method(request.method().clone())
+        .uri(target);
+    let headers = builder.headers_mut().expect("a valid request");
+    *headers = request.headers().clone();
+    if !headers.contains_key(http::header::HOST) {
+        headers.insert(http::header::HOST, host.parse().expect("a valid Host"));
+    }
+    if !headers.contains_key(http::header::ACCEPT) {
+        headers.insert(http::header::ACCEPT, http::HeaderValue::from_static("*/*"));
+    }
+    if let Some(body) = &body {
+        if !headers.contains_key(http::header::CONTENT_LENGTH) {
+            headers.insert(http::header::CONTENT_LENGTH, body.len().into());
+        }
+    }
+    builder
+        .body(bytes::Bytes::from(body.unwrap_or_default()))
+        .expect("a valid request")
 }

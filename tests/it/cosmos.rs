@@ -22,8 +22,17 @@ impl Cosmos {
     }
 
     async fn start_with(config: Config) -> Cosmos {
+        Cosmos::over(TestServer::start_with(config).await)
+    }
+
+    /// A Cosmos-flavoured server on a loopback port (its connection string names the port).
+    async fn listening() -> Cosmos {
+        Cosmos::over(TestServer::listening_with(cosmos_config()).await)
+    }
+
+    fn over(t: TestServer) -> Cosmos {
         Cosmos {
-            t: TestServer::start_with(config).await,
+            t,
             signer: Signer::new(COSMOS_EMULATOR_ACCOUNT_NAME, COSMOS_EMULATOR_ACCOUNT_KEY),
         }
     }
@@ -46,9 +55,7 @@ impl Cosmos {
             body,
             Signing::As(&self.signer),
         );
-        Reply::read(req.send().await.expect("request is answered"))
-            .await
-            .expect("body")
+        self.t.exchange(req).await
     }
 
     async fn send_batch(&self, batch: &common::batch::BatchBody) -> Reply {
@@ -75,7 +82,7 @@ fn cosmos_config() -> Config {
 /// for a Cosmos endpoint).
 #[tokio::test]
 async fn the_connection_string_is_the_emulators() {
-    let c = Cosmos::start().await;
+    let c = Cosmos::listening().await;
     let port = c.t.server.addr().port();
     assert_eq!(
         c.t.server.connection_string(),
@@ -114,7 +121,7 @@ async fn the_root_is_the_emulator_account() {
     let wrong = Signer::new("localhost", tablestore::config::DEV_ACCOUNT_KEY);
     let url = format!("{}/Tables", c.t.server.endpoint());
     let req = request(&c.t.client, "GET", &url, &[], None, Signing::As(&wrong));
-    let r = Reply::read(req.send().await.unwrap()).await.unwrap();
+    let r = c.t.exchange(req).await;
     assert_eq!(r.status, 403, "{}", r.text());
 }
 
@@ -128,6 +135,7 @@ async fn configured_accounts_keep_their_urls() {
     let c = Cosmos::start_with(config).await;
     assert_eq!(c.t.server.account_name(), "acct2");
     let signer = Signer::new("acct2", key);
+    let t = &c.t;
     let send = |method: &'static str, url: String, body: Option<&'static str>| {
         let req = request(
             &c.t.client,
@@ -137,7 +145,7 @@ async fn configured_accounts_keep_their_urls() {
             body.map(|b| b.as_bytes().to_vec()),
             Signing::As(&signer),
         );
-        async move { Reply::read(req.send().await.unwrap()).await.unwrap() }
+        async move { t.exchange(req).await }
     };
     let endpoint = c.t.server.endpoint();
     let r = send(
@@ -161,7 +169,7 @@ async fn the_storage_flavour_has_no_root_account() {
     let t = TestServer::start().await;
     let url = format!("{}/Tables", t.server.endpoint());
     let req = request(&t.client, "GET", &url, &[], None, Signing::Dev);
-    let r = Reply::read(req.send().await.unwrap()).await.unwrap();
+    let r = t.exchange(req).await;
     assert_eq!(r.status, 403, "{}", r.text());
     assert_eq!(r.error_code(), "AuthenticationFailed");
 }
@@ -696,14 +704,14 @@ async fn missing_surfaces_are_not_implemented() {
     }
     let url = format!("{}/acl", c.t.server.endpoint());
     let r =
-        c.t.client
-            .request(reqwest::Method::OPTIONS, &url)
-            .header("Origin", "http://example.com")
-            .header("Access-Control-Request-Method", "GET")
-            .send()
-            .await
-            .unwrap();
-    assert_eq!(r.status(), 501);
+        c.t.exchange(
+            c.t.client
+                .request(reqwest::Method::OPTIONS, &url)
+                .header("Origin", "http://example.com")
+                .header("Access-Control-Request-Method", "GET"),
+        )
+        .await;
+    assert_eq!(r.status, 501);
 }
 
 /// `$batch`: Content-ID 1..n, each operation its own 7-digit ETag, a missing table
@@ -1160,10 +1168,11 @@ async fn sas_with_key_ranges_is_not_implemented() {
             erk: range[3],
         })
     };
+    let t = &c.t;
     let get = |query: String| {
-        let url = format!("{}/sased()?{query}", c.t.server.endpoint());
-        let req = request(&c.t.client, "GET", &url, &[], None, Signing::None);
-        async move { Reply::read(req.send().await.unwrap()).await.unwrap() }
+        let url = format!("{}/sased()?{query}", t.server.endpoint());
+        let req = request(&t.client, "GET", &url, &[], None, Signing::None);
+        async move { t.exchange(req).await }
     };
     let r = get(sas(["", "", "", ""])).await;
     assert_eq!(r.status, 200, "{}", r.text());
@@ -1812,12 +1821,7 @@ async fn a_store_shared_by_both_flavours() {
         tablestore::config::DEV_ACCOUNT_KEY
     ));
     let cosmos = Cosmos {
-        t: TestServer {
-            server: tablestore::testing::TestServer::start_with_store(config, store)
-                .await
-                .unwrap(),
-            client: reqwest::Client::new(),
-        },
+        t: TestServer::start_over(config, store).await,
         signer: Signer::new("devstoreaccount1", tablestore::config::DEV_ACCOUNT_KEY),
     };
     storage.create_table("Orders").await;
@@ -1888,12 +1892,7 @@ async fn a_seed_goes_by_cosmos_rules() {
     .expect("the seed loads");
     assert_eq!(summary.entities, 1);
     let c = Cosmos {
-        t: TestServer {
-            server: tablestore::testing::TestServer::start_with_store(cosmos_config(), store)
-                .await
-                .unwrap(),
-            client: reqwest::Client::new(),
-        },
+        t: TestServer::start_over(cosmos_config(), store).await,
         signer: Signer::new(COSMOS_EMULATOR_ACCOUNT_NAME, COSMOS_EMULATOR_ACCOUNT_KEY),
     };
     let r = c

@@ -29,16 +29,14 @@ async fn version_check_is_on_by_default_and_can_be_skipped() {
 async fn host_style_query(t: &TestServer) -> StatusCode {
     // Host style: the canonicalized resource is /devstoreaccount1/Tables.
     let (date, authorization) = common::sign_lite("/Tables", None);
-    t.client
+    let request = t
+        .client
         .get(format!("{}/Tables", t.server.endpoint()))
         .header("Host", "devstoreaccount1.table.localhost")
         .header("x-ms-date", date)
         .header("Authorization", authorization)
-        .header("Accept", common::JSON_NONE)
-        .send()
-        .await
-        .expect("answered")
-        .status()
+        .header("Accept", common::JSON_NONE);
+    t.exchange(request).await.status
 }
 
 #[tokio::test]

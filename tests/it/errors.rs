@@ -18,17 +18,29 @@ async fn send_to(
     body: Option<Vec<u8>>,
 ) -> Reply {
     let req = common::request(&t.client, method, url, headers, body, Signing::None);
-    Reply::read(req.send().await.expect("answered"))
-        .await
-        .expect("body")
+    t.exchange(req).await
 }
 
-/// A server with a table. These tests are about input handling, and several send raw or
-/// unsigned requests, so authentication is off (its refusals are covered by tests/it/auth.rs).
+/// A server in process with a table. These tests are about input handling, and several send
+/// raw or unsigned requests, so authentication is off (its refusals are covered by
+/// tests/it/auth.rs).
 async fn with_table(name: &str) -> TestServer {
+    filled(TestServer::start_with(unsigned()).await, name).await
+}
+
+/// [`with_table`] on a loopback port, for the requests only raw HTTP can send (bytes a URL
+/// cannot hold, no `Accept` at all, broken framing).
+async fn with_table_listening(name: &str) -> TestServer {
+    filled(TestServer::listening_with(unsigned()).await, name).await
+}
+
+fn unsigned() -> tablestore::config::Config {
     let mut config = tablestore::config::Config::for_tests();
     config.disable_auth = true;
-    let t = TestServer::start_with(config).await;
+    config
+}
+
+async fn filled(t: TestServer, name: &str) -> TestServer {
     t.create_table(name).await;
     t.insert(name, &json!({"PartitionKey": "p", "RowKey": "r", "v": 1}))
         .await;
@@ -258,7 +270,7 @@ async fn atom_and_verbose_accept_are_415() {
 
 #[tokio::test]
 async fn accept_any_gets_json_success_bodies_and_xml_error_bodies() {
-    let t = with_table("anyaccept").await;
+    let t = with_table_listening("anyaccept").await;
     let r = t
         .send(
             "GET",
@@ -521,7 +533,7 @@ async fn unknown_accounts_and_the_secondary_endpoint() {
 
 #[tokio::test]
 async fn bad_percent_encoding_and_invalid_utf8_in_the_path() {
-    let t = with_table("enc").await;
+    let t = with_table_listening("enc").await;
     for path in [
         "/enc(PartitionKey='%FF',RowKey='r')",
         "/enc(PartitionKey='%C3',RowKey='r')",
@@ -560,7 +572,7 @@ async fn bad_percent_encoding_and_invalid_utf8_in_the_path() {
 
 #[tokio::test]
 async fn a_body_with_broken_chunked_framing_is_a_bad_request_not_413() {
-    let t = with_table("chunks").await;
+    let t = with_table_listening("chunks").await;
     let (status, text) = raw::exchange_text(
         t.server.addr(),
         b"POST /devstoreaccount1/chunks HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n",

@@ -10,7 +10,6 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::child::{Client, Signer};
 use common::url::encode as enc;
 use common::TestServer;
 
@@ -85,7 +84,7 @@ async fn hostile_filters_on_entities_and_tables() {
         &serde_json::json!({"PartitionKey": "p", "RowKey": "r", "n": 1, "s": "x"}),
     )
     .await;
-    let client = Client::new(&t.server.endpoint(), Signer::dev());
+    let client = t.dev_client();
     let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
     for (what, filter) in hostile_filters() {
         for path in ["/hfilter()", "/Tables"] {
@@ -107,7 +106,7 @@ async fn hostile_filters_on_entities_and_tables() {
 async fn hostile_query_options() {
     let t = TestServer::start().await;
     t.create_table("hfilter").await;
-    let client = Client::new(&t.server.endpoint(), Signer::dev());
+    let client = t.dev_client();
     let long_select = (0..5_000)
         .map(|i| format!("p{i}"))
         .collect::<Vec<_>>()

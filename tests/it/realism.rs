@@ -38,7 +38,7 @@ async fn try_send(
     let url = format!("{}{}", t.base(), path);
     let body = body.map(String::into_bytes);
     let req = common::request(&client, method, &url, &headers, body, Signing::Dev);
-    common::Reply::read(req.send().await?).await
+    t.try_exchange(req).await
 }
 
 /// Calls the fault endpoint, signed with the development account's key (Shared Key Lite,
@@ -58,12 +58,7 @@ async fn faults(t: &TestServer, method: &str, body: Option<&str>, signed: bool) 
     if let Some(b) = body {
         req = req.body(b.to_string());
     }
-    let resp = req.send().await.unwrap();
-    common::Reply {
-        status: resp.status(),
-        headers: resp.headers().clone(),
-        body: resp.bytes().await.unwrap().to_vec(),
-    }
+    t.exchange(req).await
 }
 
 async fn install(t: &TestServer, rules: &str) {
@@ -134,15 +129,15 @@ async fn the_fault_endpoint_needs_an_account_key() {
     );
     let (date, auth) = other.sign(FAULTS, None);
     let resp = t
-        .client
-        .put(&url)
-        .header("x-ms-date", date)
-        .header("Authorization", auth)
-        .body(r#"{"rules":[]}"#)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), 403);
+        .exchange(
+            t.client
+                .put(&url)
+                .header("x-ms-date", date)
+                .header("Authorization", auth)
+                .body(r#"{"rules":[]}"#),
+        )
+        .await;
+    assert_eq!(resp.status, 403);
     // Bad rules: 400 InvalidInput with a sentence saying what is wrong.
     let r = faults(
         &t,
@@ -253,9 +248,10 @@ async fn operation_timed_out_and_latency() {
     assert!(started.elapsed() >= Duration::from_millis(300));
 }
 
+/// On a loopback port: the faults drop the connection.
 #[tokio::test]
 async fn dropped_connections_before_and_after_the_write() {
-    let t = TestServer::start().await;
+    let t = TestServer::listening().await;
     t.create_table("ambiguous").await;
     install(
         &t,
@@ -342,12 +338,13 @@ async fn send_batch(t: &TestServer, batch: BatchBody) -> Result<common::Reply, r
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
-    common::Reply::read(batch_request(t, &client, &batch).send().await?).await
+    t.try_exchange(batch_request(t, &client, &batch)).await
 }
 
+/// On a loopback port: two of the faults drop the connection.
 #[tokio::test]
 async fn a_batch_hit_by_an_injected_failure_leaves_no_partial_change() {
-    let t = TestServer::start().await;
+    let t = TestServer::listening().await;
     t.create_table("egt").await;
     install(
         &t,
@@ -607,7 +604,7 @@ async fn a_hot_partition_is_held_near_its_target_and_a_spread_load_is_not() {
     // Rates low enough that a debug build on a busy 2-core machine still offers them: the
     // test is about the limiter, not about how fast the server can go.
     const TARGET: u32 = 400;
-    let t = TestServer::start_with(targets_config(TARGET)).await;
+    let t = TestServer::listening_with(targets_config(TARGET)).await;
     t.create_table("load").await;
     let started = Instant::now();
     let (accepted, busy) = paced_load(&t, "load", 1, 1_000, 3).await;
@@ -623,7 +620,7 @@ async fn a_hot_partition_is_held_near_its_target_and_a_spread_load_is_not() {
         accepted >= TARGET as usize * 2,
         "{accepted} accepted in {elapsed:.1}s: the target was not granted"
     );
-    let t2 = TestServer::start_with(targets_config(TARGET)).await;
+    let t2 = TestServer::listening_with(targets_config(TARGET)).await;
     t2.create_table("spread").await;
     let (accepted, busy) = paced_load(&t2, "spread", 50, 1_000, 3).await;
     assert_eq!(

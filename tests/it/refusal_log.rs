@@ -24,9 +24,7 @@ async fn send(
 ) -> Reply {
     let body = body.map(|b| b.as_bytes().to_vec());
     let req = request(&t.client, method, url, headers, body, signing);
-    Reply::read(req.send().await.expect("answered"))
-        .await
-        .expect("body")
+    t.exchange(req).await
 }
 
 /// The access-log line of `r`, which must be a refusal marked `auth=denied`.

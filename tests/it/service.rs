@@ -160,13 +160,13 @@ async fn curl_at_the_root_gets_a_plain_pointer() {
         if let Some(accept) = accept {
             request = request.header("Accept", accept);
         }
-        let r = request.send().await.unwrap();
-        assert_eq!(r.status(), StatusCode::OK, "{accept:?}");
+        let r = t.exchange(request).await;
+        assert_eq!(r.status, StatusCode::OK, "{accept:?}");
         assert_eq!(
-            r.headers().get("content-type").unwrap(),
+            r.headers.get("content-type").unwrap(),
             "text/plain; charset=utf-8"
         );
-        let text = r.text().await.unwrap();
+        let text = r.text();
         assert!(
             text.starts_with("This is an Azure Table storage endpoint"),
             "{text}"
@@ -179,20 +179,13 @@ async fn curl_at_the_root_gets_a_plain_pointer() {
     }
     // A query or a signature is a request for the service: Azure's answer.
     let r = t
-        .client
-        .get(format!("{root}?comp=properties"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        .exchange(t.client.get(format!("{root}?comp=properties")))
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let r = t
-        .client
-        .get(&root)
-        .header("x-ms-version", "2019-02-02")
-        .send()
-        .await
-        .unwrap();
-    assert_ne!(r.status(), StatusCode::OK);
+        .exchange(t.client.get(&root).header("x-ms-version", "2019-02-02"))
+        .await;
+    assert_ne!(r.status, StatusCode::OK);
 }
 
 /// A browser opening the server's address (`GET /`, `Accept: text/html`, nothing an SDK
@@ -204,19 +197,19 @@ async fn a_browser_at_the_root_is_pointed_to_the_console() {
     let root = format!("{}/", t.server.endpoint());
     let browser_accept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
     let r = t
-        .client
-        .get(&root)
-        .header("Accept", browser_accept)
-        .header("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::OK);
+        .exchange(
+            t.client
+                .get(&root)
+                .header("Accept", browser_accept)
+                .header("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0"),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK);
     assert_eq!(
-        r.headers().get("content-type").unwrap(),
+        r.headers.get("content-type").unwrap(),
         "text/html; charset=utf-8"
     );
-    let page = r.text().await.unwrap();
+    let page = r.text();
     assert!(
         page.contains("<a href=\"/_tablestore/console/\">"),
         "{page}"
@@ -230,18 +223,18 @@ async fn a_browser_at_the_root_is_pointed_to_the_console() {
         browser_accept,
     ] {
         let r = t
-            .client
-            .get(&root)
-            .header("Accept", accept)
-            .header("x-ms-version", "2019-02-02")
-            .header("x-ms-date", &date)
-            .header("Authorization", &authorization)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{accept}");
+            .exchange(
+                t.client
+                    .get(&root)
+                    .header("Accept", accept)
+                    .header("x-ms-version", "2019-02-02")
+                    .header("x-ms-date", &date)
+                    .header("Authorization", &authorization),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{accept}");
         assert_eq!(
-            r.headers().get("x-ms-error-code").unwrap(),
+            r.headers.get("x-ms-error-code").unwrap(),
             "InvalidUri",
             "{accept}"
         );
@@ -249,36 +242,30 @@ async fn a_browser_at_the_root_is_pointed_to_the_console() {
     // Unsigned JSON or XML: Azure's answer too.
     for accept in ["application/json;odata=nometadata", "application/xml"] {
         let r = t
-            .client
-            .get(&root)
-            .header("Accept", accept)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{accept}");
+            .exchange(t.client.get(&root).header("Accept", accept))
+            .await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{accept}");
     }
     let r = t
-        .client
-        .get(format!("{root}?comp=list"))
-        .header("Accept", browser_accept)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+        .exchange(
+            t.client
+                .get(format!("{root}?comp=list"))
+                .header("Accept", browser_accept),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::BAD_REQUEST);
 
     // With the console off the page says so.
     let mut config = tablestore::config::Config::for_tests();
     config.no_console = true;
     let t = TestServer::start_with(config).await;
     let page = t
-        .client
-        .get(format!("{}/", t.server.endpoint()))
-        .header("Accept", browser_accept)
-        .send()
+        .exchange(
+            t.client
+                .get(format!("{}/", t.server.endpoint()))
+                .header("Accept", browser_accept),
+        )
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .text();
     assert!(page.contains("turned off"), "{page}");
 }

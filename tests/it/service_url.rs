@@ -23,9 +23,7 @@ async fn send(
 ) -> Reply {
     let body = body.map(|b| b.as_bytes().to_vec());
     let req = request(&t.client, method, url, &[], body, s);
-    Reply::read(req.send().await.expect("answered"))
-        .await
-        .expect("body")
+    t.exchange(req).await
 }
 
 /// The text of an error before its `RequestId` line.

@@ -1,4 +1,5 @@
-//! The server starts in-process and answers its readiness probe and a table round trip.
+//! The server starts in this process on a loopback port and answers its readiness probe and a
+//! table round trip over a real connection.
 
 use crate::common;
 
@@ -7,7 +8,7 @@ use reqwest::StatusCode;
 
 #[tokio::test]
 async fn health_and_table_round_trip() {
-    let t = TestServer::start().await;
+    let t = TestServer::listening().await;
     let health = t
         .client
         .get(format!("{}/_health", t.server.endpoint()))

@@ -25,9 +25,7 @@ async fn control(
 ) -> common::Reply {
     let url = format!("{}{path}", t.server.endpoint());
     let req = request(&t.client, method, &url, headers, None, signing);
-    common::Reply::read(req.send().await.expect("answered"))
-        .await
-        .expect("body")
+    t.exchange(req).await
 }
 
 async fn dev(t: &TestServer, method: &str, path: &str) -> common::Reply {
@@ -235,13 +233,13 @@ async fn the_calls_are_never_open_by_default() {
     // The token opens the state calls only, not the tables.
     let url = format!("{}/Tables", t.base());
     let r = t
-        .client
-        .get(url)
-        .header("Authorization", "Bearer s3cret-token")
-        .send()
-        .await
-        .unwrap();
-    assert_ne!(r.status(), StatusCode::OK);
+        .exchange(
+            t.client
+                .get(url)
+                .header("Authorization", "Bearer s3cret-token"),
+        )
+        .await;
+    assert_ne!(r.status, StatusCode::OK);
     // A SAS does not grant them.
     let sas = Signer::dev().account_sas_all();
     let r = control(
@@ -269,7 +267,7 @@ async fn accounts_on_demand_for_parallel_workers() {
         "{cs}"
     );
     let key = created["key"].as_str().unwrap();
-    let worker = Client::new(&t.server.endpoint(), Signer::new("worker1", key));
+    let worker = t.client_as(Signer::new("worker1", key));
     // Its first request is answered at once, with its own data only.
     fill(&worker, "mine", 2).await;
     assert!(table_names(&t.dev_client()).await.is_empty());
@@ -333,7 +331,7 @@ async fn accounts_on_demand_for_parallel_workers() {
     // A new account of the same name starts empty.
     let r = dev(&t, "POST", "/_tablestore/accounts?name=worker1").await;
     let key = r.json()["key"].as_str().unwrap().to_string();
-    let worker = Client::new(&t.server.endpoint(), Signer::new("worker1", &key));
+    let worker = t.client_as(Signer::new("worker1", &key));
     assert!(table_names(&worker).await.is_empty());
     let list = dev(&t, "GET", "/_tablestore/accounts").await.json();
     let names: Vec<&str> = list["accounts"]
@@ -351,10 +349,7 @@ async fn an_account_restores_its_part_of_a_server_snapshot() {
     let c = t.dev_client();
     fill(&c, "mine", 2).await;
     let r = dev(&t, "POST", "/_tablestore/accounts?name=other").await;
-    let other = Client::new(
-        &t.server.endpoint(),
-        Signer::new("other", r.json()["key"].as_str().unwrap()),
-    );
+    let other = t.client_as(Signer::new("other", r.json()["key"].as_str().unwrap()));
     fill(&other, "theirs", 1).await;
     assert_eq!(
         dev(&t, "PUT", "/_tablestore/snapshots/all").await.status,

@@ -16,6 +16,7 @@ mod encode;
 mod error;
 mod front_page;
 pub mod health;
+mod in_process;
 mod insight;
 mod intake;
 pub(crate) mod middleware;
@@ -37,6 +38,8 @@ use crate::config::Config;
 use crate::store::{Store, StoreError};
 use connections::ConnectionAbort;
 pub use connections::ServeLimits;
+#[doc(hidden)]
+pub use in_process::{InProcess, InProcessRequest, InProcessResponse};
 /// The gate every Table request passes (public for its benchmark, `benches/state.rs`).
 #[doc(hidden)]
 pub use state::gate::{Gate as StateGate, Pass as StatePass};
