@@ -141,14 +141,15 @@ impl TestServer {
         caller_built: bool,
     ) -> std::io::Result<TestServer> {
         let tls = tls::server_config(&config).map_err(std::io::Error::other)?;
-        let listener = TcpListener::bind((config.host.as_str(), config.port)).await?;
-        let addr = listener.local_addr()?;
+        let bind_to = (config.host.clone(), config.port);
         let Prepared {
             state,
             account,
             account_key,
             flavor,
         } = Prepared::new(config, store, caller_built).await?;
+        let listener = TcpListener::bind((bind_to.0.as_str(), bind_to.1)).await?;
+        let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
         let shutdown = async move {
             let _ = rx.await;

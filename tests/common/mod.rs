@@ -162,6 +162,13 @@ impl Server {
         }
     }
 
+    pub fn account_key(&self) -> &str {
+        match self {
+            Server::InProcess(s) => s.account_key(),
+            Server::Socket(s) => s.account_key(),
+        }
+    }
+
     /// The listening address (in process: the notional `127.0.0.1:0`).
     pub fn addr(&self) -> std::net::SocketAddr {
         match self {

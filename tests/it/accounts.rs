@@ -7,20 +7,25 @@ use crate::common;
 
 use common::child::Signer;
 use common::Signing;
+use common::TestServer;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use tablestore::config::{Config, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
-use tablestore::testing::TestServer;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tablestore");
 /// Keys of the second account (any base64 works; these are 32 bytes each).
 const KEY2: &str = "c2Vjb25kLWFjY291bnQta2V5LW9uZS0xMjM0NTY3OA==";
 const KEY2_ALT: &str = "c2Vjb25kLWFjY291bnQta2V5LXR3by0xMjM0NTY3ODk=";
 
+/// A server in process serving `accounts`.
 async fn server(accounts: &str) -> TestServer {
+    TestServer::start_with(accounts_config(accounts)).await
+}
+
+fn accounts_config(accounts: &str) -> Config {
     let mut config = Config::for_tests();
     config.accounts_env = Some(accounts.to_string());
-    TestServer::start_with(config).await.expect("server starts")
+    config
 }
 
 struct Reply {
@@ -54,7 +59,7 @@ async fn send(
         headers.push(("Host", &host));
     }
     let signer = Signer::new(account, key);
-    let url = format!("{}{path}", server.endpoint());
+    let url = format!("{}{path}", server.server.endpoint());
     let body = body.map(|b| b.to_string().into_bytes());
     let req = common::request(
         &reqwest::Client::new(),
@@ -64,9 +69,7 @@ async fn send(
         body,
         Signing::As(&signer),
     );
-    let reply = common::Reply::read(req.send().await.expect("answered"))
-        .await
-        .expect("body");
+    let reply = server.exchange(req).await;
     Reply {
         status: reply.status,
         body: serde_json::from_slice(&reply.body).unwrap_or(Value::Null),
@@ -94,7 +97,7 @@ async fn each_account_has_its_own_keys_and_data() {
         "{DEV_ACCOUNT}:{DEV_ACCOUNT_KEY};acct2:{KEY2}:{KEY2_ALT}"
     ))
     .await;
-    assert_eq!(s.account_name(), DEV_ACCOUNT);
+    assert_eq!(s.server.account_name(), DEV_ACCOUNT);
     let tables = "/Tables";
     for (account, key) in [(DEV_ACCOUNT, DEV_ACCOUNT_KEY), ("acct2", KEY2)] {
         let r = send(
@@ -192,12 +195,13 @@ async fn each_account_has_its_own_keys_and_data() {
 
 #[tokio::test]
 async fn the_development_account_is_absent_unless_listed() {
-    let s = server(&format!("acct2:{KEY2}")).await;
-    // The fixture's connection string names the configured account.
-    assert_eq!(s.account_name(), "acct2");
-    assert_eq!(s.account_key(), KEY2);
-    assert!(s.connection_string().contains("AccountName=acct2;"));
-    assert!(s.account_url().ends_with("/acct2"));
+    // On a loopback port: the library's fixture, whose connection string names the
+    // configured account.
+    let s = TestServer::listening_with(accounts_config(&format!("acct2:{KEY2}"))).await;
+    assert_eq!(s.server.account_name(), "acct2");
+    assert_eq!(s.server.account_key(), KEY2);
+    assert!(s.server.connection_string().contains("AccountName=acct2;"));
+    assert!(s.server.account_url().ends_with("/acct2"));
 
     let r = send(&s, "acct2", KEY2, Method::GET, "/Tables", None, false).await;
     assert_eq!(r.status, StatusCode::OK);
@@ -221,7 +225,9 @@ async fn malformed_accounts_are_refused() {
         let mut config = Config::for_tests();
         config.accounts_env = Some(bad.to_string());
         assert!(
-            TestServer::start_with(config).await.is_err(),
+            tablestore::testing::InProcessServer::start_with(config)
+                .await
+                .is_err(),
             "{bad:?} must be refused"
         );
     }

@@ -9,13 +9,13 @@ use crate::common;
 use common::batch::BatchBody;
 use common::child::Signer;
 use common::Reply;
+use common::TestServer;
 use rand::{RngExt as _, SeedableRng as _};
 use rand_pcg::Pcg64;
 use reqwest::Method;
 use serde_json::json;
 use tablestore::auth::canonical::ServiceSasFields;
 use tablestore::config::Config;
-use tablestore::testing::TestServer;
 
 const SECRET1: &str = "acct1-secret-value-7f3a";
 const SECRET2: &str = "acct2-secret-value-9c1e";
@@ -30,7 +30,7 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 struct Setup {
-    server: TestServer,
+    t: TestServer,
     http: reqwest::Client,
     key1: Vec<u8>,
     key2: Vec<u8>,
@@ -59,9 +59,8 @@ impl Setup {
         config.in_memory = false;
         config.location = data.clone();
         config.accounts_env = Some(format!("acct1:{};acct2:{}", b64(&key1), b64(&key2)));
-        let server = TestServer::start_with(config).await.expect("start");
         let s = Setup {
-            server,
+            t: TestServer::start_with(config).await,
             http: reqwest::Client::new(),
             key1,
             key2,
@@ -102,10 +101,10 @@ impl Setup {
         };
         let url = match auth {
             Auth::Sas(sas) => match raw_query {
-                Some(_) => format!("{}{path}&{sas}", self.server.endpoint()),
-                None => format!("{}{path}?{sas}", self.server.endpoint()),
+                Some(_) => format!("{}{path}&{sas}", self.t.server.endpoint()),
+                None => format!("{}{path}?{sas}", self.t.server.endpoint()),
             },
-            _ => format!("{}{path}", self.server.endpoint()),
+            _ => format!("{}{path}", self.t.server.endpoint()),
         };
         let content_type = if body.is_empty() {
             ""
@@ -151,12 +150,7 @@ impl Setup {
                 .header("Content-Type", content_type)
                 .body(body.to_string());
         }
-        let resp = req.send().await.expect("answered");
-        Reply {
-            status: resp.status(),
-            headers: resp.headers().clone(),
-            body: resp.bytes().await.unwrap().to_vec(),
-        }
+        self.t.exchange(req).await
     }
 
     /// acct2's entity, read as acct2: unchanged.
@@ -251,7 +245,7 @@ fn batch_body(endpoint: &str, inner_account: &str, method: &str, table: &str) ->
 async fn shared_key_requests_cannot_cross_accounts() {
     let s = Setup::start().await;
     let (k1, k2) = (s.key1.clone(), s.key2.clone());
-    let port = s.server.addr().port();
+    let port = s.t.server.addr().port();
     let host2 = format!("acct2.table.localhost:{port}");
     let host1 = format!("acct1.table.localhost:{port}");
     let cases: Vec<Attack> = vec![
@@ -421,7 +415,7 @@ async fn shared_key_requests_cannot_cross_accounts() {
             "/acct2/$batch".into(),
             None,
             Auth::Lite("acct1", &k1),
-            batch_body(&s.server.endpoint(), "acct2", "MERGE", "secret"),
+            batch_body(&s.t.server.endpoint(), "acct2", "MERGE", "secret"),
         ),
         (
             "batch, host style",
@@ -429,7 +423,7 @@ async fn shared_key_requests_cannot_cross_accounts() {
             "/$batch".into(),
             Some(host2.clone()),
             Auth::Lite("acct1", &k1),
-            batch_body(&s.server.endpoint(), "acct2", "MERGE", "secret"),
+            batch_body(&s.t.server.endpoint(), "acct2", "MERGE", "secret"),
         ),
     ];
     for (what, method, path, host, auth, body) in &cases {
@@ -495,7 +489,7 @@ async fn each_account_sees_only_its_own_data() {
         )
         .await;
     s.assert_no_leak("acct1 tables", &r);
-    let port = s.server.addr().port();
+    let port = s.t.server.addr().port();
     let r = s
         .send(
             "GET",
@@ -529,7 +523,7 @@ async fn each_account_sees_only_its_own_data() {
 async fn batch_inner_urls_cannot_reach_another_account() {
     let s = Setup::start().await;
     let k1 = s.key1.clone();
-    let endpoint = s.server.endpoint();
+    let endpoint = s.t.server.endpoint();
     for method in ["MERGE", "PUT", "DELETE", "POST", "GET"] {
         let body = batch_body(&endpoint, "acct2", method, "secret");
         let r = s
@@ -610,8 +604,8 @@ fn service_sas(account: &str, key: &[u8], table: &str, sp: &str) -> String {
 async fn sas_tokens_of_one_account_do_not_open_another() {
     let s = Setup::start().await;
     let k1 = s.key1.clone();
-    let endpoint = s.server.endpoint();
-    let port = s.server.addr().port();
+    let endpoint = s.t.server.endpoint();
+    let port = s.t.server.addr().port();
     let host2 = format!("acct2.table.localhost:{port}");
     let svc = service_sas("acct1", &k1, "secret", "raud");
     let acc = signer("acct1", &k1).account_sas_all();
