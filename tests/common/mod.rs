@@ -18,7 +18,35 @@ pub mod url;
 
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
-use tablestore::config::Config;
+use tablestore::auth::accounts::{COSMOS_EMULATOR_ACCOUNT_KEY, COSMOS_EMULATOR_ACCOUNT_NAME};
+use tablestore::config::{Config, FlavorArg};
+
+/// Runs each named case, an `async fn(FlavorArg)`, under both flavours (`--flavor storage`
+/// and `--flavor cosmos`): the tests `<case>::storage` and `<case>::cosmos`. For the suites
+/// whose behaviour is the same under both; what differs stays in `tests/it/cosmos.rs`. The
+/// test attribute is `#[tokio::test]` unless one is given first.
+macro_rules! both_flavours {
+    (#[$test:meta] $($case:ident),+ $(,)?) => {
+        $(
+            mod $case {
+                use tablestore::config::FlavorArg;
+
+                #[$test]
+                async fn storage() {
+                    super::$case(FlavorArg::Storage).await
+                }
+
+                #[$test]
+                async fn cosmos() {
+                    super::$case(FlavorArg::Cosmos).await
+                }
+            }
+        )+
+    };
+    ($($case:ident),+ $(,)?) => {
+        both_flavours!(#[tokio::test] $($case),+);
+    };
+}
 
 pub const JSON_MINIMAL: &str = "application/json;odata=minimalmetadata";
 pub const JSON_NONE: &str = "application/json;odata=nometadata";
@@ -128,6 +156,9 @@ pub struct TestServer {
     /// port ([`TestServer::listening`], for tests about connections, clients and the SDKs).
     pub server: Server,
     pub client: reqwest::Client,
+    /// Who [`TestServer::send`] signs as: the development account, or under `--flavor cosmos`
+    /// the emulator's account `localhost` (as the SDKs sign for a Cosmos endpoint).
+    pub signer: child::Signer,
 }
 
 /// The server under test: the library's in-process server (no socket; the default for wire
@@ -264,12 +295,26 @@ impl TestServer {
         t
     }
 
+    /// An in-memory server in process answering as `flavor` (`--flavor`), for the suites that
+    /// run under both flavours.
+    pub async fn start_as(flavor: FlavorArg) -> TestServer {
+        TestServer::start_with(flavoured(flavor)).await
+    }
+
+    /// [`TestServer::start_as`] with one table, `name`.
+    pub async fn with_table_as(flavor: FlavorArg, name: &str) -> TestServer {
+        let t = TestServer::start_as(flavor).await;
+        t.create_table(name).await;
+        t
+    }
+
     /// A server in process with `config` (its host, port, certificate and limits play no part).
     pub async fn start_with(config: Config) -> TestServer {
+        let signer = signer_for(&config);
         let server = tablestore::testing::InProcessServer::start_with(config)
             .await
             .expect("server starts");
-        TestServer::over(Server::InProcess(std::sync::Arc::new(server)))
+        TestServer::over(Server::InProcess(std::sync::Arc::new(server)), signer)
     }
 
     /// A server in process over `store`, which the test may have filled through the store API.
@@ -284,10 +329,11 @@ impl TestServer {
         config: Config,
         store: std::sync::Arc<dyn tablestore::store::Store>,
     ) -> TestServer {
+        let signer = signer_for(&config);
         let server = tablestore::testing::InProcessServer::start_with_store(config, store)
             .await
             .expect("server starts");
-        TestServer::over(Server::InProcess(std::sync::Arc::new(server)))
+        TestServer::over(Server::InProcess(std::sync::Arc::new(server)), signer)
     }
 
     /// An in-memory server on a free loopback port, for tests about connections or clients.
@@ -297,10 +343,11 @@ impl TestServer {
 
     /// A server with `config` on its host and port (0: a free one).
     pub async fn listening_with(config: Config) -> TestServer {
+        let signer = signer_for(&config);
         let server = tablestore::testing::TestServer::start_with(config)
             .await
             .expect("server starts");
-        TestServer::over(Server::Socket(server))
+        TestServer::over(Server::Socket(server), signer)
     }
 
     /// A server on a free loopback port with explicit connection limits and timeouts.
@@ -308,16 +355,18 @@ impl TestServer {
         config: Config,
         limits: tablestore::server::ServeLimits,
     ) -> TestServer {
+        let signer = signer_for(&config);
         let server = tablestore::testing::TestServer::start_with_limits(config, limits)
             .await
             .expect("server starts");
-        TestServer::over(Server::Socket(server))
+        TestServer::over(Server::Socket(server), signer)
     }
 
-    fn over(server: Server) -> TestServer {
+    fn over(server: Server, signer: child::Signer) -> TestServer {
         TestServer {
             server,
             client: reqwest::Client::new(),
+            signer,
         }
     }
 
@@ -375,7 +424,8 @@ impl TestServer {
     ) -> Reply {
         let url = format!("{}{}", self.base(), path);
         let body = body.map(|b| b.as_bytes().to_vec());
-        let req = request(&self.client, method, &url, headers, body, Signing::Dev);
+        let signing = Signing::As(&self.signer);
+        let req = request(&self.client, method, &url, headers, body, signing);
         self.exchange(req).await
     }
 
@@ -396,7 +446,7 @@ impl TestServer {
             &url,
             &[("Accept", "*/*")],
             None,
-            Signing::Dev,
+            Signing::As(&self.signer),
         );
         self.exchange(req).await
     }
@@ -450,6 +500,24 @@ impl TestServer {
             .await;
         assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text());
         r
+    }
+}
+
+/// [`Config::for_tests`] answering as `flavor`.
+pub fn flavoured(flavor: FlavorArg) -> Config {
+    let mut config = Config::for_tests();
+    config.flavor = flavor;
+    config
+}
+
+/// Who the kit signs as for a server configured so: the development account, or under
+/// `--flavor cosmos` the emulator's account.
+fn signer_for(config: &Config) -> child::Signer {
+    match config.flavor {
+        FlavorArg::Storage => child::Signer::dev(),
+        FlavorArg::Cosmos => {
+            child::Signer::new(COSMOS_EMULATOR_ACCOUNT_NAME, COSMOS_EMULATOR_ACCOUNT_KEY)
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use common::TestServer;
 use reqwest::StatusCode;
 use serde_json::json;
 use tablestore::auth::canonical::{compute_signature, ServiceSasFields};
-use tablestore::config::DEV_ACCOUNT;
+use tablestore::config::{FlavorArg, DEV_ACCOUNT};
 
 /// A service SAS query string for `table` (sv 2019-02-02, https,http); a stored policy `si`
 /// replaces the permissions and times.
@@ -36,9 +36,8 @@ fn table_sas(table: &str, sp: &str, range: [&str; 4], si: &str) -> String {
     })
 }
 
-#[tokio::test]
-async fn unsigned_and_badly_signed_requests_are_refused() {
-    let t = TestServer::start().await;
+async fn unsigned_and_badly_signed_requests_are_refused(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     let r = t.send("GET", "/Tables", &[("x-unsigned", "1")], None).await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
     assert_eq!(r.error_code(), "AuthenticationFailed");
@@ -367,3 +366,6 @@ async fn ranged_sas_queries_see_only_their_range_across_pages() {
         "the filter is intersected with the SAS range"
     );
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(unsigned_and_badly_signed_requests_are_refused,);

@@ -7,6 +7,7 @@ use common::batch::BatchBody;
 use common::TestServer;
 use reqwest::StatusCode;
 use serde_json::json;
+use tablestore::config::FlavorArg;
 
 /// One sub-request: verb, path below the account, extra headers, body.
 struct Sub<'a>(&'a str, String, Vec<(&'a str, String)>, Option<String>);
@@ -66,9 +67,8 @@ async fn count(t: &TestServer, table: &str) -> usize {
     r.json()["value"].as_array().unwrap().len()
 }
 
-#[tokio::test]
-async fn every_operation_kind_in_one_change_set() {
-    let t = TestServer::start().await;
+async fn every_operation_kind_in_one_change_set(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("kinds").await;
     for rk in ["merge", "replace", "delete", "upsert"] {
         t.insert(
@@ -151,9 +151,8 @@ async fn every_operation_kind_in_one_change_set() {
     assert_eq!(get(5).await.json()["n"], 2);
 }
 
-#[tokio::test]
-async fn insert_without_prefer_returns_the_entity() {
-    let t = TestServer::start().await;
+async fn insert_without_prefer_returns_the_entity(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("bodies").await;
     let sub = Sub(
         "POST",
@@ -171,9 +170,8 @@ async fn insert_without_prefer_returns_the_entity() {
     assert!(text.contains("\"x\":5"), "{text}");
 }
 
-#[tokio::test]
-async fn a_failure_at_57_rolls_back_and_names_the_index() {
-    let t = TestServer::start().await;
+async fn a_failure_at_57_rolls_back_and_names_the_index(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("rollback").await;
     t.insert("rollback", &json!({"PartitionKey": "p", "RowKey": "057"}))
         .await;
@@ -382,9 +380,8 @@ async fn the_index_prefix_is_left_out_only_for_a_lone_operation() {
     );
 }
 
-#[tokio::test]
-async fn malformed_batches_are_refused_before_running() {
-    let t = TestServer::start().await;
+async fn malformed_batches_are_refused_before_running(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("malformed").await;
     for (ct, body) in [
         ("multipart/mixed; boundary=batch_x", "no boundary here"),
@@ -411,9 +408,8 @@ async fn malformed_batches_are_refused_before_running() {
     assert_eq!(health.status, StatusCode::OK);
 }
 
-#[tokio::test]
-async fn query_batch_reads_one_entity() {
-    let t = TestServer::start().await;
+async fn query_batch_reads_one_entity(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("qbatch").await;
     t.insert(
         "qbatch",
@@ -466,9 +462,8 @@ async fn sdk_captured_bodies_execute() {
     }
 }
 
-#[tokio::test]
-async fn concurrent_batches_on_the_same_rows_serialize() {
-    let t = std::sync::Arc::new(TestServer::start().await);
+async fn concurrent_batches_on_the_same_rows_serialize(flavor: FlavorArg) {
+    let t = std::sync::Arc::new(TestServer::start_as(flavor).await);
     t.create_table("race").await;
     let mut tasks = Vec::new();
     for _ in 0..8 {
@@ -492,3 +487,13 @@ async fn concurrent_batches_on_the_same_rows_serialize() {
     assert_eq!(winners, 1, "exactly one batch inserts the rows");
     assert_eq!(count(&t, "race").await, 20);
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(
+    every_operation_kind_in_one_change_set,
+    insert_without_prefer_returns_the_entity,
+    a_failure_at_57_rolls_back_and_names_the_index,
+    malformed_batches_are_refused_before_running,
+    query_batch_reads_one_entity,
+    concurrent_batches_on_the_same_rows_serialize,
+);

@@ -10,14 +10,17 @@ use common::assert::assert_error;
 use common::{TestServer, JSON_MINIMAL, JSON_NONE};
 use reqwest::StatusCode;
 use serde_json::json;
+use tablestore::config::FlavorArg;
 use tokio::task::JoinSet;
 
 const WRITERS: usize = 12;
 
 async fn start(table: &str) -> Arc<TestServer> {
-    let t = TestServer::start().await;
-    t.create_table(table).await;
-    Arc::new(t)
+    start_as(FlavorArg::Storage, table).await
+}
+
+async fn start_as(flavor: FlavorArg, table: &str) -> Arc<TestServer> {
+    Arc::new(TestServer::with_table_as(flavor, table).await)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -104,9 +107,8 @@ async fn exactly_one_concurrent_insert_of_a_key_succeeds() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_merges_of_different_properties_lose_nothing() {
-    let t = start("merges").await;
+async fn concurrent_merges_of_different_properties_lose_nothing(flavor: FlavorArg) {
+    let t = start_as(flavor, "merges").await;
     let url = "/merges(PartitionKey='p',RowKey='r')";
     t.insert(
         "merges",
@@ -147,9 +149,8 @@ async fn concurrent_merges_of_different_properties_lose_nothing() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_inserts_of_different_keys_and_tables_all_land() {
-    let t = TestServer::start().await;
+async fn concurrent_inserts_of_different_keys_and_tables_all_land(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     for name in ["left", "right"] {
         t.create_table(name).await;
     }
@@ -178,3 +179,9 @@ async fn concurrent_inserts_of_different_keys_and_tables_all_land() {
         );
     }
 }
+
+both_flavours!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    concurrent_merges_of_different_properties_lose_nothing,
+    concurrent_inserts_of_different_keys_and_tables_all_land,
+);

@@ -12,6 +12,7 @@ use common::url::entity_url;
 use common::{Reply, TestServer, JSON_FULL, JSON_MINIMAL, JSON_NONE};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
+use tablestore::config::FlavorArg;
 
 const STALE_ETAG: &str = "W/\"datetime'2001-01-01T00%3A00%3A00.1234567Z'\"";
 
@@ -385,9 +386,8 @@ async fn empty_keys_work_for_every_operation() {
     assert_error(&r, 404, "ResourceNotFound");
 }
 
-#[tokio::test]
-async fn update_replaces_the_whole_property_set() {
-    let t = TestServer::start().await;
+async fn update_replaces_the_whole_property_set(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("repl").await;
     let url = "/repl(PartitionKey='p',RowKey='r')";
     let first = t
@@ -881,9 +881,8 @@ async fn every_edm_type_round_trips() {
     }
 }
 
-#[tokio::test]
-async fn unannotated_large_integers_are_stored_as_double() {
-    let t = TestServer::start().await;
+async fn unannotated_large_integers_are_stored_as_double(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("bigs").await;
     t.insert(
         "bigs",
@@ -965,9 +964,8 @@ async fn select_on_a_point_get() {
     assert_eq!(g.json()["age"], 30);
 }
 
-#[tokio::test]
-async fn prefer_is_ignored_by_updates_merges_and_deletes() {
-    let t = TestServer::start().await;
+async fn prefer_is_ignored_by_updates_merges_and_deletes(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("pref").await;
     let url = "/pref(PartitionKey='p',RowKey='r')";
     t.insert("pref", &json!({"PartitionKey": "p", "RowKey": "r"}))
@@ -1186,3 +1184,10 @@ async fn unreadable_typed_values_get_azures_message() {
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.text());
     assert!(r.json().get("n").is_none(), "{}", r.text());
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(
+    update_replaces_the_whole_property_set,
+    unannotated_large_integers_are_stored_as_double,
+    prefer_is_ignored_by_updates_merges_and_deletes,
+);

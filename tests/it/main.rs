@@ -3,6 +3,7 @@
 //! share. Run one area with `cargo test --test it <module>::`.
 
 #[path = "../common/mod.rs"]
+#[macro_use]
 mod common;
 
 mod accounts;

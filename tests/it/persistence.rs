@@ -26,7 +26,7 @@ async fn start_on(dir: &Path) -> TestServer {
 }
 
 async fn stop(t: TestServer) {
-    let TestServer { server, client } = t;
+    let TestServer { server, client, .. } = t;
     drop(client);
     server
         .shutdown()

@@ -10,7 +10,7 @@ use common::url::encode as enc;
 use common::{Reply, TestServer};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use tablestore::config::DEV_ACCOUNT;
+use tablestore::config::{FlavorArg, DEV_ACCOUNT};
 use tablestore::model::{EdmValue, EntityKey, IfMatch, Property, TableRef, WriteKind, WriteOp};
 use tablestore::store::kv::memory::MemoryKv;
 use tablestore::store::{Durability, KvStore, Store};
@@ -717,9 +717,8 @@ async fn hundred_thousand_entities_examine_only_their_range() {
 }
 
 /// OData options the service does not support are refused, not silently ignored.
-#[tokio::test]
-async fn unsupported_query_options_are_not_implemented() {
-    let t = TestServer::start().await;
+async fn unsupported_query_options_are_not_implemented(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("opts").await;
     for path in [
         "/opts()?$orderby=RowKey",
@@ -743,3 +742,6 @@ fn url_encoder_keeps_quotes_in_keys_and_unreserved_characters() {
         "/t(PartitionKey='p',RowKey='r''')"
     );
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(unsupported_query_options_are_not_implemented,);

@@ -8,6 +8,7 @@ use common::url::encode_key;
 use common::{TestServer, JSON_FULL, JSON_MINIMAL, JSON_NONE};
 use reqwest::StatusCode;
 use serde_json::json;
+use tablestore::config::FlavorArg;
 
 async fn create(t: &TestServer, name: &str, headers: &[(&str, &str)]) -> common::Reply {
     t.send(
@@ -102,9 +103,8 @@ async fn create_table_with_return_no_content_is_204_with_location_and_data_servi
     assert_eq!(names, vec!["quiet"]);
 }
 
-#[tokio::test]
-async fn create_table_with_return_content_is_201_with_preference_applied() {
-    let t = TestServer::start().await;
+async fn create_table_with_return_content_is_201_with_preference_applied(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     let r = create(
         &t,
         "loud",
@@ -541,3 +541,6 @@ async fn storage_lets_format_win_over_accept() {
         r.text()
     );
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(create_table_with_return_content_is_201_with_preference_applied,);
