@@ -10,10 +10,10 @@ use common::{request, Reply, Signing, TestServer};
 use tablestore::auth::accounts::{COSMOS_EMULATOR_ACCOUNT_KEY, COSMOS_EMULATOR_ACCOUNT_NAME};
 use tablestore::config::{Config, FlavorArg};
 
-/// A Cosmos-flavoured server and a signer for the emulator's account.
+/// A Cosmos-flavoured server: the kit's, which under `--flavor cosmos` sends to the root of
+/// the endpoint signed as the emulator's account `localhost`.
 struct Cosmos {
     t: TestServer,
-    signer: Signer,
 }
 
 impl Cosmos {
@@ -22,22 +22,19 @@ impl Cosmos {
     }
 
     async fn start_with(config: Config) -> Cosmos {
-        Cosmos::over(TestServer::start_with(config).await)
+        Cosmos {
+            t: TestServer::start_with(config).await,
+        }
     }
 
     /// A Cosmos-flavoured server on a loopback port (its connection string names the port).
     async fn listening() -> Cosmos {
-        Cosmos::over(TestServer::listening_with(cosmos_config()).await)
-    }
-
-    fn over(t: TestServer) -> Cosmos {
         Cosmos {
-            t,
-            signer: Signer::new(COSMOS_EMULATOR_ACCOUNT_NAME, COSMOS_EMULATOR_ACCOUNT_KEY),
+            t: TestServer::listening_with(cosmos_config()).await,
         }
     }
 
-    /// Sends `method` to `path` at the root of the endpoint, signed as `localhost`.
+    /// Sends `method` to `path` at the root of the endpoint, signed as the kit's signer.
     async fn send(
         &self,
         method: &str,
@@ -45,24 +42,11 @@ impl Cosmos {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> Reply {
-        let url = format!("{}{path}", self.t.server.endpoint());
-        let body = body.map(|b| b.as_bytes().to_vec());
-        let req = request(
-            &self.t.client,
-            method,
-            &url,
-            headers,
-            body,
-            Signing::As(&self.signer),
-        );
-        self.t.exchange(req).await
+        self.t.send(method, path, headers, body).await
     }
 
     async fn send_batch(&self, batch: &common::batch::BatchBody) -> Reply {
-        let content_type = batch.content_type();
-        let headers = [("Content-Type", content_type.as_str())];
-        self.send("POST", "/$batch", &headers, Some(&batch.body()))
-            .await
+        self.t.send_batch(batch).await
     }
 
     async fn create_table(&self, name: &str) -> Reply {
@@ -1153,7 +1137,7 @@ async fn sas_with_key_ranges_is_not_implemented() {
     let c = Cosmos::start().await;
     assert_eq!(c.create_table("sased").await.status, 201);
     let sas = |range: [&str; 4]| {
-        c.signer.service_sas(&ServiceSasFields {
+        c.t.signer.service_sas(&ServiceSasFields {
             sp: "raud",
             st: "2020-01-01T00:00:00Z",
             se: "2099-01-01T00:00:00Z",
@@ -1820,10 +1804,10 @@ async fn a_store_shared_by_both_flavours() {
         "devstoreaccount1:{}",
         tablestore::config::DEV_ACCOUNT_KEY
     ));
-    let cosmos = Cosmos {
+    let mut cosmos = Cosmos {
         t: TestServer::start_over(config, store).await,
-        signer: Signer::new("devstoreaccount1", tablestore::config::DEV_ACCOUNT_KEY),
     };
+    cosmos.t.signer = Signer::new("devstoreaccount1", tablestore::config::DEV_ACCOUNT_KEY);
     storage.create_table("Orders").await;
     storage.create_table("shared").await;
     let r = cosmos.send("GET", "/Tables('orders')", &[], None).await;
@@ -1893,7 +1877,6 @@ async fn a_seed_goes_by_cosmos_rules() {
     assert_eq!(summary.entities, 1);
     let c = Cosmos {
         t: TestServer::start_over(cosmos_config(), store).await,
-        signer: Signer::new(COSMOS_EMULATOR_ACCOUNT_NAME, COSMOS_EMULATOR_ACCOUNT_KEY),
     };
     let r = c
         .send("GET", "/Orders(PartitionKey='p',RowKey='r')", &[], None)
