@@ -22,7 +22,10 @@
 //! - [`startup::main`]: the whole `tablestore` command; `src/main.rs` only adds the allocator.
 //! - [`testing::TestServer`]: the in-process server to embed in tests (ours in `tests/it`,
 //!   and users', docs/sdk/rust.md), with [`config::Config`] to start it with and
-//!   [`server::ServeLimits`] for its connection limits.
+//!   [`server::ServeLimits`] for its connection limits; [`testing::InProcessServer`], the
+//!   same with no socket, which `tests/it` sends most requests to (through
+//!   `server::InProcess`, the one entry into the server's application that needs no
+//!   connection).
 //! - [`config`]: also the development account ([`config::DEV_ACCOUNT`],
 //!   [`config::DEV_ACCOUNT_KEY`]) that tests sign with, and [`config::Config::try_parse_args`]
 //!   for the command-line tests.

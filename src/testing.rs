@@ -37,6 +37,9 @@
 //! }
 //! ```
 //!
+//! [`InProcessServer`] is the same server with no socket, for tests whose subject is not the
+//! connection: requests are handed to it in this process and answered whole.
+//!
 //! Depends on [`crate::server`], [`crate::config`] and the [`crate::store::Store`] contract.
 
 use std::net::SocketAddr;

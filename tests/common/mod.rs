@@ -1,5 +1,6 @@
-//! The integration tests' one kit, a module of their one binary (`tests/it`): a real server on
-//! an ephemeral loopback port, a signing HTTP client speaking to it and paging through
+//! The integration tests' one kit, a module of their one binary (`tests/it`): the server in
+//! process (no socket) or on an ephemeral loopback port, a signing client speaking to it, the
+//! cases run under both flavours (`both_flavours!`) and paging through
 //! continuation tokens (here), the `tablestore` binary as a child process, its client and the
 //! one request signer (`child`), several nodes over one database (`nodes`), a real PostgreSQL
 //! server (`postgres`), raw HTTP over TCP (`raw`), `$batch` bodies (`batch`), URL

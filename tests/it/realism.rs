@@ -1,4 +1,5 @@
-//! Production realism (issue 15), against a real server on a loopback port: fault injection
+//! Production realism (issue 15), in process, and on a loopback port where a fault drops the
+//! connection or load is offered over connections: fault injection
 //! (Azure errors per Accept, latency, connections dropped before and after the write), the
 //! fault endpoint and its authorisation, batches under injected failures, deleted-name
 //! memory, scalability targets (a bounded load into one partition against the same load over
