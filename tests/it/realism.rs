@@ -605,6 +605,7 @@ async fn a_hot_partition_is_held_near_its_target_and_a_spread_load_is_not() {
     // Rates low enough that a debug build on a busy 2-core machine still offers them: the
     // test is about the limiter, not about how fast the server can go.
     const TARGET: u32 = 400;
+    // On loopback ports: the load is paced requests over concurrent connections.
     let t = TestServer::listening_with(targets_config(TARGET)).await;
     t.create_table("load").await;
     let started = Instant::now();
