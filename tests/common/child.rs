@@ -347,6 +347,8 @@ pub struct Client {
     /// The in-process server requests go to instead of `endpoint`'s socket
     /// ([`super::TestServer::client_as`]).
     in_process: Option<std::sync::Arc<tablestore::testing::InProcessServer>>,
+    /// The account's URL when it is not `{endpoint}/{account}` (the root under Cosmos).
+    account_url: Option<String>,
 }
 
 impl Client {
@@ -361,7 +363,14 @@ impl Client {
             endpoint: endpoint.to_string(),
             signer,
             in_process: None,
+            account_url: None,
         }
+    }
+
+    /// This client with requests addressed below `account_url` instead of path style.
+    pub fn at(mut self, account_url: String) -> Client {
+        self.account_url = Some(account_url);
+        self
     }
 
     /// A client of `server`, in this process (no socket).
@@ -456,7 +465,10 @@ impl Client {
     /// `http://127.0.0.1:port/<account>`, the base of [`BatchBody`](super::batch::BatchBody)'s
     /// sub-request URLs.
     pub fn account_url(&self) -> String {
-        format!("{}/{}", self.endpoint, self.signer.account)
+        match &self.account_url {
+            Some(url) => url.clone(),
+            None => format!("{}/{}", self.endpoint, self.signer.account),
+        }
     }
 
     /// Posts `batch` (its whole change set) to `/$batch` with its multipart Content-Type.

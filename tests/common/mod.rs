@@ -377,6 +377,13 @@ impl TestServer {
         self.client_as(child::Signer::dev())
     }
 
+    /// A [`child::Client`] that signs and addresses requests as [`TestServer::send`] does (the
+    /// development account, path style; under `--flavor cosmos` the emulator's account at the
+    /// root): for the cases run under both flavours.
+    pub fn signed_client(&self) -> child::Client {
+        self.client_as(self.signer.clone()).at(self.base())
+    }
+
     /// A [`child::Client`] signing as `signer` for this server, in process when it is.
     pub fn client_as(&self, signer: child::Signer) -> child::Client {
         match &self.server {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::url::encode as enc;
 use common::TestServer;
+use tablestore::config::FlavorArg;
 
 fn hostile_filters() -> Vec<(&'static str, String)> {
     let parens = 8_000;
@@ -75,16 +76,15 @@ fn assert_answered(what: &str, r: &common::Reply, took: Duration) {
     }
 }
 
-#[tokio::test]
-async fn hostile_filters_on_entities_and_tables() {
-    let t = TestServer::start().await;
+async fn hostile_filters_on_entities_and_tables(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("hfilter").await;
     t.insert(
         "hfilter",
         &serde_json::json!({"PartitionKey": "p", "RowKey": "r", "n": 1, "s": "x"}),
     )
     .await;
-    let client = t.dev_client();
+    let client = t.signed_client();
     let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
     for (what, filter) in hostile_filters() {
         for path in ["/hfilter()", "/Tables"] {
@@ -102,11 +102,10 @@ async fn hostile_filters_on_entities_and_tables() {
     assert_eq!(r.json()["value"].as_array().map(Vec::len), Some(1));
 }
 
-#[tokio::test]
-async fn hostile_query_options() {
-    let t = TestServer::start().await;
+async fn hostile_query_options(flavor: FlavorArg) {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("hfilter").await;
-    let client = t.dev_client();
+    let client = t.signed_client();
     let long_select = (0..5_000)
         .map(|i| format!("p{i}"))
         .collect::<Vec<_>>()
@@ -143,3 +142,9 @@ async fn hostile_query_options() {
     }
     assert!(client.healthy().await);
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(
+    hostile_filters_on_entities_and_tables,
+    hostile_query_options,
+);

@@ -5,6 +5,7 @@
 use crate::common;
 
 use common::TestServer;
+use tablestore::config::FlavorArg;
 
 /// Bodies that are not a valid entity, with the error code Azure gives (or `None` for "any
 /// 400 Azure error").
@@ -216,10 +217,9 @@ async fn case_variants_are_not_duplicates() {
     assert_eq!((e["a"].as_i64(), e["A"].as_i64()), (Some(1), Some(2)));
 }
 
-#[tokio::test]
-async fn wrong_content_types_are_refused() {
-    let t = TestServer::with_table("hostile").await;
-    let client = t.dev_client();
+async fn wrong_content_types_are_refused(flavor: FlavorArg) {
+    let t = TestServer::with_table_as(flavor, "hostile").await;
+    let client = t.signed_client();
     for ct in [
         "text/plain",
         "application/xml",
@@ -246,3 +246,6 @@ async fn wrong_content_types_are_refused() {
     }
     assert!(client.healthy().await);
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(wrong_content_types_are_refused,);
