@@ -123,7 +123,12 @@ async fn filled_store(table: &str, partitions: usize, rows: usize) -> Arc<dyn St
 
 /// Table `people`: partitions `a`, `b`, `c` with rows `1`..`9` and typed properties.
 async fn people() -> TestServer {
-    let t = TestServer::start().await;
+    people_as(FlavorArg::Storage).await
+}
+
+/// [`people`] on a server answering as `flavor`.
+async fn people_as(flavor: FlavorArg) -> TestServer {
+    let t = TestServer::start_as(flavor).await;
     t.create_table("people").await;
     for pk in ["a", "b", "c"] {
         for i in 1..=9 {
@@ -242,9 +247,8 @@ async fn every_filter_shape_plans_and_answers() {
     assert_eq!(r.header("x-tablestore-examined"), None);
 }
 
-#[tokio::test]
-async fn typing_rules_over_http() {
-    let t = people().await;
+async fn typing_rules_over_http(flavor: FlavorArg) {
+    let t = people_as(flavor).await;
     let rows = |r: Reply| rks(&r);
     // Int32 literal matches the Int32 values only; the String "50" never matches a number.
     let r = query(&t, "people", "PartitionKey eq 'a' and Age ge 40", "").await;
@@ -454,9 +458,8 @@ async fn select_with_filter() {
     assert!(rows[0].get("odata.etag").is_some());
 }
 
-#[tokio::test]
-async fn get_entity_with_filter_is_an_extra_predicate() {
-    let t = people().await;
+async fn get_entity_with_filter_is_an_extra_predicate(flavor: FlavorArg) {
+    let t = people_as(flavor).await;
     let get = |f: &str| format!("/people(PartitionKey='a',RowKey='3')?$filter={}", enc(f));
     let r = t.send("GET", &get("Age eq 30"), &[], None).await;
     assert_eq!(r.status, StatusCode::OK);
@@ -744,4 +747,8 @@ fn url_encoder_keeps_quotes_in_keys_and_unreserved_characters() {
 }
 
 // The cases above whose behaviour is the same under both flavours, run under each.
-both_flavours!(unsupported_query_options_are_not_implemented,);
+both_flavours!(
+    unsupported_query_options_are_not_implemented,
+    typing_rules_over_http,
+    get_entity_with_filter_is_an_extra_predicate,
+);
