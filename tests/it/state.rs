@@ -13,7 +13,7 @@ use common::child::{Client, Signer};
 use common::{request, Signing, TestServer};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
-use tablestore::config::Config;
+use tablestore::config::{Config, FlavorArg};
 
 /// A control call (`path` from the server's root), signed as `signing` says.
 async fn control(
@@ -196,8 +196,7 @@ async fn bad_names_and_unknown_things_are_answered_in_azures_shape() {
     assert!(r.json()["odata.error"]["code"].is_string(), "{}", r.text());
 }
 
-#[tokio::test]
-async fn the_calls_are_never_open_by_default() {
+async fn the_calls_are_never_open_by_default(flavor: FlavorArg) {
     let args = [
         "tablestore",
         "--host",
@@ -208,7 +207,9 @@ async fn the_calls_are_never_open_by_default() {
         "--admin-token",
         "s3cret-token",
     ];
-    let t = TestServer::start_with(Config::try_parse_args(args, |_| None).unwrap()).await;
+    let mut config = Config::try_parse_args(args, |_| None).unwrap();
+    config.flavor = flavor;
+    let t = TestServer::start_with(config).await;
     // Unsigned: refused.
     let r = control(&t, "POST", "/_tablestore/reset", &[], Signing::None).await;
     assert_eq!(r.status.as_u16(), 403, "{}", r.text());
@@ -510,3 +511,6 @@ async fn restores_are_atomic_for_concurrent_requests() {
         .await;
     assert_eq!(r.status, StatusCode::OK);
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(the_calls_are_never_open_by_default,);
