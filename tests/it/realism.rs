@@ -15,7 +15,7 @@ use common::child::{ChildServer, Client, Signer};
 use common::{sign_lite, Signing, TestServer};
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use tablestore::config::{Config, PageBreaksArg};
+use tablestore::config::{Config, FlavorArg, PageBreaksArg};
 
 const FAULTS: &str = "/_tablestore/faults";
 
@@ -664,9 +664,8 @@ async fn page_through(t: &TestServer, table: &str, top: usize) -> (Vec<(String, 
     panic!("paging did not end");
 }
 
-#[tokio::test]
-async fn partition_page_breaks_end_pages_at_partition_boundaries() {
-    let mut config = Config::for_tests();
+async fn partition_page_breaks_end_pages_at_partition_boundaries(flavor: FlavorArg) {
+    let mut config = common::flavoured(flavor);
     config.realism.page_breaks = Some(PageBreaksArg::Partition);
     let t = TestServer::start_with(config).await;
     t.create_table("parts").await;
@@ -722,9 +721,8 @@ proptest! {
     }
 }
 
-#[tokio::test]
-async fn random_page_breaks_make_empty_pages_with_tokens() {
-    let mut config = Config::for_tests();
+async fn random_page_breaks_make_empty_pages_with_tokens(flavor: FlavorArg) {
+    let mut config = common::flavoured(flavor);
     config.realism.page_breaks = Some(PageBreaksArg::Random);
     config.realism.realism_seed = 3;
     let t = TestServer::start_with(config).await;
@@ -743,3 +741,9 @@ async fn random_page_breaks_make_empty_pages_with_tokens() {
         "some pages were empty and still carried a token"
     );
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(
+    partition_page_breaks_end_pages_at_partition_boundaries,
+    random_page_breaks_make_empty_pages_with_tokens,
+);
