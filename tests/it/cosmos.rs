@@ -2,6 +2,11 @@
 //! Each test starts its own Cosmos-flavoured server and speaks to it as the SDKs speak to a
 //! Cosmos endpoint: the Table endpoint at the root, signed as the emulator's account
 //! `localhost`.
+//!
+//! This file holds only what differs from Table storage. Behaviour the two flavours share is
+//! tested once and run under each by the `both_flavours!` cases of the Storage suites (auth,
+//! batch, concurrency, entities, hostile_filter, hostile_json, query, realism, refusal_log,
+//! state, tables).
 
 use crate::common;
 
