@@ -10,6 +10,7 @@ use common::batch::BatchBody;
 use common::TestServer;
 use rand::{RngExt as _, SeedableRng as _};
 use rand_pcg::Pcg64;
+use tablestore::config::FlavorArg;
 
 const CT: &str = "multipart/mixed; boundary=batch_h";
 
@@ -230,11 +231,10 @@ async fn random_mutations_of_a_valid_batch_never_apply_half() {
     assert!(client.healthy().await);
 }
 
-#[tokio::test]
-async fn oversize_batch_is_413() {
-    let t = TestServer::with_table("hbatch").await;
-    let client = t.dev_client();
-    let base = format!("{}/devstoreaccount1", t.server.endpoint());
+async fn oversize_batch_is_413(flavor: FlavorArg) {
+    let t = TestServer::with_table_as(flavor, "hbatch").await;
+    let client = t.signed_client();
+    let base = t.base();
     let big = "y".repeat(30_000);
     let parts: String = (0..100)
         .map(|i| {
@@ -259,3 +259,6 @@ async fn oversize_batch_is_413() {
     assert_eq!(count(&t).await, 0);
     assert!(client.healthy().await);
 }
+
+// The cases above whose behaviour is the same under both flavours, run under each.
+both_flavours!(oversize_batch_is_413,);

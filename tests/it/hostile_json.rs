@@ -196,10 +196,9 @@ async fn hostile_create_table_bodies_are_refused() {
 
 /// Properties whose names differ only in case are distinct (Azure property names are
 /// case-sensitive), and are not "duplicates".
-#[tokio::test]
-async fn case_variants_are_not_duplicates() {
-    let t = TestServer::with_table("hostile").await;
-    let client = t.dev_client();
+async fn case_variants_are_not_duplicates(flavor: FlavorArg) {
+    let t = TestServer::with_table_as(flavor, "hostile").await;
+    let client = t.signed_client();
     let r = client
         .send(
             "POST",
@@ -248,4 +247,7 @@ async fn wrong_content_types_are_refused(flavor: FlavorArg) {
 }
 
 // The cases above whose behaviour is the same under both flavours, run under each.
-both_flavours!(wrong_content_types_are_refused,);
+both_flavours!(
+    case_variants_are_not_duplicates,
+    wrong_content_types_are_refused,
+);
