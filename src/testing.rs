@@ -48,7 +48,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::config::{connection_string_for, Config};
-use crate::model::Flavor;
+use crate::protocol::dialect::Flavor;
 use crate::server::{open_store, serve_inner, tls, AppState, ServeLimits};
 use crate::store::Store;
 

@@ -14,7 +14,7 @@ use clap::builder::BoolishValueParser;
 use clap::parser::ValueSource;
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
-use crate::model::Flavor;
+use crate::protocol::dialect::{Dialect, Flavor};
 use crate::store::open::Compression;
 use crate::store::open::{DiskOptions, StoreOptions};
 use crate::store::Durability;
@@ -807,6 +807,12 @@ impl Config {
         self.flavor.into()
     }
 
+    /// How the server answers: the flavour's dialect, the one value requests consult for what
+    /// differs (`protocol::dialect`).
+    pub fn dialect(&self) -> &'static Dialect {
+        self.flavor().dialect()
+    }
+
     /// The accounts served (data of different accounts never mix): `--accounts` /
     /// `AZURITE_ACCOUNTS` if given, else the development account (`localhost`, the Cosmos DB
     /// emulator's, with `--flavor cosmos`).
@@ -818,7 +824,9 @@ impl Config {
             .filter(|a| !a.is_empty())
         {
             Some(text) => crate::auth::Accounts::parse_azurite(text).map_err(|e| e.to_string()),
-            None if self.flavor().is_cosmos() => Ok(crate::auth::Accounts::cosmos_emulator()),
+            None if self.flavor == FlavorArg::Cosmos => {
+                Ok(crate::auth::Accounts::cosmos_emulator())
+            }
             None => Ok(crate::auth::Accounts::dev()),
         }
     }
@@ -860,7 +868,7 @@ impl Config {
 
     /// Options that belong to one flavour, checked against the flavour asked for.
     pub fn check_flavor_options(&self) -> Result<(), String> {
-        if self.cosmos_shuffle_seed.is_some() && !self.flavor().is_cosmos() {
+        if self.cosmos_shuffle_seed.is_some() && self.dialect().key_order {
             return Err(
                 "--cosmos-shuffle-seed (TABLESTORE_COSMOS_SHUFFLE_SEED) applies to \
                         --flavor cosmos only: Table storage answers queries in \
@@ -1068,10 +1076,7 @@ pub fn connection_string_for(flavor: Flavor, endpoint: &str, account: &str, key:
     } else {
         "http"
     };
-    let table_endpoint = match flavor {
-        Flavor::Storage => format!("{endpoint}/{account}"),
-        Flavor::Cosmos => format!("{endpoint}/"),
-    };
+    let table_endpoint = flavor.dialect().table_endpoint(endpoint, account);
     format!(
         "DefaultEndpointsProtocol={protocol};AccountName={account};AccountKey={key};TableEndpoint={table_endpoint};"
     )

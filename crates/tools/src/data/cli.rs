@@ -15,8 +15,7 @@ use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
 use super::{azurite, peak_rss_bytes, DataError, Endpoint, Mode};
 use crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME;
 use crate::config::{CompressionArg, FlavorArg, DEV_ACCOUNT, STORE_DIR_NAME};
-use crate::model::limits::EntityLimits;
-use crate::model::Flavor;
+use crate::protocol::dialect::{Dialect, Flavor};
 use crate::store::open::{folder_compression, Compression};
 use crate::store::Store;
 
@@ -335,7 +334,9 @@ fn import(args: ImportArgs) -> Result<(), DataError> {
         mode: args.mode,
         resume: args.resume,
         checkpoints: true,
-        limits: EntityLimits::of(args.credentials.flavor.into()),
+        limits: Flavor::from(args.credentials.flavor)
+            .dialect()
+            .entity_limits,
     };
     let summary = if let Some(dir) = &args.from_azurite {
         import_azurite(&args, dir, &options, &mut progress)?
@@ -417,8 +418,8 @@ fn with_endpoints<T>(
             let runtime = runtime()?;
             let store: Arc<dyn Store> = open_folder(&runtime, location, write)?;
             let label = location.display().to_string();
-            let flavor = credentials.flavor.into();
-            let endpoints = local_endpoints(&store, &runtime, accounts, &label, flavor);
+            let dialect = Flavor::from(credentials.flavor).dialect();
+            let endpoints = local_endpoints(&store, &runtime, accounts, &label, dialect);
             let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
             let result = work(&refs);
             if write.is_some() {
@@ -447,18 +448,20 @@ fn import_accounts(tables: &[transfer::SourceTable], default: &str) -> Vec<Strin
     accounts
 }
 
-/// One endpoint per account over `store`, going by `flavor`'s rules; `label` names the store
+/// One endpoint per account over `store`, going by `dialect`'s rules; `label` names the store
 /// in messages.
 fn local_endpoints(
     store: &Arc<dyn Store>,
     runtime: &tokio::runtime::Handle,
     accounts: &[String],
     label: &str,
-    flavor: Flavor,
+    dialect: &'static Dialect,
 ) -> Vec<LocalEndpoint> {
     accounts
         .iter()
-        .map(|a| LocalEndpoint::new(Arc::clone(store), runtime.clone(), a, label).in_flavor(flavor))
+        .map(|a| {
+            LocalEndpoint::new(Arc::clone(store), runtime.clone(), a, label).in_dialect(dialect)
+        })
         .collect()
 }
 
@@ -524,14 +527,15 @@ pub fn seed(
     }
     let accounts = import_accounts(&tables, default_account);
     let runtime = runtime()?;
-    let endpoints = local_endpoints(&store, &runtime, &accounts, "the seed target", flavor);
+    let dialect = flavor.dialect();
+    let endpoints = local_endpoints(&store, &runtime, &accounts, "the seed target", dialect);
     let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
     let mut progress = Progress::new("seeded", true);
     let options = ImportOptions {
         mode: Mode::Skip,
         resume: false,
         checkpoints: false,
-        limits: EntityLimits::of(flavor),
+        limits: dialect.entity_limits,
     };
     let summary = transfer::import(&tables, &refs, None, &options, &mut progress)?;
     finish_start_up_import(&store, record, &fingerprint)?;
