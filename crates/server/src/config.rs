@@ -29,6 +29,9 @@ pub const DEV_ACCOUNT_KEY: &str =
 /// unless told otherwise.
 pub const COSMOS_EMULATOR_PORT: u16 = 8902;
 
+/// The Table port the SDKs and tools expect (Azurite's).
+pub const TABLE_PORT: u16 = 10002;
+
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
 pub const STORE_DIR_NAME: &str = "__tablestore__";
 
@@ -50,6 +53,35 @@ impl From<FlavorArg> for Flavor {
         match arg {
             FlavorArg::Storage => Flavor::Storage,
             FlavorArg::Cosmos => Flavor::Cosmos,
+        }
+    }
+}
+
+/// The start-up defaults each flavour brings (the wire differences are its dialect's,
+/// `protocol::dialect`): Cosmos's are its emulator's.
+impl FlavorArg {
+    /// The port served when none is given: Azurite's 10002, or the Cosmos DB emulator's 8902.
+    pub fn default_port(self) -> u16 {
+        match self {
+            FlavorArg::Storage => TABLE_PORT,
+            FlavorArg::Cosmos => COSMOS_EMULATOR_PORT,
+        }
+    }
+
+    /// The account served and shown when none is configured: the development account, or the
+    /// Cosmos DB emulator's `localhost`.
+    pub fn default_account(self) -> &'static str {
+        match self {
+            FlavorArg::Storage => DEV_ACCOUNT,
+            FlavorArg::Cosmos => crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME,
+        }
+    }
+
+    /// The accounts served when none are configured, with their published keys.
+    fn default_accounts(self) -> crate::auth::Accounts {
+        match self {
+            FlavorArg::Storage => crate::auth::Accounts::dev(),
+            FlavorArg::Cosmos => crate::auth::Accounts::cosmos_emulator(),
         }
     }
 }
@@ -180,7 +212,7 @@ pub struct Config {
         long,
         visible_alias = "tablePort",
         env = "TABLESTORE_PORT",
-        default_value_t = 10002,
+        default_value_t = TABLE_PORT,
         value_name = "PORT"
     )]
     pub port: u16,
@@ -733,10 +765,8 @@ impl Config {
         let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         config.location_on_command_line = on_command_line("location");
         config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
-        if config.flavor == FlavorArg::Cosmos
-            && matches.value_source("port") == Some(ValueSource::DefaultValue)
-        {
-            config.port = COSMOS_EMULATOR_PORT;
+        if matches.value_source("port") == Some(ValueSource::DefaultValue) {
+            config.port = config.flavor.default_port();
         }
         if let Some(source) = matches.value_source("removed_write_buffer") {
             let given = match source {
@@ -824,10 +854,7 @@ impl Config {
             .filter(|a| !a.is_empty())
         {
             Some(text) => crate::auth::Accounts::parse_azurite(text).map_err(|e| e.to_string()),
-            None if self.flavor == FlavorArg::Cosmos => {
-                Ok(crate::auth::Accounts::cosmos_emulator())
-            }
-            None => Ok(crate::auth::Accounts::dev()),
+            None => Ok(self.flavor.default_accounts()),
         }
     }
 
@@ -837,10 +864,7 @@ impl Config {
     pub fn default_account(&self) -> Result<(String, String), String> {
         use base64::Engine as _;
         let accounts = self.accounts()?;
-        let preferred = match self.flavor() {
-            Flavor::Storage => DEV_ACCOUNT,
-            Flavor::Cosmos => crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME,
-        };
+        let preferred = self.flavor.default_account();
         let name = if accounts.contains(preferred) {
             preferred
         } else {

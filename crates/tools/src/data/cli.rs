@@ -13,8 +13,7 @@ use super::progress::Progress;
 use super::remote::{RemoteAccount, RemoteEndpoint};
 use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
 use super::{azurite, peak_rss_bytes, DataError, Endpoint, Mode};
-use crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME;
-use crate::config::{CompressionArg, FlavorArg, DEV_ACCOUNT, STORE_DIR_NAME};
+use crate::config::{CompressionArg, FlavorArg, STORE_DIR_NAME};
 use crate::protocol::dialect::{Dialect, Flavor};
 use crate::store::open::{folder_compression, Compression};
 use crate::store::Store;
@@ -180,12 +179,9 @@ fn folder_accounts(given: &[String], flavor: FlavorArg) -> Vec<String> {
             .map(str::to_string)
             .collect::<Vec<_>>()
     });
-    from_env.filter(|a| !a.is_empty()).unwrap_or_else(|| {
-        vec![match flavor {
-            FlavorArg::Storage => DEV_ACCOUNT.to_string(),
-            FlavorArg::Cosmos => COSMOS_EMULATOR_ACCOUNT_NAME.to_string(),
-        }]
-    })
+    from_env
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| vec![flavor.default_account().to_string()])
 }
 
 fn remote(endpoint: &EndpointArgs, credentials: &Credentials) -> Result<RemoteEndpoint, DataError> {
