@@ -861,4 +861,112 @@ mod tests {
         STORAGE.apply_write_rules(&mut storage).unwrap();
         assert_eq!(storage.properties.len(), 2);
     }
+
+    #[test]
+    fn each_flavour_has_its_own_dialect() {
+        for flavor in [Flavor::Storage, Flavor::Cosmos] {
+            assert_eq!(flavor.dialect().flavor, flavor);
+        }
+        assert_ne!(Flavor::Storage.dialect(), Flavor::Cosmos.dialect());
+        assert_eq!(<&Dialect>::default(), &STORAGE);
+    }
+
+    /// The DateTime text and the ETag carry the same digits: Storage's trimmed, Cosmos's
+    /// seven (recording `test_get_entity`: `2021-09-29T20:31:09.3447688Z` in both).
+    #[test]
+    fn dates_and_etags_in_each_dialect() {
+        let t = EdmDateTime::parse("2011-11-04T00:05:23.283Z").unwrap();
+        assert_eq!(
+            STORAGE.datetime_text(t).as_str(),
+            "2011-11-04T00:05:23.283Z"
+        );
+        assert_eq!(
+            COSMOS.datetime_text(t).as_str(),
+            "2011-11-04T00:05:23.2830000Z"
+        );
+        assert_eq!(
+            STORAGE.etag(t),
+            "W/\"datetime'2011-11-04T00%3A05%3A23.283Z'\""
+        );
+        assert_eq!(
+            COSMOS.etag(t),
+            "W/\"datetime'2011-11-04T00%3A05%3A23.2830000Z'\""
+        );
+        assert_eq!(STORAGE.create_table_etag(t), None);
+        assert_eq!(COSMOS.create_table_etag(t), Some(COSMOS.etag(t)));
+    }
+
+    #[test]
+    fn table_names_and_endpoints_in_each_dialect() {
+        assert!(STORAGE.parse_table_name("my table").is_err());
+        assert_eq!(
+            COSMOS.parse_table_name("my table").unwrap().as_str(),
+            "my table"
+        );
+        assert_eq!(
+            STORAGE.parse_table_name("ab").unwrap_err().code,
+            ErrorCode::OutOfRangeInput
+        );
+        assert_eq!(
+            STORAGE.parse_table_name("a-b").unwrap_err().code,
+            ErrorCode::InvalidResourceName
+        );
+        assert_eq!(
+            COSMOS.parse_table_name("a/b").unwrap_err().code,
+            ErrorCode::InternalServerError
+        );
+        assert_eq!(
+            COSMOS.parse_table_name("").unwrap_err().code,
+            ErrorCode::BadRequest
+        );
+        let endpoint = "http://localhost:8902";
+        assert_eq!(
+            STORAGE.table_endpoint(endpoint, "acct"),
+            "http://localhost:8902/acct"
+        );
+        assert_eq!(
+            COSMOS.table_endpoint(endpoint, "acct"),
+            "http://localhost:8902/"
+        );
+    }
+
+    /// Only Cosmos refuses a SAS narrowed to a key range, and a request body over 2 MB.
+    #[test]
+    fn key_ranges_and_request_size_in_each_dialect() {
+        assert!(STORAGE.check_sas_key_range(false).is_ok());
+        assert!(COSMOS.check_sas_key_range(true).is_ok());
+        let refused = COSMOS.check_sas_key_range(false).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::NotImplemented);
+        let over = COSMOS_MAX_REQUEST_BYTES + 1;
+        assert!(STORAGE.check_request_size(over).is_ok());
+        assert!(COSMOS.check_request_size(COSMOS_MAX_REQUEST_BYTES).is_ok());
+        let e = COSMOS.check_request_size(over).unwrap_err();
+        assert_eq!(e.code, ErrorCode::RequestBodyTooLarge);
+    }
+
+    /// A failed change-set operation: Storage prefixes the index; Cosmos also ends the text
+    /// with a line break and its JSON without the CRLF, typed full metadata without a space
+    /// (recording `test_batch_update_if_doesnt_match`); a missing table has no index.
+    #[test]
+    fn sub_response_errors_in_each_dialect() {
+        let e = ApiError::new(ErrorCode::UpdateConditionNotSatisfied);
+        let (ct, body) = STORAGE.sub_response_error(&e, 2, 3, "rid");
+        assert_eq!(
+            ct,
+            "application/json;odata=minimalmetadata;streaming=true;charset=utf-8"
+        );
+        let text = String::from_utf8(body).unwrap();
+        assert!(text.contains("\"2:The update condition"), "{text}");
+        let (ct, body) = COSMOS.sub_response_error(&e, 2, 3, "rid");
+        assert_eq!(ct, "application/json;odata=fullmetadata");
+        let text = String::from_utf8(body).unwrap();
+        assert!(text.ends_with('}'), "{text}");
+        assert!(text.contains("\"2:The update condition"), "{text}");
+        assert!(text.contains("\\n\\nRequestID:rid"), "{text}");
+        let missing = ApiError::new(ErrorCode::TableNotFound);
+        let (_, body) = COSMOS.sub_response_error(&missing, 0, 1, "rid");
+        let text = String::from_utf8(body).unwrap();
+        assert!(text.contains("\"ResourceNotFound\""), "{text}");
+        assert!(!text.contains("\"0:"), "{text}");
+    }
 }
