@@ -19,9 +19,8 @@ pub(crate) struct Scope {
     principal: Option<Principal>,
     /// The order query results come in.
     order: ResultOrder,
-    /// How table names tell tables apart (case-sensitively under `--flavor cosmos`).
-    case: NameCase,
-    /// How the server answers, for the paging rules that differ.
+    /// How the server answers: how table names tell tables apart (case-sensitively under
+    /// `--flavor cosmos`) and the paging rules that differ.
     dialect: &'static Dialect,
 }
 
@@ -62,7 +61,6 @@ impl Scope {
             account: account.into(),
             principal,
             order: ResultOrder::Keys,
-            case: NameCase::Insensitive,
             dialect: &STORAGE,
         }
     }
@@ -72,7 +70,6 @@ impl Scope {
     pub(crate) fn for_dialect(self, dialect: &'static Dialect, shuffle_seed: Option<u64>) -> Scope {
         Scope {
             order: ResultOrder::of(dialect, shuffle_seed),
-            case: dialect.name_case,
             dialect,
             ..self
         }
@@ -83,7 +80,7 @@ impl Scope {
     }
 
     pub(crate) fn case(&self) -> NameCase {
-        self.case
+        self.dialect.name_case
     }
 
     pub(crate) fn order(&self) -> ResultOrder {
@@ -96,14 +93,14 @@ impl Scope {
 
     /// Table `name` of the scope's account, told apart by the scope's case rule.
     pub(crate) fn table(&self, name: impl Into<String>) -> TableRef {
-        TableRef::in_case(&self.account, name, self.case)
+        TableRef::in_case(&self.account, name, self.case())
     }
 
     /// `info` with the name a reader of this scope knows it by: as created (case-insensitive
     /// readers), or the name its identity spells (case-sensitive readers, to whom a table the
     /// storage flavour created is its lower-cased name).
     pub(crate) fn shown(&self, mut info: TableInfo) -> TableInfo {
-        if self.case == NameCase::Sensitive {
+        if self.case() == NameCase::Sensitive {
             info.name = crate::model::names::name_of_identity(&info.identity);
         }
         info
