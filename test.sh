@@ -277,7 +277,10 @@ hash_of() { "$PYTHON" -c 'import hashlib,sys; print(hashlib.sha256(open(sys.argv
 
 # (Each step says `|| return 1`: errexit does not apply inside a command run as `cmd || …`.)
 python_deps() {
-  if [ ! -x "$VENV/bin/python" ]; then
+  # A venv without pip is one whose creation was cut short (Ctrl-C, a failed first run): make
+  # it again rather than fail on every later run.
+  if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import pip' 2>/dev/null; then
+    rm -rf "$VENV"
     "$PYTHON" -m venv "$VENV" || return 1
   fi
   local req_hash
