@@ -49,7 +49,7 @@ fn bench_json(c: &mut Criterion) {
             table: "benchtable",
             select: None,
             select_raw: None,
-            flavor: tablestore::model::Flavor::Storage,
+            dialect: &tablestore::protocol::dialect::STORAGE,
         };
         group.bench_function(format!("encode_entity/{metadata:?}"), |b| {
             b.iter(|| json::encode_entity(black_box(&entity), &ctx))

@@ -51,7 +51,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::config::{connection_string_for, Config};
-use crate::model::Flavor;
+use crate::protocol::dialect::Flavor;
 use crate::server::{
     open_store, serve_inner, tls, AppState, InProcess, InProcessRequest, InProcessResponse,
     ServeLimits,

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 
 use super::LOG_TARGET;
 use crate::config::{connection_string_for, Config, StartedAs};
+use crate::protocol::dialect::Flavor;
 use crate::server::health;
 
 /// What start-up learned, for [`start_up_lines`].
@@ -95,7 +96,7 @@ fn endpoint_lines(
     let flavor = config.flavor();
     let connection_string =
         |endpoint: &str| connection_string_for(flavor, endpoint, &s.account, &s.account_key);
-    if flavor.is_cosmos() {
+    if flavor == Flavor::Cosmos {
         // The SDKs take `localhost` for a Cosmos endpoint (docs/cosmos.md): the emulator's
         // connection string names it, and so does ours.
         let cosmos_endpoint = format!("{scheme}://localhost:{}", s.address.port());
@@ -174,7 +175,7 @@ fn warning_lines(config: &Config) -> Vec<String> {
 /// Cosmos modules wait for (Java `(?s).*Started\r\n$`, .NET `Started\r?\n`, Python
 /// `Started\s*$`; docs/containers.md).
 fn readiness_lines(config: &Config, address: SocketAddr, endpoint: &str) -> Vec<String> {
-    if config.flavor().is_cosmos() {
+    if config.flavor() == Flavor::Cosmos {
         return vec![
             format!("{COSMOS_READY} {endpoint}"),
             // The line ends "\r\n": the banner adds the "\n".

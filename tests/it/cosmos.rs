@@ -1318,7 +1318,7 @@ async fn a_query_pays_for_its_page_and_the_next_read_waits() {
 /// a sentence, and with Cosmos a zero budget is refused too.
 #[test]
 fn the_request_unit_budget_is_checked_at_start() {
-    use tablestore::model::Flavor;
+    use tablestore::protocol::dialect::Flavor;
     use tablestore::server::realism::options;
     let mut config = request_units_config(400);
     let e = options(&config.realism, Flavor::Storage).unwrap_err();
@@ -1872,7 +1872,7 @@ async fn a_seed_goes_by_cosmos_rules() {
             seeded,
             &file,
             COSMOS_EMULATOR_ACCOUNT_NAME,
-            tablestore::model::Flavor::Cosmos,
+            tablestore::protocol::dialect::Flavor::Cosmos,
             None,
         )
     })

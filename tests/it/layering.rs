@@ -16,7 +16,7 @@
 //! crates/server    query     -> model, protocol, store
 //!                  batch     -> model, store
 //!                  exec      -> model, protocol, store, query, batch, auth
-//!                  config    -> model, store, auth
+//!                  config    -> model, protocol, store, auth
 //!                  insight   -> model, protocol, store, query, batch, exec
 //!                  realism   -> model, protocol
 //!                  console   -> nothing
@@ -89,7 +89,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "exec",
         &["model", "protocol", "store", "query", "batch", "auth"],
     ),
-    ("config", &["model", "store", "auth"]),
+    ("config", &["model", "protocol", "store", "auth"]),
     (
         "insight",
         &["model", "protocol", "store", "query", "batch", "exec"],

@@ -14,7 +14,7 @@ use clap::builder::BoolishValueParser;
 use clap::parser::ValueSource;
 use clap::{ArgAction, Args, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
-use crate::model::Flavor;
+use crate::protocol::dialect::{Dialect, Flavor};
 use crate::store::open::Compression;
 use crate::store::open::{DiskOptions, StoreOptions};
 use crate::store::Durability;
@@ -28,6 +28,9 @@ pub const DEV_ACCOUNT_KEY: &str =
 /// and PowerShell reference for Azure Cosmos DB emulator"): `--flavor cosmos` listens there
 /// unless told otherwise.
 pub const COSMOS_EMULATOR_PORT: u16 = 8902;
+
+/// The Table port the SDKs and tools expect (Azurite's).
+pub const TABLE_PORT: u16 = 10002;
 
 /// Folder, inside the workspace (`--location`), that holds the on-disk store.
 pub const STORE_DIR_NAME: &str = "__tablestore__";
@@ -50,6 +53,35 @@ impl From<FlavorArg> for Flavor {
         match arg {
             FlavorArg::Storage => Flavor::Storage,
             FlavorArg::Cosmos => Flavor::Cosmos,
+        }
+    }
+}
+
+/// The start-up defaults each flavour brings (the wire differences are its dialect's,
+/// `protocol::dialect`): Cosmos's are its emulator's.
+impl FlavorArg {
+    /// The port served when none is given: Azurite's 10002, or the Cosmos DB emulator's 8902.
+    pub fn default_port(self) -> u16 {
+        match self {
+            FlavorArg::Storage => TABLE_PORT,
+            FlavorArg::Cosmos => COSMOS_EMULATOR_PORT,
+        }
+    }
+
+    /// The account served and shown when none is configured: the development account, or the
+    /// Cosmos DB emulator's `localhost`.
+    pub fn default_account(self) -> &'static str {
+        match self {
+            FlavorArg::Storage => DEV_ACCOUNT,
+            FlavorArg::Cosmos => crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME,
+        }
+    }
+
+    /// The accounts served when none are configured, with their published keys.
+    fn default_accounts(self) -> crate::auth::Accounts {
+        match self {
+            FlavorArg::Storage => crate::auth::Accounts::dev(),
+            FlavorArg::Cosmos => crate::auth::Accounts::cosmos_emulator(),
         }
     }
 }
@@ -180,7 +212,7 @@ pub struct Config {
         long,
         visible_alias = "tablePort",
         env = "TABLESTORE_PORT",
-        default_value_t = 10002,
+        default_value_t = TABLE_PORT,
         value_name = "PORT"
     )]
     pub port: u16,
@@ -733,10 +765,8 @@ impl Config {
         let on_command_line = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         config.location_on_command_line = on_command_line("location");
         config.endpoint_on_command_line = on_command_line("host") || on_command_line("port");
-        if config.flavor == FlavorArg::Cosmos
-            && matches.value_source("port") == Some(ValueSource::DefaultValue)
-        {
-            config.port = COSMOS_EMULATOR_PORT;
+        if matches.value_source("port") == Some(ValueSource::DefaultValue) {
+            config.port = config.flavor.default_port();
         }
         if let Some(source) = matches.value_source("removed_write_buffer") {
             let given = match source {
@@ -807,6 +837,12 @@ impl Config {
         self.flavor.into()
     }
 
+    /// How the server answers: the flavour's dialect, the one value requests consult for what
+    /// differs (`protocol::dialect`).
+    pub fn dialect(&self) -> &'static Dialect {
+        self.flavor().dialect()
+    }
+
     /// The accounts served (data of different accounts never mix): `--accounts` /
     /// `AZURITE_ACCOUNTS` if given, else the development account (`localhost`, the Cosmos DB
     /// emulator's, with `--flavor cosmos`).
@@ -818,8 +854,7 @@ impl Config {
             .filter(|a| !a.is_empty())
         {
             Some(text) => crate::auth::Accounts::parse_azurite(text).map_err(|e| e.to_string()),
-            None if self.flavor().is_cosmos() => Ok(crate::auth::Accounts::cosmos_emulator()),
-            None => Ok(crate::auth::Accounts::dev()),
+            None => Ok(self.flavor.default_accounts()),
         }
     }
 
@@ -829,10 +864,7 @@ impl Config {
     pub fn default_account(&self) -> Result<(String, String), String> {
         use base64::Engine as _;
         let accounts = self.accounts()?;
-        let preferred = match self.flavor() {
-            Flavor::Storage => DEV_ACCOUNT,
-            Flavor::Cosmos => crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME,
-        };
+        let preferred = self.flavor.default_account();
         let name = if accounts.contains(preferred) {
             preferred
         } else {
@@ -860,7 +892,7 @@ impl Config {
 
     /// Options that belong to one flavour, checked against the flavour asked for.
     pub fn check_flavor_options(&self) -> Result<(), String> {
-        if self.cosmos_shuffle_seed.is_some() && !self.flavor().is_cosmos() {
+        if self.cosmos_shuffle_seed.is_some() && self.dialect().key_order {
             return Err(
                 "--cosmos-shuffle-seed (TABLESTORE_COSMOS_SHUFFLE_SEED) applies to \
                         --flavor cosmos only: Table storage answers queries in \
@@ -1068,10 +1100,7 @@ pub fn connection_string_for(flavor: Flavor, endpoint: &str, account: &str, key:
     } else {
         "http"
     };
-    let table_endpoint = match flavor {
-        Flavor::Storage => format!("{endpoint}/{account}"),
-        Flavor::Cosmos => format!("{endpoint}/"),
-    };
+    let table_endpoint = flavor.dialect().table_endpoint(endpoint, account);
     format!(
         "DefaultEndpointsProtocol={protocol};AccountName={account};AccountKey={key};TableEndpoint={table_endpoint};"
     )

@@ -764,7 +764,7 @@ pub async fn creation_instants_are_kept(h: Harness) {
     let store = h.open().await;
     let t = table(&*store, "created").await;
     let cosmos = |kind| WriteOp {
-        limits: EntityLimits::Cosmos,
+        limits: EntityLimits::JsonItem,
         ..op(kind, "p", "a", 1)
     };
     let first = store

@@ -359,13 +359,11 @@ impl EdmDateTime {
         t
     }
 
-    /// The text form the flavour writes: Storage's [`EdmDateTime::text`], or Cosmos DB's,
-    /// which always has 7 fractional digits (`1973-10-04T00:00:00.0000000Z`; the Python SDK's
-    /// Cosmos test recordings, e.g. `test_table_entity_cosmos…test_datetime_milliseconds`).
-    pub(crate) fn text_as(self, flavor: super::Flavor) -> DateTimeText {
-        match flavor {
-            super::Flavor::Storage => self.text(),
-            super::Flavor::Cosmos => self.text_fixed7(),
+    /// The text form with `digits`: [`EdmDateTime::text`], or [`EdmDateTime::text_fixed7`].
+    pub fn text_with(self, digits: FractionDigits) -> DateTimeText {
+        match digits {
+            FractionDigits::Trimmed => self.text(),
+            FractionDigits::Seven => self.text_fixed7(),
         }
     }
 
@@ -401,6 +399,15 @@ impl fmt::Display for EdmDateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.text().as_str())
     }
+}
+
+/// How many fractional digits a DateTime's text has: up to 7 with trailing zeros dropped
+/// (Azure Table storage's form), or always 7 (`1973-10-04T00:00:00.0000000Z`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum FractionDigits {
+    #[default]
+    Trimmed,
+    Seven,
 }
 
 /// [`EdmDateTime::text`]'s result: at most 28 ASCII bytes, no allocation.
@@ -463,47 +470,47 @@ mod tests {
         assert_eq!(round("1969-12-31T23:59:59.5Z"), "1969-12-31T23:59:59.5Z");
     }
 
-    /// Cosmos DB writes every DateTime with 7 fractional digits (the Python SDK's Cosmos
-    /// recordings: `1973-10-04T00:00:00.0000000Z`, `2011-11-04T00:05:23.2830000Z`).
+    /// The seven-digit text pads the fraction with zeros (`1973-10-04T00:00:00.0000000Z`,
+    /// `2011-11-04T00:05:23.2830000Z`).
     #[test]
-    fn cosmos_text_has_seven_digits() {
-        let cosmos = |s: &str| {
+    fn seven_digit_text_pads_the_fraction() {
+        let seven = |s: &str| {
             EdmDateTime::parse(s)
                 .unwrap()
-                .text_as(crate::model::Flavor::Cosmos)
+                .text_with(FractionDigits::Seven)
                 .as_str()
                 .to_string()
         };
         assert_eq!(
-            cosmos("1973-10-04T00:00:00.000000Z"),
+            seven("1973-10-04T00:00:00.000000Z"),
             "1973-10-04T00:00:00.0000000Z"
         );
         assert_eq!(
-            cosmos("2011-11-04T00:05:23.283000Z"),
+            seven("2011-11-04T00:05:23.283000Z"),
             "2011-11-04T00:05:23.2830000Z"
         );
         assert_eq!(
-            cosmos("1969-12-31T23:59:59.5Z"),
+            seven("1969-12-31T23:59:59.5Z"),
             "1969-12-31T23:59:59.5000000Z"
         );
     }
 
     proptest::proptest! {
-        /// Both flavours' texts parse back to the same instant, and Cosmos's always has
+        /// Both texts parse back to the same instant, and the seven-digit one always has
         /// exactly 7 fractional digits.
         #[test]
-        fn flavoured_text_round_trips(
+        fn both_texts_round_trip(
             secs in -11_644_473_600i64..253_402_300_799i64,
             frac in 0i64..10_000_000,
         ) {
             let t = EdmDateTime(secs * 10_000_000 + frac);
-            for flavor in [crate::model::Flavor::Storage, crate::model::Flavor::Cosmos] {
-                let text = t.text_as(flavor);
+            for digits in [FractionDigits::Trimmed, FractionDigits::Seven] {
+                let text = t.text_with(digits);
                 proptest::prop_assert_eq!(EdmDateTime::parse(text.as_str()).unwrap(), t);
             }
-            let cosmos = t.text_as(crate::model::Flavor::Cosmos);
-            proptest::prop_assert_eq!(cosmos.as_str().len(), 28);
-            proptest::prop_assert_eq!(&cosmos.as_str()[19..20], ".");
+            let seven = t.text_with(FractionDigits::Seven);
+            proptest::prop_assert_eq!(seven.as_str().len(), 28);
+            proptest::prop_assert_eq!(&seven.as_str()[19..20], ".");
         }
     }
 

@@ -3,8 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::edm::{EdmDateTime, EdmValue, EdmValueRef};
-use super::Flavor;
+use super::edm::{EdmDateTime, EdmValue, EdmValueRef, FractionDigits};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Property {
@@ -87,15 +86,15 @@ impl<'a> EntityView<'a> {
 /// ETags the same way, so the two must agree exactly.
 #[cfg(test)]
 pub(crate) fn etag_for(timestamp: EdmDateTime) -> String {
-    etag_as(timestamp, Flavor::Storage)
+    etag_with(timestamp, FractionDigits::Trimmed)
 }
 
-/// [`etag_for`] as the flavour writes it: Cosmos DB's ETag carries the Timestamp's 7-digit
-/// text (`W/"datetime'2021-09-29T20%3A31%3A09.3447688Z'"`, same instant as `Timestamp`).
-pub fn etag_as(timestamp: EdmDateTime, flavor: Flavor) -> String {
+/// [`etag_for`] with the Timestamp's text written with `digits` (seven digits:
+/// `W/"datetime'2021-09-29T20%3A31%3A09.3447688Z'"`).
+pub fn etag_with(timestamp: EdmDateTime, digits: FractionDigits) -> String {
     let mut etag = String::with_capacity(48);
     etag.push_str("W/\"datetime'");
-    etag_datetime_pieces(timestamp, flavor, |piece| etag.push_str(piece));
+    etag_datetime_pieces(timestamp, digits, |piece| etag.push_str(piece));
     etag.push_str("'\"");
     etag
 }
@@ -104,10 +103,10 @@ pub fn etag_as(timestamp: EdmDateTime, flavor: Flavor) -> String {
 /// percent-encoded. Response encoders write it in place with this.
 pub(crate) fn etag_datetime_pieces(
     timestamp: EdmDateTime,
-    flavor: Flavor,
+    digits: FractionDigits,
     mut push: impl FnMut(&str),
 ) {
-    let text = timestamp.text_as(flavor);
+    let text = timestamp.text_with(digits);
     for (i, piece) in text.as_str().split(':').enumerate() {
         if i > 0 {
             push("%3A");

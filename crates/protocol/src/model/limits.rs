@@ -1,10 +1,10 @@
 //! The service's documented limits on entities, keys and values (Azure docs: "Understanding
-//! the Table service data model"), and Cosmos DB for Table's where they differ ("Azure Cosmos
-//! DB service quotas", per-item limits), chosen per write by [`EntityLimits`].
+//! the Table service data model"), and the limit of a store that holds an entity as one JSON
+//! item ("Azure Cosmos DB service quotas", per-item limits), chosen per write by
+//! [`EntityLimits`] (the dialect chooses which, `protocol::dialect`).
 
 use super::edm::{utf16_len, EdmValue};
 use super::entity::Property;
-use super::Flavor;
 
 /// Custom properties per entity (255 including PartitionKey, RowKey and Timestamp).
 pub const MAX_CUSTOM_PROPERTIES: usize = 252;
@@ -30,42 +30,35 @@ pub const MAX_REQUEST_BODY: usize = 4 * 1024 * 1024;
 /// it is parsed.
 pub const MAX_XML_BODY: usize = 64 * 1024;
 
-/// The largest item Cosmos DB takes: 2 MB, the "UTF-8 length of JSON representation"
-/// ("Azure Cosmos DB service quotas", per-item limits), measured by [`cosmos_item_size`].
-pub const COSMOS_MAX_ITEM_BYTES: usize = 2 * 1024 * 1024;
+/// The largest JSON item: 2 MB, the "UTF-8 length of JSON representation" ("Azure Cosmos DB
+/// service quotas", per-item limits), measured by [`json_item_size`].
+pub const MAX_JSON_ITEM_BYTES: usize = 2 * 1024 * 1024;
 
-/// Which service's limits an entity is held to: Table storage's (1 MiB by its accounting
-/// formula, 252 properties, 255-character names, 64 KiB values) or Cosmos DB's (a 2 MB item
-/// and "no practical limit" on the number of properties or the length of their names; values
-/// unlimited but by the item, as Azure/azure-sdk-for-net#20533 found: a property over 64 KiB
-/// is "No error" on Cosmos).
+/// Which limits an entity is held to: Table storage's accounted ones (1 MiB by its accounting
+/// formula, 252 properties, 255-character names, 64 KiB values), or a JSON item's (2 MB of
+/// JSON and "no practical limit" on the number of properties or the length of their names;
+/// values unlimited but by the item, as Azure/azure-sdk-for-net#20533 found: a property over
+/// 64 KiB is "No error" there).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum EntityLimits {
     #[default]
-    Storage,
-    Cosmos,
+    Accounted,
+    JsonItem,
 }
 
 impl EntityLimits {
-    /// The limits the flavour's service applies.
-    pub fn of(flavor: Flavor) -> EntityLimits {
-        match flavor {
-            Flavor::Storage => EntityLimits::Storage,
-            Flavor::Cosmos => EntityLimits::Cosmos,
-        }
-    }
-
-    /// Whether a property name's length and a value's size are limited on their own (Storage's
-    /// 255 characters and 64 KiB); under Cosmos only the whole item is.
+    /// Whether a property name's length and a value's size are limited on their own (255
+    /// characters and 64 KiB); a JSON item limits only the whole item.
     pub fn limits_each_property(self) -> bool {
-        self == EntityLimits::Storage
+        self == EntityLimits::Accounted
     }
 
-    /// Whether an Insert Or Replace of an existing entity must keep its creation instant:
-    /// Cosmos DB answers queries in creation order, and a replaced item keeps its place;
-    /// Storage never shows the instant, so its upserts skip reading the entity they replace.
+    /// Whether an Insert Or Replace of an existing entity must keep its creation instant: a
+    /// store of JSON items answers queries in creation order, and a replaced item keeps its
+    /// place; the accounted store never shows the instant, so its upserts skip reading the
+    /// entity they replace.
     pub fn upsert_keeps_creation(self) -> bool {
-        self == EntityLimits::Cosmos
+        self == EntityLimits::JsonItem
     }
 }
 
@@ -73,7 +66,7 @@ impl EntityLimits {
 pub enum EntityLimitError {
     TooManyProperties,
     EntityTooLarge,
-    /// Over Cosmos DB's 2 MB item size.
+    /// Over a JSON item's 2 MB.
     ItemTooLarge,
     /// The keys are within Azure's limits but longer together than the store can index
     /// (PostgreSQL's B-tree takes about 2.7 KB per key: only non-ASCII keys near the 1024
@@ -104,12 +97,12 @@ pub fn entity_size(partition_key: &str, row_key: &str, properties: &[Property]) 
             .sum::<usize>()
 }
 
-/// Size of an entity as Cosmos DB counts an item, the UTF-8 length of its JSON: the text of
+/// Size of an entity as a JSON item, the UTF-8 length of its JSON: the text of
 /// `{"PartitionKey":…,"RowKey":…,"<name>":<value>,…}` with the `@odata.type` annotation the
 /// wire carries for the types JSON has no form of (Int64, DateTime, Guid, Binary), written
-/// compactly. Cosmos's own encoding is not published; this is the representation its docs
+/// compactly. Cosmos DB's own encoding is not published; this is the representation its docs
 /// name, as a client sends it.
-pub fn cosmos_item_size(partition_key: &str, row_key: &str, properties: &[Property]) -> usize {
+pub fn json_item_size(partition_key: &str, row_key: &str, properties: &[Property]) -> usize {
     let member = |name: &str, value: usize| json_string_len(name) + 1 + value;
     let mut size = 2 + member("PartitionKey", json_string_len(partition_key));
     size += 1 + member("RowKey", json_string_len(row_key));
@@ -172,19 +165,19 @@ pub fn check_entity(
     row_key: &str,
     properties: &[Property],
 ) -> Result<(), EntityLimitError> {
-    check_entity_as(EntityLimits::Storage, partition_key, row_key, properties)
+    check_entity_as(EntityLimits::Accounted, partition_key, row_key, properties)
 }
 
-/// Checks the whole-entity limits of `limits`: Storage's property count and size, or
-/// Cosmos DB's item size.
+/// Checks the whole-entity limits of `limits`: the property count and accounted size, or the
+/// JSON item's size.
 pub fn check_entity_as(
     limits: EntityLimits,
     partition_key: &str,
     row_key: &str,
     properties: &[Property],
 ) -> Result<(), EntityLimitError> {
-    if limits == EntityLimits::Cosmos {
-        if cosmos_item_size(partition_key, row_key, properties) > COSMOS_MAX_ITEM_BYTES {
+    if limits == EntityLimits::JsonItem {
+        if json_item_size(partition_key, row_key, properties) > MAX_JSON_ITEM_BYTES {
             return Err(EntityLimitError::ItemTooLarge);
         }
         return Ok(());
@@ -210,9 +203,9 @@ mod tests {
         }
     }
 
-    /// The Cosmos item size is the length of the entity's compact JSON, annotations included.
+    /// The JSON item size is the length of the entity's compact JSON, annotations included.
     #[test]
-    fn cosmos_item_size_is_the_json_length() {
+    fn json_item_size_is_the_json_length() {
         let props = vec![
             prop("S", EdmValue::String("a\"b\\c\nd\u{1}é漢".into())),
             prop("I", EdmValue::Int32(-42)),
@@ -242,14 +235,11 @@ mod tests {
             "G": "07070707-0707-0707-0707-070707070707", "G@odata.type": "Edm.Guid",
             "X": "AQIDBA==", "X@odata.type": "Edm.Binary",
         });
-        assert_eq!(
-            cosmos_item_size("p\"k", "r", &props),
-            json.to_string().len()
-        );
+        assert_eq!(json_item_size("p\"k", "r", &props), json.to_string().len());
     }
 
     #[test]
-    fn cosmos_limits_only_the_item() {
+    fn a_json_item_limits_only_the_item() {
         let many: Vec<Property> = (0..300)
             .map(|i| prop(&format!("p{i}"), EdmValue::Int32(i)))
             .collect();
@@ -258,18 +248,18 @@ mod tests {
             Err(EntityLimitError::TooManyProperties)
         );
         assert_eq!(
-            check_entity_as(EntityLimits::Cosmos, "p", "r", &many),
+            check_entity_as(EntityLimits::JsonItem, "p", "r", &many),
             Ok(())
         );
         // `{"PartitionKey":"p","RowKey":"r","s":"…"}` is 40 bytes and the text.
         let item = |n: usize| vec![prop("s", EdmValue::String("x".repeat(n)))];
-        let fits = COSMOS_MAX_ITEM_BYTES - 40;
+        let fits = MAX_JSON_ITEM_BYTES - 40;
         assert_eq!(
-            check_entity_as(EntityLimits::Cosmos, "p", "r", &item(fits)),
+            check_entity_as(EntityLimits::JsonItem, "p", "r", &item(fits)),
             Ok(())
         );
         assert_eq!(
-            check_entity_as(EntityLimits::Cosmos, "p", "r", &item(fits + 1)),
+            check_entity_as(EntityLimits::JsonItem, "p", "r", &item(fits + 1)),
             Err(EntityLimitError::ItemTooLarge)
         );
     }

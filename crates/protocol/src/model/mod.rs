@@ -3,14 +3,11 @@
 
 pub mod edm;
 pub mod entity;
-pub(crate) mod flavor;
 pub mod limits;
 pub mod names;
-pub mod request_units;
 pub mod write;
 
-pub use edm::{EdmDateTime, EdmType, EdmValue, EdmValueRef};
+pub use edm::{EdmDateTime, EdmType, EdmValue, EdmValueRef, FractionDigits};
 pub use entity::{Entity, EntityKey, EntityView, Property};
-pub use flavor::Flavor;
 pub use names::{TableId, TableName, TableNameError, TableRef};
 pub use write::{IfMatch, WriteKind, WriteOp};

@@ -1,11 +1,10 @@
-//! Table names: validation per the service's rules (Table storage's, or Cosmos DB for Table's
-//! under `--flavor cosmos`) and the identity under which a table is stored (case-insensitive,
-//! or case-sensitive for Cosmos); the [`TableRef`] a request addresses and the [`TableId`] the
+//! Table names: validation by either rule set (Table storage's identifiers, or free-form
+//! names; the dialect chooses, `protocol::dialect`) and the identity under which a table is
+//! stored (case-insensitive or case-sensitive); the [`TableRef`] a request addresses and the
+//! [`TableId`] the
 //! store resolves it to.
 
 use std::fmt;
-
-use super::Flavor;
 
 /// A validated table name, keeping the casing it was created with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,45 +16,40 @@ pub enum TableNameError {
     Length,
     /// Not `^[A-Za-z][A-Za-z0-9]*$`, or the reserved name `tables` (Azure: 400 InvalidResourceName).
     Characters,
-    /// Cosmos: empty, or longer than 254 characters.
-    CosmosLength,
-    /// Cosmos: one of `/ \ # ?`.
-    CosmosCharacter,
-    /// Cosmos: a space at the end.
-    CosmosTrailingSpace,
-    /// Cosmos takes it, tablestore cannot serve it: a control character (no header or
-    /// PostgreSQL text holds one) or a parenthesis (a URL could not tell the name from a key
-    /// predicate).
-    CosmosUnservable,
+    /// Free-form: empty, or longer than 254 characters.
+    FreeFormLength,
+    /// Free-form: one of `/ \ # ?`.
+    ForbiddenCharacter,
+    /// Free-form: a space at the end.
+    TrailingSpace,
+    /// Free-form and valid, but tablestore cannot serve it: a control character (no header
+    /// or PostgreSQL text holds one) or a parenthesis (a URL could not tell the name from a
+    /// key predicate).
+    Unservable,
 }
 
-/// The longest table name Cosmos DB creates, in characters: the Python SDK's
+/// The longest free-form table name, in characters (Cosmos DB's): the Python SDK's
 /// `_validate_cosmos_tablename` pattern `^[^/\\#?]{0,253}[^ /\\#?]{1}$` takes 254, and its live
 /// test `test_table_name_errors_bad_length` sees Create Table refuse 255.
-pub const COSMOS_MAX_TABLE_NAME: usize = 254;
+pub const MAX_FREE_FORM_TABLE_NAME: usize = 254;
 
 impl TableName {
-    /// A name by the flavour's rules: Table storage's, or Cosmos DB's (1–254 characters, none
-    /// of `/ \ # ?`, no trailing space; any other character, letter case kept).
-    pub fn parse_as(name: &str, flavor: Flavor) -> Result<TableName, TableNameError> {
-        match flavor {
-            Flavor::Storage => TableName::parse(name),
-            Flavor::Cosmos => {
-                if name.is_empty() || name.chars().count() > COSMOS_MAX_TABLE_NAME {
-                    return Err(TableNameError::CosmosLength);
-                }
-                if name.contains(COSMOS_FORBIDDEN) {
-                    return Err(TableNameError::CosmosCharacter);
-                }
-                if name.ends_with(' ') {
-                    return Err(TableNameError::CosmosTrailingSpace);
-                }
-                if name.chars().any(|c| c.is_control() || c == '(' || c == ')') {
-                    return Err(TableNameError::CosmosUnservable);
-                }
-                Ok(TableName(name.to_string()))
-            }
+    /// A free-form name (Cosmos DB's rules): 1–254 characters, none of `/ \ # ?`, no trailing
+    /// space; any other character, letter case kept.
+    pub fn parse_free_form(name: &str) -> Result<TableName, TableNameError> {
+        if name.is_empty() || name.chars().count() > MAX_FREE_FORM_TABLE_NAME {
+            return Err(TableNameError::FreeFormLength);
         }
+        if name.contains(FORBIDDEN_IN_FREE_FORM) {
+            return Err(TableNameError::ForbiddenCharacter);
+        }
+        if name.ends_with(' ') {
+            return Err(TableNameError::TrailingSpace);
+        }
+        if name.chars().any(|c| c.is_control() || c == '(' || c == ')') {
+            return Err(TableNameError::Unservable);
+        }
+        Ok(TableName(name.to_string()))
     }
 
     /// A name by Table storage's rules.
@@ -82,8 +76,9 @@ impl TableName {
     }
 }
 
-/// The characters no Cosmos table name holds (the Python SDK's `_validate_cosmos_tablename`).
-const COSMOS_FORBIDDEN: [char; 4] = ['/', '\\', '#', '?'];
+/// The characters no free-form table name holds (the Python SDK's
+/// `_validate_cosmos_tablename`).
+const FORBIDDEN_IN_FREE_FORM: [char; 4] = ['/', '\\', '#', '?'];
 
 /// How table names tell tables apart: Table storage's are case-insensitive, Cosmos DB's are
 /// case-sensitive (API for Table FAQ: "Table names in Azure Table storage aren't
@@ -95,18 +90,9 @@ pub enum NameCase {
     Sensitive,
 }
 
-impl NameCase {
-    pub fn of(flavor: Flavor) -> NameCase {
-        match flavor {
-            Flavor::Storage => NameCase::Insensitive,
-            Flavor::Cosmos => NameCase::Sensitive,
-        }
-    }
-}
-
 /// The identity a table is stored under (docs/decisions.md, "Case-sensitive table names"):
 /// case-insensitively the lower-cased name, as always; case-sensitively the name with each
-/// ASCII capital `X` written `#x`. `#` is in no valid name, Storage's or Cosmos's, so the
+/// ASCII capital `X` written `#x`. `#` is in no valid name of either rule set, so the
 /// case-sensitive identity is unambiguous, a name without capitals is the same table in
 /// both, and a name with capitals is apart from every case-insensitive identity.
 pub fn table_identity(name: &str, case: NameCase) -> String {
@@ -129,7 +115,7 @@ pub fn table_identity(name: &str, case: NameCase) -> String {
 
 /// The name a case-sensitive reader knows a table by, from its identity: the inverse of
 /// [`table_identity`] with [`NameCase::Sensitive`]. A case-insensitive identity (a table the
-/// storage flavour created) reads as its lower-cased name.
+/// case-insensitive reader created) reads as its lower-cased name.
 pub fn name_of_identity(identity: &str) -> String {
     let mut out = String::with_capacity(identity.len());
     let mut chars = identity.chars();
@@ -143,13 +129,13 @@ pub fn name_of_identity(identity: &str) -> String {
 }
 
 /// Whether only a case-sensitive reader can address the table stored under `identity` (a
-/// Cosmos name with capitals).
+/// case-sensitive name with capitals).
 pub fn is_case_sensitive_identity(identity: &str) -> bool {
     identity.contains('#')
 }
 
 /// A table as a request addresses it: the account and the table name, told apart from
-/// others case-insensitively (Storage) or case-sensitively (Cosmos). Resolving it in the store
+/// others case-insensitively or case-sensitively ([`NameCase`]). Resolving it in the store
 /// yields the table's [`TableId`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableRef {
@@ -233,8 +219,8 @@ mod tests {
     }
 
     #[test]
-    fn cosmos_table_name_rules() {
-        let cosmos = |n: &str| TableName::parse_as(n, Flavor::Cosmos);
+    fn free_form_table_name_rules() {
+        let free = |n: &str| TableName::parse_free_form(n);
         for ok in [
             "a",
             "my table",
@@ -243,18 +229,18 @@ mod tests {
             "tables",
             &"x".repeat(254),
         ] {
-            assert!(cosmos(ok).is_ok(), "{ok}");
+            assert!(free(ok).is_ok(), "{ok}");
         }
-        assert_eq!(cosmos(""), Err(TableNameError::CosmosLength));
-        assert_eq!(cosmos(&"x".repeat(255)), Err(TableNameError::CosmosLength));
+        assert_eq!(free(""), Err(TableNameError::FreeFormLength));
+        assert_eq!(free(&"x".repeat(255)), Err(TableNameError::FreeFormLength));
         for bad in ["a/b", "a\\b", "a#b", "a?b"] {
-            assert_eq!(cosmos(bad), Err(TableNameError::CosmosCharacter), "{bad}");
+            assert_eq!(free(bad), Err(TableNameError::ForbiddenCharacter), "{bad}");
         }
-        assert_eq!(cosmos("a "), Err(TableNameError::CosmosTrailingSpace));
+        assert_eq!(free("a "), Err(TableNameError::TrailingSpace));
         for unservable in ["a\u{0}b", "a\nb", "a(b", "a)"] {
-            assert_eq!(cosmos(unservable), Err(TableNameError::CosmosUnservable));
+            assert_eq!(free(unservable), Err(TableNameError::Unservable));
         }
-        assert!(TableName::parse_as("a-b", Flavor::Storage).is_err());
+        assert!(TableName::parse("a-b").is_err());
     }
 
     #[test]
@@ -269,7 +255,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Case-sensitive identities are unambiguous: every valid Cosmos name comes back from
+        /// Case-sensitive identities are unambiguous: every valid free-form name comes back from
         /// its identity, and names without capitals keep theirs as Storage's.
         #[test]
         fn sensitive_identities_round_trip(name in "[^/\\\\#?]{0,20}[^ /\\\\#?]") {

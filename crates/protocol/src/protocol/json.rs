@@ -21,8 +21,9 @@ use crate::model::limits::{
     MAX_PROPERTY_NAME, MAX_STRING_UTF16,
 };
 use crate::model::{
-    EdmDateTime, EdmType, EdmValue, EdmValueRef, Entity, EntityView, Flavor, Property,
+    EdmDateTime, EdmType, EdmValue, EdmValueRef, Entity, EntityView, FractionDigits, Property,
 };
+use crate::protocol::dialect::{Dialect, EntityLayout};
 
 /// A member value as parsed. Strings stay borrowed from the request body when they contain
 /// no escapes, so decoding an entity copies each string once, into the entity.
@@ -205,7 +206,7 @@ pub struct EntityBody {
 
 /// Decodes and validates an entity request body (Azure docs: "Payload format for Table service operations", "Understanding the Table service data model").
 pub fn decode_entity(body: &[u8]) -> Result<EntityBody, ApiError> {
-    decode_entity_as(body, EntityLimits::Storage)
+    decode_entity_as(body, EntityLimits::Accounted)
 }
 
 /// [`decode_entity`] held to `limits`: Cosmos DB limits neither a property name's length
@@ -277,7 +278,7 @@ pub fn check_entity_limits(
     row_key: &str,
     properties: &[Property],
 ) -> Result<(), ApiError> {
-    check_entity_limits_as(EntityLimits::Storage, partition_key, row_key, properties)
+    check_entity_limits_as(EntityLimits::Accounted, partition_key, row_key, properties)
 }
 
 /// [`check_entity_limits`] held to `limits`.
@@ -327,7 +328,7 @@ pub fn validate_key(key: &str) -> Result<(), ApiError> {
 /// Property names: ≤ 255 characters, a letter or `_` first, then letters, digits or `_`
 /// (C# identifier rules, Unicode classes) [emu; Azure docs: "Understanding the Table service data model"].
 pub fn validate_property_name(name: &str) -> Result<(), ApiError> {
-    validate_property_name_as(name, EntityLimits::Storage)
+    validate_property_name_as(name, EntityLimits::Accounted)
 }
 
 /// [`validate_property_name`] held to `limits` (Cosmos DB: no length limit but the item's).
@@ -377,7 +378,7 @@ pub fn decode_text_value(name: &str, text: &str, ty: EdmType) -> Result<EdmValue
             name,
             &Json::Str(Cow::Borrowed(text)),
             Some(ty),
-            EntityLimits::Storage,
+            EntityLimits::Accounted,
         ),
     }
 }
@@ -505,8 +506,8 @@ pub struct EntityContext<'a> {
     pub select: Option<&'a [String]>,
     /// The `$select` text as sent, appended to `odata.metadata`.
     pub select_raw: Option<&'a str>,
-    /// The service whose wire form is written (DateTime text, member order).
-    pub flavor: Flavor,
+    /// The dialect whose wire form is written (DateTime text, member order).
+    pub dialect: &'static Dialect,
 }
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
@@ -542,9 +543,9 @@ fn push_type_annotation(out: &mut Vec<u8>, first: &mut bool, name: &str, ty: &st
 }
 
 /// The entity's ETag as a JSON string (`"W/\"datetime'…'\""`), written in place.
-fn push_etag(out: &mut Vec<u8>, timestamp: EdmDateTime, flavor: Flavor) {
+fn push_etag(out: &mut Vec<u8>, timestamp: EdmDateTime, dialect: &Dialect) {
     out.extend_from_slice(b"\"W/\\\"datetime'");
-    etag_datetime_pieces(timestamp, flavor, |piece| {
+    etag_datetime_pieces(timestamp, dialect.datetime_digits, |piece| {
         out.extend_from_slice(piece.as_bytes())
     });
     out.extend_from_slice(b"'\\\"\"");
@@ -570,9 +571,9 @@ fn metadata_url(ctx: &EntityContext, element: bool) -> String {
     url.push_str(ctx.base_url);
     url.push('/');
     // Cosmos DB names the table as a path segment of a single entity's metadata URL and
-    // does not echo `$select` (Python SDK Cosmos recordings: `test_get_entity`,
-    // `test_get_entity_with_select`).
-    if ctx.flavor == Flavor::Cosmos && element {
+    // does not echo `$select` (`EntityLayout`).
+    let cosmos = ctx.dialect.entity_layout == EntityLayout::Cosmos;
+    if cosmos && element {
         url.push_str(ctx.table);
         url.push('/');
     }
@@ -581,7 +582,7 @@ fn metadata_url(ctx: &EntityContext, element: bool) -> String {
     if element {
         url.push_str("/@Element");
     }
-    if let Some(raw) = ctx.select_raw.filter(|_| ctx.flavor == Flavor::Storage) {
+    if let Some(raw) = ctx.select_raw.filter(|_| !cosmos) {
         url.push_str("&$select=");
         url.extend(utf8_percent_encode(raw.trim(), SELECT_ECHO_SET));
     }
@@ -638,21 +639,26 @@ fn write_entity_view(out: &mut Vec<u8>, entity: &EntityView, ctx: &EntityContext
             push_member(out, first, "Timestamp");
             push_plain_str(
                 out,
-                entity.timestamp.text_as(ctx.flavor).as_str().as_bytes(),
+                ctx.dialect
+                    .datetime_text(entity.timestamp)
+                    .as_str()
+                    .as_bytes(),
             );
         }
     };
-    // Storage writes Timestamp after the keys, Cosmos DB after every other property (Python
-    // SDK Cosmos recordings, e.g. `test_get_entity`).
-    if ctx.flavor == Flavor::Storage {
+    // Storage writes Timestamp after the keys, Cosmos DB after every other property
+    // (`EntityLayout`).
+    let timestamp_last = ctx.dialect.entity_layout == EntityLayout::Cosmos;
+    if !timestamp_last {
         write_timestamp(out, &mut first);
     }
+    let digits = ctx.dialect.datetime_digits;
     for (name, value) in &entity.properties {
         if is_selected(ctx, name) {
-            write_property(out, &mut first, name, *value, ctx.metadata, ctx.flavor);
+            write_property(out, &mut first, name, *value, ctx.metadata, digits);
         }
     }
-    if ctx.flavor == Flavor::Cosmos {
+    if timestamp_last {
         write_timestamp(out, &mut first);
     }
     if let Some(list) = ctx.select {
@@ -668,11 +674,7 @@ fn write_entity_view(out: &mut Vec<u8>, entity: &EntityView, ctx: &EntityContext
     out.push(b'}');
 }
 
-/// An entity's `odata.*` members, in the flavour's order. Storage: `odata.metadata` (single
-/// entity only), `odata.type`, `odata.id`, `odata.etag`, `odata.editLink`. Cosmos DB:
-/// `odata.type`, `odata.id`, `odata.editLink`, `odata.metadata`, `odata.etag` (Python SDK
-/// Cosmos recordings `test_get_entity_full_metadata`, `test_query_entities_full_metadata`).
-/// Minimal metadata writes `odata.metadata` and `odata.etag` only, in that order, on both.
+/// An entity's `odata.*` members, in the dialect's order ([`EntityLayout`]).
 fn write_odata_members(
     out: &mut Vec<u8>,
     first: &mut bool,
@@ -703,24 +705,24 @@ fn write_odata_members(
     };
     let write_etag = |out: &mut Vec<u8>, first: &mut bool| {
         push_member(out, first, "odata.etag");
-        push_etag(out, entity.timestamp, ctx.flavor);
+        push_etag(out, entity.timestamp, ctx.dialect);
     };
     let write_edit_link = |out: &mut Vec<u8>, first: &mut bool| {
         push_member(out, first, "odata.editLink");
         push_str(out, &path);
     };
-    match (ctx.flavor, full) {
+    match (ctx.dialect.entity_layout, full) {
         (_, false) => {
             write_metadata(out, first);
             write_etag(out, first);
         }
-        (Flavor::Storage, true) => {
+        (EntityLayout::Storage, true) => {
             write_metadata(out, first);
             write_type_and_id(out, first);
             write_etag(out, first);
             write_edit_link(out, first);
         }
-        (Flavor::Cosmos, true) => {
+        (EntityLayout::Cosmos, true) => {
             write_type_and_id(out, first);
             write_edit_link(out, first);
             write_metadata(out, first);
@@ -735,7 +737,7 @@ fn write_property(
     name: &str,
     value: EdmValueRef,
     metadata: Metadata,
-    flavor: Flavor,
+    digits: FractionDigits,
 ) {
     let annotate = |out: &mut Vec<u8>, first: &mut bool, ty: &str| {
         if metadata != Metadata::None {
@@ -785,7 +787,7 @@ fn write_property(
         EdmValueRef::DateTime(t) => {
             annotate(out, first, "Edm.DateTime");
             push_member(out, first, name);
-            push_plain_str(out, t.text_as(flavor).as_str().as_bytes());
+            push_plain_str(out, t.text_with(digits).as_str().as_bytes());
         }
         EdmValueRef::Guid(g) => {
             annotate(out, first, "Edm.Guid");
@@ -828,7 +830,7 @@ pub fn write_entity_body(out: &mut Vec<u8>, entity: &EntityView, timestamp: bool
             name,
             *value,
             Metadata::Minimal,
-            Flavor::Storage,
+            FractionDigits::Trimmed,
         );
     }
     out.push(b'}');
@@ -864,7 +866,7 @@ fn encoded_len_estimate(entity: &Entity, ctx: &EntityContext) -> usize {
 pub fn encode_entity_page(entities: &[EntityView], ctx: &EntityContext) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + entities.len() * 256);
     let url = (ctx.metadata != Metadata::None).then(|| metadata_url(ctx, false));
-    write_feed(&mut out, url.as_deref(), ctx.flavor, |out| {
+    write_feed(&mut out, url.as_deref(), ctx.dialect, |out| {
         for (i, e) in entities.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
@@ -877,12 +879,11 @@ pub fn encode_entity_page(entities: &[EntityView], ctx: &EntityContext) -> Vec<u
 
 /// A feed object: its `odata.metadata` member (when there is one) and its `value` array,
 /// whose items `write_items` writes. Storage writes `odata.metadata` first, Cosmos DB after
-/// `value`, for entities and tables alike (Python SDK Cosmos recordings, e.g.
-/// `test_query_entities_full_metadata`, `test_batch_insert_merge`'s Query Tables).
+/// `value`, for entities and tables alike ([`EntityLayout`]).
 fn write_feed(
     out: &mut Vec<u8>,
     metadata_url: Option<&str>,
-    flavor: Flavor,
+    dialect: &Dialect,
     write_items: impl FnOnce(&mut Vec<u8>),
 ) {
     let write_metadata = |out: &mut Vec<u8>| {
@@ -892,15 +893,16 @@ fn write_feed(
             push_str(out, url);
         }
     };
+    let metadata_last = dialect.entity_layout == EntityLayout::Cosmos;
     out.push(b'{');
-    if flavor == Flavor::Storage && metadata_url.is_some() {
+    if !metadata_last && metadata_url.is_some() {
         write_metadata(out);
         out.push(b',');
     }
     out.extend_from_slice(b"\"value\":[");
     write_items(out);
     out.push(b']');
-    if flavor == Flavor::Cosmos && metadata_url.is_some() {
+    if metadata_last && metadata_url.is_some() {
         out.push(b',');
         write_metadata(out);
     }
@@ -947,11 +949,11 @@ pub fn encode_table_page<'a>(
     metadata: Metadata,
     base_url: &str,
     account: &str,
-    flavor: Flavor,
+    dialect: &Dialect,
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     let url = (metadata != Metadata::None).then(|| format!("{base_url}/$metadata#Tables"));
-    write_feed(&mut out, url.as_deref(), flavor, |out| {
+    write_feed(&mut out, url.as_deref(), dialect, |out| {
         for (i, name) in names.enumerate() {
             if i > 0 {
                 out.push(b',');
@@ -980,6 +982,7 @@ pub fn parse_select(raw: Option<&str>) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::dialect::{COSMOS, STORAGE};
 
     fn decode(s: &str) -> Result<EntityBody, ApiError> {
         decode_entity(s.as_bytes())
@@ -1040,7 +1043,7 @@ mod tests {
             table: "t",
             select: None,
             select_raw: None,
-            flavor: Flavor::Storage,
+            dialect: &STORAGE,
         };
         let mut out = Vec::new();
         write_entity(&mut out, &entity, &ctx, false);
@@ -1156,7 +1159,7 @@ mod tests {
             table: "mytable",
             select: None,
             select_raw: None,
-            flavor: Flavor::Storage,
+            dialect: &STORAGE,
         }
     }
 
@@ -1191,7 +1194,7 @@ mod tests {
     fn cosmos_member_order() {
         let e = sample();
         let mut c = ctx(Metadata::Full);
-        c.flavor = Flavor::Cosmos;
+        c.dialect = &COSMOS;
         assert_eq!(
             String::from_utf8(encode_entity(&e, &c)).unwrap(),
             r#"{"odata.type":"acct.mytable","odata.id":"http://h/acct/mytable(PartitionKey='pk',RowKey='rk')","odata.editLink":"mytable(PartitionKey='pk',RowKey='rk')","odata.metadata":"http://h/acct/mytable/$metadata#mytable/@Element","odata.etag":"W/\"datetime'2013-08-22T01%3A12%3A06.2608595Z'\"","PartitionKey":"pk","RowKey":"rk","Age":23,"Big@odata.type":"Edm.Int64","Big":"255","D":5.0,"N@odata.type":"Edm.Double","N":"-Infinity","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2013-08-22T01:12:06.2608595Z"}"#
@@ -1215,23 +1218,23 @@ mod tests {
         );
         c.metadata = Metadata::None;
         assert_eq!(encode_entity_page(&[], &c), br#"{"value":[]}"#);
-        let tables = |flavor| {
+        let tables = |dialect: &Dialect| {
             let names = ["a"].into_iter();
             String::from_utf8(encode_table_page(
                 names,
                 Metadata::Minimal,
                 "http://h",
                 "x",
-                flavor,
+                dialect,
             ))
             .unwrap()
         };
         assert_eq!(
-            tables(Flavor::Cosmos),
+            tables(&COSMOS),
             r#"{"value":[{"TableName":"a"}],"odata.metadata":"http://h/$metadata#Tables"}"#
         );
         assert_eq!(
-            tables(Flavor::Storage),
+            tables(&STORAGE),
             r#"{"odata.metadata":"http://h/$metadata#Tables","value":[{"TableName":"a"}]}"#
         );
     }

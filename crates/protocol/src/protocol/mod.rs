@@ -4,12 +4,13 @@
 
 pub mod batch;
 pub mod continuation;
+pub mod dialect;
 pub mod error;
 pub mod filter;
-pub mod flavor;
 pub mod headers;
 pub mod json;
 pub mod operation;
+pub mod request_units;
 pub mod service_properties;
 pub mod uri;
 pub mod write;

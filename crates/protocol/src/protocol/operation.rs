@@ -50,7 +50,7 @@ pub struct Misplaced {
 /// the Python `azure-data-tables` suite's `test_client_with_url_ends_with_table_name`
 /// (Storage, 2024 and 2026: `POST /<t>/Tables`, `DELETE /<t>/Tables('<t>')`) and the .NET
 /// suite's `ThrowsWithTableNameInUri` (`GET /<t>/Tables` too); the answers themselves are in
-/// `protocol::flavor::below_table_error`.
+/// `protocol::dialect::below_table_refusal`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MisplacedOperation {
     /// `POST /<t>/Tables`.
@@ -82,7 +82,7 @@ impl MisplacedOperation {
             ),
             MisplacedOperation::QueryTables => ApiError::new(ErrorCode::NotImplemented),
         };
-        error.with_cause(super::flavor::table_in_service_url_cause(table))
+        error.with_cause(super::dialect::table_in_service_url_cause(table))
     }
 
     /// What `method` on `rest` (the path after the table's name) meant, if it is one of the

@@ -122,7 +122,7 @@ mod tests {
     use super::*;
     use crate::protocol::operation::EntityRef;
 
-    const STORAGE: EntityLimits = EntityLimits::Storage;
+    const STORAGE: EntityLimits = EntityLimits::Accounted;
 
     fn entity(pk: &str, rk: &str) -> EntityRef {
         EntityRef {

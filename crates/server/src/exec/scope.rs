@@ -1,10 +1,11 @@
 //! [`Scope`]: where an operation runs and what the caller may do there: the account whose
 //! data it addresses, the caller's grant (its SAS permissions and key range), and the order
-//! the server answers queries in (its flavour's).
+//! the server answers queries in (its dialect's).
 
 use crate::auth::{AuthError, AuthzOperation, Principal};
 use crate::model::names::NameCase;
-use crate::model::{Flavor, TableRef};
+use crate::model::TableRef;
+use crate::protocol::dialect::{Dialect, STORAGE};
 use crate::protocol::operation::{Misplaced, MisplacedOperation, Operation};
 use crate::query::unordered::EntityOrder;
 use crate::store::{KeyBound, KeyRange, TableInfo};
@@ -18,10 +19,9 @@ pub(crate) struct Scope {
     principal: Option<Principal>,
     /// The order query results come in.
     order: ResultOrder,
-    /// How table names tell tables apart (case-sensitively under `--flavor cosmos`).
-    case: NameCase,
-    /// The service the server answers as, for the paging rules that differ.
-    flavor: Flavor,
+    /// How the server answers: how table names tell tables apart (case-sensitively under
+    /// `--flavor cosmos`) and the paging rules that differ.
+    dialect: &'static Dialect,
 }
 
 /// The order the server answers queries in: Azure Storage's key order, or, under
@@ -39,18 +39,18 @@ pub(crate) enum ResultOrder {
 }
 
 impl ResultOrder {
-    /// The order `flavor` answers in; for Cosmos's, entities in creation order, or shuffled
-    /// with `shuffle_seed` when given.
-    pub(crate) fn of(flavor: Flavor, shuffle_seed: Option<u64>) -> ResultOrder {
-        match flavor {
-            Flavor::Storage => ResultOrder::Keys,
-            Flavor::Cosmos => ResultOrder::Unordered {
-                entities: match shuffle_seed {
-                    Some(seed) => EntityOrder::Shuffled { seed },
-                    None => EntityOrder::Creation,
-                },
-                table_seed: shuffle_seed.unwrap_or(0),
+    /// The order `dialect` answers in; without key order (Cosmos's), entities in creation
+    /// order, or shuffled with `shuffle_seed` when given.
+    pub(crate) fn of(dialect: &Dialect, shuffle_seed: Option<u64>) -> ResultOrder {
+        if dialect.key_order {
+            return ResultOrder::Keys;
+        }
+        ResultOrder::Unordered {
+            entities: match shuffle_seed {
+                Some(seed) => EntityOrder::Shuffled { seed },
+                None => EntityOrder::Creation,
             },
+            table_seed: shuffle_seed.unwrap_or(0),
         }
     }
 }
@@ -61,28 +61,26 @@ impl Scope {
             account: account.into(),
             principal,
             order: ResultOrder::Keys,
-            case: NameCase::Insensitive,
-            flavor: Flavor::Storage,
+            dialect: &STORAGE,
         }
     }
 
-    /// The scope of a server answering as `flavor`: its result order (with `shuffle_seed`
-    /// for Cosmos's, see [`ResultOrder::of`]) and its table names' case rule.
-    pub(crate) fn for_flavor(self, flavor: Flavor, shuffle_seed: Option<u64>) -> Scope {
+    /// The scope of a server answering in `dialect`: its result order (with `shuffle_seed`
+    /// for an unordered one, see [`ResultOrder::of`]) and its table names' case rule.
+    pub(crate) fn for_dialect(self, dialect: &'static Dialect, shuffle_seed: Option<u64>) -> Scope {
         Scope {
-            order: ResultOrder::of(flavor, shuffle_seed),
-            case: NameCase::of(flavor),
-            flavor,
+            order: ResultOrder::of(dialect, shuffle_seed),
+            dialect,
             ..self
         }
     }
 
-    pub(crate) fn flavor(&self) -> Flavor {
-        self.flavor
+    pub(crate) fn dialect(&self) -> &'static Dialect {
+        self.dialect
     }
 
     pub(crate) fn case(&self) -> NameCase {
-        self.case
+        self.dialect.name_case
     }
 
     pub(crate) fn order(&self) -> ResultOrder {
@@ -95,14 +93,14 @@ impl Scope {
 
     /// Table `name` of the scope's account, told apart by the scope's case rule.
     pub(crate) fn table(&self, name: impl Into<String>) -> TableRef {
-        TableRef::in_case(&self.account, name, self.case)
+        TableRef::in_case(&self.account, name, self.case())
     }
 
     /// `info` with the name a reader of this scope knows it by: as created (case-insensitive
     /// readers), or the name its identity spells (case-sensitive readers, to whom a table the
     /// storage flavour created is its lower-cased name).
     pub(crate) fn shown(&self, mut info: TableInfo) -> TableInfo {
-        if self.case == NameCase::Sensitive {
+        if self.case() == NameCase::Sensitive {
             info.name = crate::model::names::name_of_identity(&info.identity);
         }
         info

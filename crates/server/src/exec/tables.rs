@@ -5,7 +5,6 @@ use super::{ExecError, ResultOrder, Scope};
 use crate::auth::{decode_signed_identifiers, SignedIdentifier};
 use crate::model::TableName;
 use crate::protocol::filter::Expr;
-use crate::protocol::flavor;
 use crate::query::unordered::{key_hash, unordered_table_page};
 use crate::query::{execute_table_page, TablePage};
 use crate::store::{Store, StoreError, TableInfo};
@@ -98,7 +97,7 @@ async fn query_hashed(
     if hashed_next.is_none()
         && query.top > 0
         && names.len() == query.top
-        && flavor::full_table_page_continues(scope.flavor())
+        && scope.dialect().full_table_page_continues
     {
         hashed_next = names
             .last()

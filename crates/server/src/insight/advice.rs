@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::model::limits::{MAX_CUSTOM_PROPERTIES, MAX_ENTITY_SIZE, MAX_REQUEST_BODY};
-use crate::model::Flavor;
+use crate::protocol::dialect::{Dialect, Throughput};
 
 /// A query that reads at least this many entities is "large" for the scan rules.
 pub(crate) const LARGE_SCAN: u64 = 1000;
@@ -39,7 +39,7 @@ pub(crate) const COSMOS_DEFAULT_TABLE_RUS: f64 = 400.0;
 /// throughput it takes.
 pub(crate) fn query_request_units(examined: u64, returned: u64) -> (f64, f64) {
     let returned_bytes = usize::try_from(returned.saturating_mul(1024)).unwrap_or(usize::MAX);
-    let ru = crate::model::request_units::query(examined, returned, returned_bytes);
+    let ru = crate::protocol::request_units::query(examined, returned, returned_bytes);
     (ru, ru / COSMOS_DEFAULT_TABLE_RUS)
 }
 
@@ -112,12 +112,16 @@ impl Rule {
     ];
 
     /// Whether the rule judges traffic to the service the server answers as: Table storage's
-    /// scalability targets and the portability warning under `storage`, Cosmos's missing key
-    /// order and request units under `cosmos`; the design patterns under both.
-    pub(crate) fn applies_to(self, flavor: Flavor) -> bool {
+    /// scalability targets and the portability warning where queries come in key order (under
+    /// `storage`), the missing key order and request units under `cosmos`; the design
+    /// patterns under both.
+    pub(crate) fn applies_to(self, dialect: &Dialect) -> bool {
+        let targets = dialect.throughput == Throughput::ScalabilityTargets;
         match self {
-            Rule::HotPartition | Rule::AccountTarget | Rule::Portability => !flavor.is_cosmos(),
-            Rule::NoKeyOrder | Rule::RequestUnitCost => flavor.is_cosmos(),
+            Rule::HotPartition | Rule::AccountTarget => targets,
+            Rule::Portability => dialect.key_order,
+            Rule::NoKeyOrder => !dialect.key_order,
+            Rule::RequestUnitCost => dialect.throughput == Throughput::RequestUnits,
             _ => true,
         }
     }

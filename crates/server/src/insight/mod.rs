@@ -30,7 +30,8 @@ pub(crate) use class::QueryClass;
 
 use crate::exec::{BatchOutcome, Outcome};
 use crate::model::limits::entity_size;
-use crate::model::{Flavor, WriteKind, WriteOp};
+use crate::model::{WriteKind, WriteOp};
+use crate::protocol::dialect::Dialect;
 
 /// Reports waiting for the statistics thread; beyond this they are dropped (and counted).
 const QUEUE: usize = 16 * 1024;
@@ -239,15 +240,15 @@ impl Insight {
     /// handle is dropped.
     #[cfg(test)]
     pub(crate) fn start() -> Insight {
-        Insight::start_as(Flavor::Storage)
+        Insight::start_as(&crate::protocol::dialect::STORAGE)
     }
 
     /// Starts the statistics thread, its advice for the service the server answers as.
-    pub(crate) fn start_as(flavor: Flavor) -> Insight {
+    pub(crate) fn start_as(dialect: &'static Dialect) -> Insight {
         let (queue, rx) = sync_channel(QUEUE);
         let shared = Arc::new(Shared {
             started: Instant::now(),
-            stats: Mutex::new(stats::Stats::for_flavor(flavor)),
+            stats: Mutex::new(stats::Stats::for_dialect(dialect)),
             metrics: metrics::Metrics::default(),
         });
         let worker = Arc::clone(&shared);

@@ -12,8 +12,8 @@ use super::class::QueryClass;
 use super::topk::{Counted, TopK};
 use super::window::Window;
 use super::{EntityFacts, Event, Observation};
-use crate::model::names::{table_identity, NameCase};
-use crate::model::Flavor;
+use crate::model::names::table_identity;
+use crate::protocol::dialect::Dialect;
 
 /// Tables tracked at once.
 pub(crate) const MAX_TABLES: usize = 1024;
@@ -188,8 +188,8 @@ struct AccountStats {
 /// Everything the insight endpoint shows, updated by one thread.
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
-    /// The service the advice is for (its rules: [`Rule::applies_to`]).
-    flavor: Flavor,
+    /// The dialect of the service the advice is for (its rules: [`Rule::applies_to`]).
+    dialect: &'static Dialect,
     tables: HashMap<(String, String), TableStats>,
     accounts: HashMap<String, AccountStats>,
     /// Observations that did not fit the queue and were not counted.
@@ -238,9 +238,9 @@ fn fire(
 
 impl Stats {
     /// Statistics whose advice is for the service the server answers as.
-    pub(crate) fn for_flavor(flavor: Flavor) -> Stats {
+    pub(crate) fn for_dialect(dialect: &'static Dialect) -> Stats {
         Stats {
-            flavor,
+            dialect,
             ..Stats::default()
         }
     }
@@ -270,7 +270,7 @@ impl Stats {
         a.transactions.add(now, 1);
         let in_second = a.transactions.at(now);
         let over = |second: u64| a.transactions.at(second) > advice::ACCOUNT_TARGET_PER_SECOND;
-        if !Rule::AccountTarget.applies_to(self.flavor) {
+        if !Rule::AccountTarget.applies_to(self.dialect) {
             return Vec::new();
         }
         let sustained = now + 1 >= advice::SUSTAINED_SECONDS
@@ -295,11 +295,11 @@ impl Stats {
     }
 
     fn table(&mut self, account: &str, table: &str) -> &mut TableStats {
-        // One entry per table as the flavour tells tables apart (`Orders` and `orders` are
+        // One entry per table as the dialect tells tables apart (`Orders` and `orders` are
         // two tables to Cosmos DB, one to Table storage).
         let key = (
             account.to_string(),
-            table_identity(table, NameCase::of(self.flavor)),
+            table_identity(table, self.dialect.name_case),
         );
         if !self.tables.contains_key(&key) && self.tables.len() >= MAX_TABLES {
             let quietest = self
@@ -318,13 +318,13 @@ impl Stats {
     /// Records one successful operation's observation at second `now` and evaluates the
     /// rules it can trigger. Returns advice that fired for the first time for its table.
     pub(crate) fn observe(&mut self, o: &Observation, now: u64) -> Vec<NewAdvice> {
-        let flavor = self.flavor;
+        let dialect = self.dialect;
         let t = self.table(&o.account, &o.table);
         t.operations += 1;
         t.operations_window.add(now, 1);
         let mut fired: Vec<(Rule, String)> = Vec::new();
         let mut check = |t: &mut TableStats, rule: Rule, example: &dyn Fn() -> String| {
-            if !rule.applies_to(flavor) {
+            if !rule.applies_to(dialect) {
                 return;
             }
             if let Some(e) = fire(&mut t.advice, rule, now, example) {

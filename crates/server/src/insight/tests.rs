@@ -5,7 +5,8 @@
 use super::advice::Rule;
 use super::stats::{Stats, HOT_PARTITIONS, MAX_TABLES};
 use super::*;
-use crate::model::{EdmValue, EntityKey, Flavor, IfMatch, Property};
+use crate::model::{EdmValue, EntityKey, IfMatch, Property};
+use crate::protocol::dialect::{Dialect, COSMOS, STORAGE};
 
 fn op(kind: WriteKind, pk: &str, rk: &str, properties: Vec<Property>) -> WriteOp {
     WriteOp {
@@ -354,7 +355,7 @@ fn portability_on_repeated_top_in_key_order_and_its_twin() {
 
 /// Runs `scenario` on fresh statistics of a `--flavor cosmos` server.
 fn fired_cosmos(scenario: impl FnOnce(&mut Stats)) -> Vec<Rule> {
-    let mut s = Stats::for_flavor(Flavor::Cosmos);
+    let mut s = Stats::for_dialect(&COSMOS);
     scenario(&mut s);
     rules(&s)
 }
@@ -369,7 +370,7 @@ fn under_cosmos_top_for_the_first_n_has_no_key_order() {
 
 #[test]
 fn under_cosmos_a_large_cross_partition_query_states_its_request_units() {
-    let mut s = Stats::for_flavor(Flavor::Cosmos);
+    let mut s = Stats::for_dialect(&COSMOS);
     let new = s.observe(&query(QueryClass::TableScan, 5000, 3, &["Email"]), 0);
     let mut rules: Vec<Rule> = new.iter().map(|a| a.rule).collect();
     rules.sort();
@@ -415,7 +416,7 @@ fn under_cosmos_storage_targets_give_no_advice_and_storage_has_no_cosmos_rules()
     };
     assert_eq!(fired(hot), vec![Rule::HotPartition]);
     assert!(fired_cosmos(hot).is_empty());
-    let mut cosmos = Stats::for_flavor(Flavor::Cosmos);
+    let mut cosmos = Stats::for_dialect(&COSMOS);
     for second in 0..advice::SUSTAINED_SECONDS {
         for _ in 0..=advice::ACCOUNT_TARGET_PER_SECOND {
             assert!(cosmos.transaction("acct", second).is_empty());
@@ -709,8 +710,8 @@ fn precision_an_sdk_test_suites_traffic_raises_nothing() {
 fn tables_are_told_apart_as_the_flavour_does() {
     // `Orders` and `orders`: one table to Table storage, two to Cosmos DB, each shown under
     // the name it was first seen by.
-    let names = |flavor| {
-        let mut s = Stats::for_flavor(flavor);
+    let names = |dialect: &'static Dialect| {
+        let mut s = Stats::for_dialect(dialect);
         for table in ["Orders", "orders"] {
             let seen = Observation {
                 table: table.into(),
@@ -730,6 +731,6 @@ fn tables_are_told_apart_as_the_flavour_does() {
         names.sort();
         names
     };
-    assert_eq!(names(Flavor::Storage), ["Orders"]);
-    assert_eq!(names(Flavor::Cosmos), ["Orders", "orders"]);
+    assert_eq!(names(&STORAGE), ["Orders"]);
+    assert_eq!(names(&COSMOS), ["Orders", "orders"]);
 }

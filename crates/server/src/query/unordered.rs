@@ -337,7 +337,7 @@ mod tests {
             .unwrap();
         let ops: Vec<WriteOp> = keys
             .iter()
-            .map(|(pk, rk)| op(WriteKind::Insert, EntityLimits::Cosmos, pk, rk))
+            .map(|(pk, rk)| op(WriteKind::Insert, EntityLimits::JsonItem, pk, rk))
             .collect();
         for chunk in ops.chunks(50) {
             store.commit(info.id, chunk).await.unwrap();
@@ -446,7 +446,7 @@ mod tests {
             .map(|rk| ("p".to_string(), rk.to_string()))
             .collect();
         let (store, table) = store_with(&keys).await;
-        let cosmos = EntityLimits::Cosmos;
+        let cosmos = EntityLimits::JsonItem;
         let writes = [
             op(WriteKind::Insert, cosmos, "p", "new"),
             op(WriteKind::Delete, cosmos, "p", "a"),
@@ -466,7 +466,12 @@ mod tests {
             .commit(table, &[op(WriteKind::Insert, cosmos, "p", "a")])
             .await
             .unwrap();
-        let storage_upsert = op(WriteKind::InsertOrReplace, EntityLimits::Storage, "p", "b");
+        let storage_upsert = op(
+            WriteKind::InsertOrReplace,
+            EntityLimits::Accounted,
+            "p",
+            "b",
+        );
         store.commit(table, &[storage_upsert]).await.unwrap();
         let want = ["c", "d", "e", "new", "upserted", "a", "b"];
         assert_eq!(order(Arc::clone(&store), table).await, want);

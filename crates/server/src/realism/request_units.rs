@@ -2,7 +2,7 @@
 //! enforces under `--flavor cosmos` in place of Table storage's scalability targets. Each
 //! table has a budget of RU per second (`--cosmos-table-rus`, default 400, Cosmos's default
 //! for a new table: "API for Table FAQ"); each entity operation is priced by the model in
-//! [`crate::model::request_units`]; a request the budget cannot cover is answered 429
+//! [`crate::protocol::request_units`]; a request the budget cannot cover is answered 429
 //! `TooManyRequests` in Cosmos's words and changes nothing. Table and service operations are
 //! not charged: Cosmos meters them against a separate metadata budget, not the table's.
 //!
@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::bucket::Bucket;
-use crate::model::request_units as charge;
-use crate::protocol::{flavor, ApiError, ErrorCode};
+use crate::protocol::request_units as charge;
+use crate::protocol::{dialect, ApiError, ErrorCode};
 
 /// Log target of the "over budget" lines (shared with the storage targets).
 use super::targets::LOG_TARGET;
@@ -218,7 +218,7 @@ pub(crate) fn too_many_requests(operation_type: &str) -> ApiError {
     ApiError::with_message(ErrorCode::TooManyRequests, text).with_diagnostics(format!(
         "RequestStats: \r\nStatusCode: 429, SubStatusCode: 3200, RequestCharge: 0, \
          ResourceType: Document, OperationType: {operation_type}\r\n, SDK: {}",
-        flavor::COSMOS_GATEWAY_SDK
+        dialect::COSMOS_GATEWAY_SDK
     ))
 }
 

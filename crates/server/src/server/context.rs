@@ -6,9 +6,9 @@ use axum::http::header::{self, IntoHeaderName};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 
-use crate::model::{EdmDateTime, Flavor};
+use crate::model::EdmDateTime;
+use crate::protocol::dialect::{Dialect, RequestKind};
 use crate::protocol::error::{ErrorFormat, LogCause};
-use crate::protocol::flavor;
 use crate::protocol::headers::{self, DEFAULT_VERSION};
 use crate::protocol::ApiError;
 
@@ -132,14 +132,14 @@ pub(crate) struct RequestContext {
     pub(crate) account: String,
     /// `{base}`: scheme, host and (path style) account, no trailing slash.
     pub(crate) base_url: String,
-    /// The service the server answers as (`--flavor`).
-    pub(crate) flavor: Flavor,
+    /// How the server answers (`--flavor`'s dialect).
+    pub(crate) dialect: &'static Dialect,
     /// Read, plain POST or other write (Cosmos types errors by it).
-    pub(crate) request_kind: flavor::RequestKind,
+    pub(crate) request_kind: RequestKind,
 }
 
 impl RequestContext {
-    pub(crate) fn new(headers: &HeaderMap, flavor: Flavor) -> RequestContext {
+    pub(crate) fn new(headers: &HeaderMap, dialect: &'static Dialect) -> RequestContext {
         let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
         let client_request_id = headers
             .get(names::X_MS_CLIENT_REQUEST_ID)
@@ -156,8 +156,8 @@ impl RequestContext {
             error_format: headers::error_format(accept),
             account: String::new(),
             base_url: String::new(),
-            flavor,
-            request_kind: flavor::RequestKind::Read,
+            dialect,
+            request_kind: RequestKind::Read,
         }
     }
 
@@ -172,7 +172,7 @@ impl RequestContext {
         if let Ok(v) = HeaderValue::from_bytes(&self.request_id.0) {
             h.insert(names::X_MS_REQUEST_ID, v);
         }
-        if !flavor::sends_storage_headers(self.flavor) {
+        if !self.dialect.storage_headers {
             h.insert(header::DATE, http_date_now());
             return;
         }
@@ -187,16 +187,16 @@ impl RequestContext {
         );
     }
 
-    /// The Content-Type of a JSON answer at `metadata`, as the flavour writes it.
+    /// The Content-Type of a JSON answer at `metadata`, as the dialect writes it.
     pub(crate) fn json_content_type(&self, metadata: headers::Metadata) -> &'static str {
-        flavor::json_content_type(metadata, self.flavor)
+        self.dialect.json_content_type(metadata)
     }
 
     /// A response with the standard headers plus the OData ones (`Cache-Control`,
     /// `X-Content-Type-Options`).
     pub(crate) fn odata_response(&self, status: StatusCode) -> ResponseParts {
         let mut parts = self.plain_response(status);
-        if !flavor::sends_storage_headers(self.flavor) {
+        if !self.dialect.storage_headers {
             return parts;
         }
         parts
@@ -233,13 +233,16 @@ impl RequestContext {
             ErrorFormat::StorageXml => self.plain_response(error.status()),
             _ => self.odata_response(error.status()),
         };
-        let error = &flavor::flavoured_error(error, self.flavor);
+        let error = &self.dialect.error(error);
         let time = EdmDateTime::now().to_fixed7();
-        let message = flavor::error_message(error, self.flavor, self.request_id.as_str(), &time);
+        let message = self
+            .dialect
+            .error_message(error, self.request_id.as_str(), &time);
         let (content_type, body) =
-            flavor::error_body(error, self.flavor, format, &message, self.request_kind);
+            self.dialect
+                .error_body(error, format, &message, self.request_kind);
         parts.header("content-type", content_type);
-        if flavor::sends_storage_headers(self.flavor) {
+        if self.dialect.storage_headers {
             parts.header(headers::X_MS_ERROR_CODE, error.code.as_str());
         }
         if let Some(challenge) = &error.challenge {

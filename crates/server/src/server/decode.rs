@@ -5,15 +5,15 @@
 use axum::http::header;
 
 use crate::exec::{BatchInput, EntityQuery, Op, Resume, SubRequestInput, TableQuery};
-use crate::model::limits::{EntityLimits, MAX_PAGE_SIZE, MAX_XML_BODY};
-use crate::model::{Flavor, WriteOp};
-use crate::model::{TableName, TableNameError};
+use crate::model::limits::{MAX_PAGE_SIZE, MAX_XML_BODY};
+use crate::model::WriteOp;
 use crate::protocol::batch::{
     decode_batch, decode_change, parse_sub_operation, BatchBody, ChangeWrite, SubRequest,
 };
 use crate::protocol::continuation::{
     decode_cosmos_entity_token, decode_cosmos_table_token, decode_token, CosmosEntityPosition,
 };
+use crate::protocol::dialect::{self, Dialect};
 use crate::protocol::filter::Expr;
 use crate::protocol::headers::{
     self, check_json_content_type, negotiate_metadata, ReturnPreference,
@@ -22,7 +22,7 @@ use crate::protocol::operation::{Misplaced, Operation};
 use crate::protocol::service_properties::PropertiesUpdate;
 use crate::protocol::uri::QueryParams;
 use crate::protocol::write::{decode_insert, decode_write};
-use crate::protocol::{filter, flavor, json, ApiError, ErrorCode};
+use crate::protocol::{filter, json, ApiError, ErrorCode};
 use crate::query::unordered::OrderKey;
 use crate::server::call::Call;
 use crate::server::context::names;
@@ -44,10 +44,11 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         }
         Operation::InsertEntity { table } => {
             let reply = with_metadata(call)?;
-            flavor::check_request_size(call.ctx.flavor, call.body.len())?;
-            let limits = EntityLimits::of(call.ctx.flavor);
+            let dialect = call.ctx.dialect;
+            dialect.check_request_size(call.body.len())?;
+            let limits = dialect.entity_limits;
             let mut op = decode_insert(&call.body, call.header(header::CONTENT_TYPE), limits)?;
-            flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
+            dialect.apply_write_rules(&mut op)?;
             (Op::Write { table, op }, with_prefer(call, reply))
         }
         write @ (Operation::UpdateEntity(..)
@@ -55,11 +56,12 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
         | Operation::DeleteEntity(..)
         | Operation::InsertOrReplaceEntity(_)
         | Operation::InsertOrMergeEntity(_)) => {
-            flavor::check_request_size(call.ctx.flavor, call.body.len())?;
-            let limits = EntityLimits::of(call.ctx.flavor);
+            let dialect = call.ctx.dialect;
+            dialect.check_request_size(call.body.len())?;
             let content_type = call.header(header::CONTENT_TYPE);
+            let limits = dialect.entity_limits;
             let (table, mut op) = decode_write(write, &call.body, content_type, limits)?;
-            flavor::apply_write_rules(call.ctx.flavor, &mut op)?;
+            dialect.apply_write_rules(&mut op)?;
             (Op::Write { table, op }, plain)
         }
         Operation::GetServiceProperties => (Op::GetServiceProperties, plain),
@@ -75,28 +77,25 @@ pub(crate) fn decode(call: &Call, operation: Operation) -> Result<(Op, Reply), A
             Some(target) => (Op::BelowTable { table, target }, plain),
             // Not a shape an SDK sends: the URL names no resource (as before).
             None => {
-                let cause = flavor::table_in_service_url_cause(&table);
+                let cause = dialect::table_in_service_url_cause(&table);
                 return Err(ApiError::new(ErrorCode::InvalidUri).with_cause(cause));
             }
         },
     })
 }
 
-/// `$filter`, parsed; a bad one is worded as the flavour words it.
+/// `$filter`, parsed; a bad one is worded as the dialect words it.
 fn parse_filter(call: &Call) -> Result<Option<Expr>, ApiError> {
-    filter::parse_param(call.query.get("$filter"))
-        .map_err(|e| flavor::filter_error(call.ctx.flavor, e))
-}
-
-/// Cosmos refuses a continuation token it did not issue as a bad request URL.
-fn cosmos_token_refused() -> ApiError {
-    ApiError::with_message(ErrorCode::InvalidInput, "Request url is invalid.")
+    filter::parse_param(call.query.get("$filter")).map_err(|e| call.ctx.dialect.filter_error(e))
 }
 
 /// A reply in the metadata level `Accept` and `$format` ask for.
 fn with_metadata(call: &Call) -> Result<Reply, ApiError> {
     let accept = call.header(header::ACCEPT);
-    let format = flavor::metadata_format(call.ctx.flavor, accept, call.query.get("$format"));
+    let format = call
+        .ctx
+        .dialect
+        .metadata_format(accept, call.query.get("$format"));
     Ok(Reply {
         metadata: negotiate_metadata(accept, format)?,
         ..Reply::default()
@@ -125,13 +124,10 @@ fn wants_plan(call: &Call) -> bool {
 
 /// `$top`: 0..=1000 entities (or tables) per page; absent means 1000. Azure answers `$top=0`
 /// with zero entities (Storage Explorer sends it; Azurite issue #1428 compares the two).
-/// Cosmos takes more ("TakeCount isn't limited to 1000", API for Table FAQ): any `$top` an
-/// `Int32` holds, its pages cut at 4 MB instead (`query::unordered`).
-fn parse_top(query: &QueryParams, flavor: Flavor) -> Result<usize, ApiError> {
-    let most = match flavor {
-        Flavor::Storage => MAX_PAGE_SIZE,
-        Flavor::Cosmos => i32::MAX as usize,
-    };
+/// Cosmos takes more (`Dialect::max_top`), its pages cut at 4 MB instead
+/// (`query::unordered`).
+fn parse_top(query: &QueryParams, dialect: &Dialect) -> Result<usize, ApiError> {
+    let most = dialect.max_top;
     match query.get("$top") {
         None => Ok(MAX_PAGE_SIZE),
         Some(v) => match v.trim().parse::<usize>() {
@@ -170,20 +166,19 @@ fn query_tables(call: &Call) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
     reject_unsupported_options(&call.query)?;
     let filter = parse_filter(call)?;
-    let top = parse_top(&call.query, call.ctx.flavor)?;
+    let dialect = call.ctx.dialect;
+    let top = parse_top(&call.query, dialect)?;
     let token = call.query.get("NextTableName");
-    let (start, after) = match call.ctx.flavor {
-        Flavor::Storage => {
+    let (start, after) = match token {
+        _ if dialect.key_order => {
             let start = token.map(|t| decode_token(t).unwrap_or_else(|| t.to_ascii_lowercase()));
             (start, None)
         }
-        Flavor::Cosmos => match token {
-            None => (None, None),
-            Some(t) => (
-                None,
-                Some(decode_cosmos_table_token(t).ok_or_else(cosmos_token_refused)?),
-            ),
-        },
+        None => (None, None),
+        Some(t) => {
+            let position = decode_cosmos_table_token(t).ok_or_else(|| dialect.token_refused());
+            (None, Some(position?))
+        }
     };
     let query = TableQuery {
         filter,
@@ -202,14 +197,7 @@ fn create_table(call: &Call) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
     check_json_content_type(call.header(header::CONTENT_TYPE))?;
     let requested = json::decode_table_name(&call.body)?;
-    let table = TableName::parse_as(&requested, call.ctx.flavor).map_err(|e| match e {
-        TableNameError::Length => ApiError::with_message(
-            ErrorCode::OutOfRangeInput,
-            "The specified resource name length is not within the permissible limits.",
-        ),
-        TableNameError::Characters => ApiError::new(ErrorCode::InvalidResourceName),
-        cosmos => flavor::cosmos_table_name_error(cosmos),
-    })?;
+    let table = call.ctx.dialect.parse_table_name(&requested)?;
     Ok((Op::CreateTable { table }, with_prefer(call, reply)))
 }
 
@@ -217,15 +205,15 @@ fn query_entities(call: &Call, table: String) -> Result<(Op, Reply), ApiError> {
     let reply = with_metadata(call)?;
     reject_unsupported_options(&call.query)?;
     let filter = parse_filter(call)?;
-    let top = parse_top(&call.query, call.ctx.flavor)?;
+    let top = parse_top(&call.query, call.ctx.dialect)?;
     let debug_plan = wants_plan(call);
     let query = EntityQuery {
         table,
         filter,
         top,
-        resume: match call.ctx.flavor {
-            Flavor::Storage => resume_position(&call.query),
-            Flavor::Cosmos => cosmos_resume(&call.query),
+        resume: match call.ctx.dialect.key_order {
+            true => resume_position(&call.query),
+            false => position_resume(&call.query, call.ctx.dialect),
         },
         count_pages: debug_plan,
     };
@@ -250,9 +238,10 @@ fn resume_position(query: &QueryParams) -> Resume {
     }
 }
 
-/// Where a Cosmos query resumes: the position its `NextPartitionKey` token holds. A token
-/// that is not ours is refused (once the table is found) as Cosmos refuses a bad request URL.
-fn cosmos_resume(query: &QueryParams) -> Resume {
+/// Where a query without key order (Cosmos's) resumes: the position its `NextPartitionKey`
+/// token holds. A token that is not ours is refused (once the table is found) as the dialect
+/// refuses it.
+fn position_resume(query: &QueryParams, dialect: &Dialect) -> Resume {
     let Some(token) = query.get("NextPartitionKey") else {
         return Resume::Start;
     };
@@ -267,7 +256,7 @@ fn cosmos_resume(query: &QueryParams) -> Resume {
             row_key,
         }),
         Some(CosmosEntityPosition::Start) => Resume::Start,
-        None => Resume::Unreadable(cosmos_token_refused()),
+        None => Resume::Unreadable(dialect.token_refused()),
     }
 }
 
@@ -300,14 +289,14 @@ fn set_table_acl(call: &Call, table: String) -> Result<Op, ApiError> {
 
 /// `$batch`: the multipart body, then each sub-request's operation and what it carries.
 fn batch(call: &Call) -> Result<(Op, Reply), ApiError> {
-    flavor::check_request_size(call.ctx.flavor, call.body.len())?;
+    call.ctx.dialect.check_request_size(call.body.len())?;
     let content_type = call.header(header::CONTENT_TYPE).unwrap_or("");
     let decoded = decode_batch(content_type, &call.body)
         .map_err(|e| ApiError::with_message(ErrorCode::InvalidInput, e.to_string()))?;
-    let (account, flavour) = (call.ctx.account.as_str(), call.ctx.flavor);
+    let (account, dialect) = (call.ctx.account.as_str(), call.ctx.dialect);
     let (input, subs) = match decoded {
         BatchBody::Changeset(subs) => {
-            let (writes, replies) = subs.iter().map(|s| change(account, flavour, s)).unzip();
+            let (writes, replies) = subs.iter().map(|s| change(account, dialect, s)).unzip();
             let size = call.body.len();
             (BatchInput::ChangeSet { writes, size }, replies)
         }
@@ -326,7 +315,7 @@ fn batch(call: &Call) -> Result<(Op, Reply), ApiError> {
 /// One change-set sub-request: its write, and how it wants its sub-response.
 fn change(
     account: &str,
-    flavour: Flavor,
+    dialect: &Dialect,
     sub: &SubRequest,
 ) -> (SubRequestInput<(String, WriteOp)>, SubReply) {
     let prefer = ReturnPreference::parse(sub.header("prefer"));
@@ -340,15 +329,14 @@ fn change(
             return (SubRequestInput::Unreadable(e), reply);
         }
     };
-    let limits = EntityLimits::of(flavour);
-    let (decoded, metadata) = match decode_change(operation.clone(), sub, limits) {
+    let (decoded, metadata) = match decode_change(operation.clone(), sub, dialect.entity_limits) {
         Ok(ChangeWrite {
             table,
             mut op,
             metadata,
             ..
         }) => {
-            let ruled = flavor::apply_write_rules(flavour, &mut op).map(|()| (table, op));
+            let ruled = dialect.apply_write_rules(&mut op).map(|()| (table, op));
             (ruled, Some(metadata))
         }
         Err(e) => (Err(e), None),

@@ -60,7 +60,7 @@ pub(crate) async fn dispatch(
 /// The answers outside the Table service: the front page and the insight endpoints.
 async fn side_door(state: &AppState, parts: &Parts, peer: SocketAddr) -> Option<Response> {
     if let Some(visit) = super::front_page::visit(parts) {
-        let ctx = RequestContext::new(&parts.headers, state.config.flavor());
+        let ctx = RequestContext::new(&parts.headers, state.dialect);
         let mut response = super::front_page::answer(state, &ctx, visit, parts);
         response.extensions_mut().insert(Charged {
             operation: "FrontPage",

@@ -12,7 +12,6 @@ use crate::auth::encode_signed_identifiers;
 use crate::exec::{AppliedChangeSet, BatchOutcome, EntityPage, ExecError, Outcome, TablesPage};
 use crate::exec::{Written, MAX_COUNTED_PAGES};
 use crate::insight::QueryClass;
-use crate::model::entity::etag_as;
 use crate::model::{EdmDateTime, Entity, TableRef, WriteKind};
 use crate::protocol::batch::{
     encode_changeset_response, encode_query_response, error_sub_response, retrieve_sub_response,
@@ -26,7 +25,7 @@ use crate::protocol::headers::{self, Metadata, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::service_properties::ServiceProperties;
 use crate::protocol::uri::entity_path;
-use crate::protocol::{flavor, ApiError};
+use crate::protocol::ApiError;
 use crate::query::unordered::UnorderedNext;
 use crate::server::call::Call;
 use crate::server::context::{names, ResponseParts};
@@ -105,7 +104,7 @@ fn entity_context<'a>(
         table,
         select,
         select_raw: call.query.get("$select"),
-        flavor: call.ctx.flavor,
+        dialect: call.ctx.dialect,
     }
 }
 
@@ -142,14 +141,14 @@ fn tables(call: &Call, reply: &Reply, tables: &TablesPage) -> Response {
         r.header(headers::CONTINUATION_NEXT_TABLE_NAME, &token);
     }
     // Cosmos's own order is not a plan this server reports.
-    if reply.debug_plan && !call.ctx.flavor.is_cosmos() {
+    if reply.debug_plan && call.ctx.dialect.table_plan_headers {
         let class = QueryClass::of_table_plan(&page.plan);
         plan_headers(&mut r, &page.plan, page.examined, class, page.names.len());
     }
     let names = page.names.iter().map(String::as_str);
     let (base_url, account) = (&call.ctx.base_url, &call.ctx.account);
-    let flavor = call.ctx.flavor;
-    let body = json::encode_table_page(names, reply.metadata, base_url, account, flavor);
+    let dialect = call.ctx.dialect;
+    let body = json::encode_table_page(names, reply.metadata, base_url, account, dialect);
     r.body(call.ctx.json_content_type(reply.metadata), body);
     r.into_response()
 }
@@ -173,7 +172,7 @@ fn table_created(call: &Call, reply: &Reply, info: &TableInfo) -> Response {
     if reply.prefer == Some(ReturnPreference::NoContent) {
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
         r.header(header::LOCATION, &location);
-        if flavor::sends_storage_headers(call.ctx.flavor) {
+        if call.ctx.dialect.storage_headers {
             r.header(names::DATA_SERVICE_ID, &location);
         }
         r.header(names::PREFERENCE_APPLIED, "return-no-content");
@@ -181,7 +180,7 @@ fn table_created(call: &Call, reply: &Reply, info: &TableInfo) -> Response {
     }
     let mut r = call.ctx.odata_response(StatusCode::CREATED);
     r.header(header::LOCATION, &location);
-    if let Some(etag) = flavor::create_table_etag(call.ctx.flavor, EdmDateTime::now()) {
+    if let Some(etag) = call.ctx.dialect.create_table_etag(EdmDateTime::now()) {
         r.header(header::ETAG, &etag);
     }
     if reply.prefer == Some(ReturnPreference::Content) {
@@ -245,7 +244,7 @@ fn entities(call: &Call, reply: &Reply, query: &EntityPage) -> Result<Response, 
 fn entity_found(call: &Call, reply: &Reply, table: &TableRef, entity: &Entity) -> Response {
     let ctx = entity_context(call, reply.metadata, &table.name, reply.select.as_deref());
     let mut r = call.ctx.odata_response(StatusCode::OK);
-    r.header(header::ETAG, &etag_as(entity.timestamp, call.ctx.flavor));
+    r.header(header::ETAG, &call.ctx.dialect.etag(entity.timestamp));
     r.body(
         call.ctx.json_content_type(reply.metadata),
         json::encode_entity(entity, &ctx),
@@ -254,7 +253,7 @@ fn entity_found(call: &Call, reply: &Reply, table: &TableRef, entity: &Entity) -
 }
 
 fn write(call: &Call, reply: &Reply, written: Written) -> Response {
-    let etag = etag_as(written.timestamp, call.ctx.flavor);
+    let etag = call.ctx.dialect.etag(written.timestamp);
     let kind = written.op.kind;
     match kind {
         WriteKind::Insert => inserted(call, reply, written, &etag),
@@ -266,7 +265,7 @@ fn write(call: &Call, reply: &Reply, written: Written) -> Response {
             let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
             r.header(header::ETAG, &etag);
             let upsert = matches!(kind, WriteKind::InsertOrReplace | WriteKind::InsertOrMerge);
-            let upsert_type = flavor::upsert_no_content_type(call.ctx.flavor);
+            let upsert_type = call.ctx.dialect.upsert_content_type;
             if let Some(content_type) = upsert_type.filter(|_| upsert) {
                 r.header(header::CONTENT_TYPE, content_type);
             }
@@ -288,7 +287,7 @@ fn inserted(call: &Call, reply: &Reply, written: Written, etag: &str) -> Respons
         let mut r = call.ctx.odata_response(StatusCode::NO_CONTENT);
         r.header(header::ETAG, etag)
             .header(header::LOCATION, &location);
-        if flavor::sends_storage_headers(call.ctx.flavor) {
+        if call.ctx.dialect.storage_headers {
             r.header(names::DATA_SERVICE_ID, &location);
         }
         r.header(names::PREFERENCE_APPLIED, "return-no-content");
@@ -323,13 +322,13 @@ fn service_properties(call: &Call, properties: &ServiceProperties) -> Response {
 /// `$batch` is answered 202 with a multipart body: one sub-response per operation, or only
 /// the failing operation's, its index prefixed to the message.
 fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
-    let (request_id, flavour) = (call.ctx.request_id.as_str(), call.ctx.flavor);
+    let (request_id, dialect) = (call.ctx.request_id.as_str(), call.ctx.dialect);
     match outcome {
         BatchOutcome::Applied(applied) => {
             let responses = applied_subs(call, reply, applied);
-            accepted(call, encode_changeset_response(&responses, flavour))
+            accepted(call, encode_changeset_response(&responses, dialect))
         }
-        BatchOutcome::Empty => accepted(call, encode_changeset_response(&[], flavour)),
+        BatchOutcome::Empty => accepted(call, encode_changeset_response(&[], dialect)),
         BatchOutcome::Failed {
             index,
             operations,
@@ -337,11 +336,11 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
         } => {
             let prefer = reply.subs.get(index).and_then(|s| s.prefer);
             let error = ApiError::from(error);
-            if let Some(whole) = flavor::batch_error_at_top_level(flavour, &error, index) {
+            if let Some(whole) = dialect.batch_error_at_top_level(&error, index) {
                 return call.ctx.error(&whole);
             }
-            let failed = error_sub_response(request_id, index, operations, &error, prefer, flavour);
-            accepted(call, encode_changeset_response(&[failed], flavour))
+            let failed = error_sub_response(request_id, index, operations, &error, prefer, dialect);
+            accepted(call, encode_changeset_response(&[failed], dialect))
         }
         BatchOutcome::Retrieved { table, entity } => {
             let metadata = reply.subs.first().and_then(|s| s.metadata);
@@ -352,7 +351,7 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
                 table: &table.name,
                 select: None,
                 select_raw: None,
-                flavor: flavour,
+                dialect,
             };
             accepted(
                 call,
@@ -361,7 +360,7 @@ fn batch(call: &Call, reply: &Reply, outcome: BatchOutcome) -> Response {
         }
         BatchOutcome::RetrieveFailed(error) => {
             let error = ApiError::from(error);
-            let failed = error_sub_response(request_id, 0, 1, &error, None, flavour);
+            let failed = error_sub_response(request_id, 0, 1, &error, None, dialect);
             accepted(call, encode_query_response(&failed))
         }
     }
@@ -389,11 +388,11 @@ fn applied_subs(call: &Call, reply: &Reply, applied: AppliedChangeSet) -> Vec<Su
                 metadata: wanted.metadata.unwrap_or_default(),
             };
             let (base_url, account) = (&call.ctx.base_url, &call.ctx.account);
-            let flavour = call.ctx.flavor;
-            write_sub_response(base_url, account, &table.name, write, stamp, flavour)
+            let dialect = call.ctx.dialect;
+            write_sub_response(base_url, account, &table.name, write, stamp, dialect)
         })
         .collect();
-    flavor::number_sub_responses(call.ctx.flavor, responses)
+    call.ctx.dialect.number_sub_responses(responses)
 }
 
 fn accepted(call: &Call, (content_type, body): (String, Vec<u8>)) -> Response {

@@ -27,7 +27,7 @@ impl From<ExecError> for ApiError {
                 // Azure looks the table up first (recorded: 404 `TableNotFound` to the
                 // Python suite's Create Table before the table existed).
                 false => ApiError::new(ErrorCode::TableNotFound)
-                    .with_cause(crate::protocol::flavor::table_in_service_url_cause(&table)),
+                    .with_cause(crate::protocol::dialect::table_in_service_url_cause(&table)),
             },
             ExecError::Contract(what) => {
                 tracing::error!(error = what, "the store broke its contract");

@@ -94,11 +94,8 @@ fn text(state: &AppState, ctx: &RequestContext, parts: &Parts) -> Response {
             format!("{scheme}://{host}")
         })
         .unwrap_or_default();
-    let what = if state.config.flavor().is_cosmos() {
-        "an Azure Cosmos DB for Table endpoint (tablestore --flavor cosmos)"
-    } else {
-        "an Azure Table storage endpoint (tablestore)"
-    };
+    let dialect = state.dialect;
+    let what = format!("an {} endpoint ({})", dialect.service, dialect.command);
     let console = if state.config.no_console {
         "Web console: off (--no-console)".to_string()
     } else {

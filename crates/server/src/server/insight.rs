@@ -64,7 +64,7 @@ pub(super) async fn route(state: &AppState, parts: &Parts, peer: SocketAddr) -> 
     if !console_path && !icon && path != INSIGHT_PATH && !metrics {
         return None;
     }
-    let ctx = &RequestContext::new(&parts.headers, state.config.flavor());
+    let ctx = &RequestContext::new(&parts.headers, state.dialect);
     if console_path || icon {
         let mut response = console(state, parts, ctx, path);
         response.extensions_mut().insert(Charged {

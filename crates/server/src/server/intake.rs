@@ -22,9 +22,8 @@ use super::{AppState, Scheme};
 use crate::auth::Principal;
 use crate::exec::Scope;
 use crate::model::limits::MAX_REQUEST_BODY;
-use crate::model::Flavor;
+use crate::protocol::dialect::{self, RequestKind};
 use crate::protocol::error::ErrorFormat;
-use crate::protocol::flavor;
 use crate::protocol::headers::is_valid_version;
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
 use crate::protocol::uri::{
@@ -64,7 +63,7 @@ pub(crate) async fn admit(
     let auth_outcome = AuthOutcome(auth_label(head.principal.as_ref()));
     let call = Call {
         scope: Scope::new(ctx.data_account(), head.principal)
-            .for_flavor(ctx.flavor, state.config.cosmos_shuffle_seed),
+            .for_dialect(ctx.dialect, state.config.cosmos_shuffle_seed),
         ctx,
         is_head: parts.method == axum::http::Method::HEAD,
         headers: parts.headers,
@@ -113,7 +112,7 @@ struct Head {
 
 /// Everything decided before the body is read, or the response that ends the request there.
 async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result<Head, Response> {
-    let mut ctx = RequestContext::new(&parts.headers, state.config.flavor());
+    let mut ctx = RequestContext::new(&parts.headers, state.dialect);
     if parts.uri.path() == HEALTH_PATH {
         let mut r = ctx.plain_response(StatusCode::OK);
         r.body("text/plain; charset=utf-8", b"OK".to_vec());
@@ -125,9 +124,8 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
     let account_path =
         resolve_account(state, parts, &mut ctx).map_err(|refusal| refusal.answer(&ctx))?;
     if parts.method == axum::http::Method::OPTIONS {
-        if ctx.flavor.is_cosmos() {
-            // Cosmos DB for Table has no CORS (FAQ: "CORS isn't currently supported").
-            return Err(ctx.error(&flavor::not_supported()));
+        if !ctx.dialect.cors {
+            return Err(ctx.error(&dialect::not_supported()));
         }
         return Err(super::cors::preflight(state, &ctx, &parts.headers).await);
     }
@@ -142,7 +140,7 @@ async fn admit_head(state: &AppState, peer: SocketAddr, parts: &Parts) -> Result
         error_format,
     };
     let principal = authenticate(state, parts, &ctx, &operation, &caller).await?;
-    cosmos_rules(&ctx, parts, &operation, principal.as_ref()).map_err(|e| ctx.error(&e))?;
+    dialect_rules(&ctx, parts, &operation, principal.as_ref()).map_err(|e| ctx.error(&e))?;
     Ok(Head {
         ctx,
         query,
@@ -236,18 +234,17 @@ fn resolve_account<'a>(
         .or(parts.uri.host());
     let accounts = state.accounts.current();
     let host_style = !state.config.disable_product_style_url;
-    let account_path = match ctx.flavor {
-        Flavor::Storage => split_account(host, path, |a| accounts.contains(a), host_style),
-        Flavor::Cosmos => {
-            let root = root_account(&accounts, &parts.headers);
-            split_account_at_root(host, path, |a| accounts.contains(a), host_style, root)
-        }
+    let account_path = if ctx.dialect.account_at_root {
+        let root = root_account(&accounts, &parts.headers);
+        split_account_at_root(host, path, |a| accounts.contains(a), host_style, root)
+    } else {
+        split_account(host, path, |a| accounts.contains(a), host_style)
     };
     let Some(mut account_path) = account_path else {
         return Err(AccountRefusal::NoAccount);
     };
     ctx.account = std::mem::take(&mut account_path.account);
-    ctx.request_kind = flavor::RequestKind::of(
+    ctx.request_kind = RequestKind::of(
         parts.method.as_str(),
         parts.headers.contains_key(names::X_HTTP_METHOD),
     );
@@ -368,20 +365,21 @@ fn denied(mut response: Response) -> Response {
     response
 }
 
-/// What Cosmos DB for Table does not support (checked after authentication, as Cosmos
-/// does): some operations, and SAS tokens narrowed to a key range.
-fn cosmos_rules(
+/// What the dialect does not support (checked after authentication, as Cosmos does): some
+/// operations, and SAS tokens narrowed to a key range.
+fn dialect_rules(
     ctx: &RequestContext,
     parts: &Parts,
     operation: &Operation,
     principal: Option<&Principal>,
 ) -> Result<(), ApiError> {
-    flavor::check_operation(ctx.flavor, parts.method.as_str(), operation)?;
+    ctx.dialect
+        .check_operation(parts.method.as_str(), operation)?;
     match principal.and_then(Principal::sas) {
-        Some(grant) if ctx.flavor.is_cosmos() && !grant.key_range().is_unbounded() => {
-            Err(flavor::sas_key_range_not_supported())
-        }
-        _ => Ok(()),
+        Some(grant) => ctx
+            .dialect
+            .check_sas_key_range(grant.key_range().is_unbounded()),
+        None => Ok(()),
     }
 }
 

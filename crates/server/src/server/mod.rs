@@ -35,6 +35,7 @@ use tokio::net::TcpListener;
 
 use crate::auth::live::LiveAccounts;
 use crate::config::Config;
+use crate::protocol::dialect::Dialect;
 use crate::store::{Store, StoreError};
 use connections::ConnectionAbort;
 pub use connections::ServeLimits;
@@ -49,6 +50,8 @@ pub use state::gate::{Gate as StateGate, Pass as StatePass};
 pub struct AppState {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) config: Arc<Config>,
+    /// How the server answers, built once from `--flavor` (`protocol::dialect`).
+    pub(crate) dialect: &'static Dialect,
     /// The accounts served: those of the start-up, and those created at run time.
     pub(crate) accounts: Arc<LiveAccounts>,
     /// Query classes, statistics, advice and metrics (fed by `middleware::request_log`).
@@ -66,8 +69,9 @@ impl AppState {
         let realism =
             crate::realism::Realism::new(realism::options(&config.realism, config.flavor())?);
         // Advice for the service the server answers as (docs/insight.md).
-        let insight = crate::insight::Insight::start_as(config.flavor());
+        let insight = crate::insight::Insight::start_as(config.dialect());
         Ok(AppState {
+            dialect: config.dialect(),
             realism: Arc::new(realism),
             store,
             control: Arc::new(state::Control::new(&config)),

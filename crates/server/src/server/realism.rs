@@ -18,9 +18,8 @@ use super::insight::operation_name;
 use super::AppState;
 use crate::config::{PageBreaksArg, RealismArgs, TargetErrorArg};
 use crate::insight::{Event, Observation};
-use crate::model::names::NameCase;
-use crate::model::Flavor;
 use crate::protocol::batch::{decode_batch, parse_sub_operation, BatchBody, SubRequest};
+use crate::protocol::dialect::{Flavor, Throughput};
 use crate::protocol::error::ErrorFormat;
 use crate::protocol::operation::Operation;
 use crate::protocol::uri::{parse_resource, split_account, Resource};
@@ -42,7 +41,8 @@ const MAX_RULES_BODY: usize = 1024 * 1024;
 /// `None` when all of it is off.
 pub fn summary(args: &RealismArgs, flavor: Flavor) -> Option<String> {
     let mut on = Vec::new();
-    if args.simulate_targets && flavor.is_cosmos() {
+    let request_units = flavor.dialect().throughput == Throughput::RequestUnits;
+    if args.simulate_targets && request_units {
         on.push(format!(
             "throttling past a budget of {} request units per second per table \
              (--simulate-targets --flavor cosmos; answered 429 TooManyRequests)",
@@ -89,7 +89,9 @@ pub fn summary(args: &RealismArgs, flavor: Flavor) -> Option<String> {
 /// The realism options the command line asks for; a bad `--faults` file is an error
 /// sentence naming the file.
 pub fn options(args: &RealismArgs, flavor: Flavor) -> Result<RealismOptions, String> {
-    if args.cosmos_table_rus.is_some() && !flavor.is_cosmos() {
+    let dialect = flavor.dialect();
+    let request_units = dialect.throughput == Throughput::RequestUnits;
+    if args.cosmos_table_rus.is_some() && !request_units {
         return Err(
             "--cosmos-table-rus applies to --flavor cosmos only (Table storage has no \
                     request units; its budgets are --target-partition-rate, \
@@ -97,13 +99,13 @@ pub fn options(args: &RealismArgs, flavor: Flavor) -> Result<RealismOptions, Str
                 .into(),
         );
     }
-    let table_rus = if args.simulate_targets && flavor.is_cosmos() {
+    let table_rus = if args.simulate_targets && request_units {
         Some(at_least_one("--cosmos-table-rus", table_rus(args))?)
     } else {
         None
     };
     Ok(RealismOptions {
-        targets: target_rates(args, flavor)?,
+        targets: target_rates(args, dialect.throughput)?,
         table_rus,
         page_breaks: args.page_breaks.map(|m| match m {
             PageBreaksArg::Partition => PageBreaks::Partition,
@@ -112,7 +114,7 @@ pub fn options(args: &RealismArgs, flavor: Flavor) -> Result<RealismOptions, Str
         lifecycle: args
             .simulate_lifecycle
             .then(|| Duration::from_secs(args.table_purge_seconds)),
-        name_case: NameCase::of(flavor),
+        name_case: dialect.name_case,
         faults: fault_rules(args)?,
         seed: args.realism_seed,
     })
@@ -128,8 +130,8 @@ fn at_least_one(name: &str, n: u32) -> Result<f64, String> {
 }
 
 /// `--simulate-targets` for Table storage: its rates and the error it answers.
-fn target_rates(args: &RealismArgs, flavor: Flavor) -> Result<Option<TargetRates>, String> {
-    if !args.simulate_targets || flavor.is_cosmos() {
+fn target_rates(args: &RealismArgs, throughput: Throughput) -> Result<Option<TargetRates>, String> {
+    if !args.simulate_targets || throughput != Throughput::ScalabilityTargets {
         return Ok(None);
     }
     Ok(Some(TargetRates {
@@ -455,7 +457,7 @@ pub(crate) async fn faults_endpoint(
     body: Body,
     peer: SocketAddr,
 ) -> Response {
-    let mut ctx = RequestContext::new(&parts.headers, state.config.flavor());
+    let mut ctx = RequestContext::new(&parts.headers, state.dialect);
     ctx.error_format = ErrorFormat::Json;
     if let Err(e) = super::insight::caller(state, &parts, peer) {
         super::intake::discard_unread(body);

@@ -13,10 +13,8 @@ use super::progress::Progress;
 use super::remote::{RemoteAccount, RemoteEndpoint};
 use super::transfer::{self, ExportOptions, Format, ImportOptions, Summary};
 use super::{azurite, peak_rss_bytes, DataError, Endpoint, Mode};
-use crate::auth::accounts::COSMOS_EMULATOR_ACCOUNT_NAME;
-use crate::config::{CompressionArg, FlavorArg, DEV_ACCOUNT, STORE_DIR_NAME};
-use crate::model::limits::EntityLimits;
-use crate::model::Flavor;
+use crate::config::{CompressionArg, FlavorArg, STORE_DIR_NAME};
+use crate::protocol::dialect::{Dialect, Flavor};
 use crate::store::open::{folder_compression, Compression};
 use crate::store::Store;
 
@@ -181,12 +179,9 @@ fn folder_accounts(given: &[String], flavor: FlavorArg) -> Vec<String> {
             .map(str::to_string)
             .collect::<Vec<_>>()
     });
-    from_env.filter(|a| !a.is_empty()).unwrap_or_else(|| {
-        vec![match flavor {
-            FlavorArg::Storage => DEV_ACCOUNT.to_string(),
-            FlavorArg::Cosmos => COSMOS_EMULATOR_ACCOUNT_NAME.to_string(),
-        }]
-    })
+    from_env
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| vec![flavor.default_account().to_string()])
 }
 
 fn remote(endpoint: &EndpointArgs, credentials: &Credentials) -> Result<RemoteEndpoint, DataError> {
@@ -335,7 +330,9 @@ fn import(args: ImportArgs) -> Result<(), DataError> {
         mode: args.mode,
         resume: args.resume,
         checkpoints: true,
-        limits: EntityLimits::of(args.credentials.flavor.into()),
+        limits: Flavor::from(args.credentials.flavor)
+            .dialect()
+            .entity_limits,
     };
     let summary = if let Some(dir) = &args.from_azurite {
         import_azurite(&args, dir, &options, &mut progress)?
@@ -417,8 +414,8 @@ fn with_endpoints<T>(
             let runtime = runtime()?;
             let store: Arc<dyn Store> = open_folder(&runtime, location, write)?;
             let label = location.display().to_string();
-            let flavor = credentials.flavor.into();
-            let endpoints = local_endpoints(&store, &runtime, accounts, &label, flavor);
+            let dialect = Flavor::from(credentials.flavor).dialect();
+            let endpoints = local_endpoints(&store, &runtime, accounts, &label, dialect);
             let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
             let result = work(&refs);
             if write.is_some() {
@@ -447,18 +444,20 @@ fn import_accounts(tables: &[transfer::SourceTable], default: &str) -> Vec<Strin
     accounts
 }
 
-/// One endpoint per account over `store`, going by `flavor`'s rules; `label` names the store
+/// One endpoint per account over `store`, going by `dialect`'s rules; `label` names the store
 /// in messages.
 fn local_endpoints(
     store: &Arc<dyn Store>,
     runtime: &tokio::runtime::Handle,
     accounts: &[String],
     label: &str,
-    flavor: Flavor,
+    dialect: &'static Dialect,
 ) -> Vec<LocalEndpoint> {
     accounts
         .iter()
-        .map(|a| LocalEndpoint::new(Arc::clone(store), runtime.clone(), a, label).in_flavor(flavor))
+        .map(|a| {
+            LocalEndpoint::new(Arc::clone(store), runtime.clone(), a, label).in_dialect(dialect)
+        })
         .collect()
 }
 
@@ -524,14 +523,15 @@ pub fn seed(
     }
     let accounts = import_accounts(&tables, default_account);
     let runtime = runtime()?;
-    let endpoints = local_endpoints(&store, &runtime, &accounts, "the seed target", flavor);
+    let dialect = flavor.dialect();
+    let endpoints = local_endpoints(&store, &runtime, &accounts, "the seed target", dialect);
     let refs: Vec<&dyn Endpoint> = endpoints.iter().map(|e| e as &dyn Endpoint).collect();
     let mut progress = Progress::new("seeded", true);
     let options = ImportOptions {
         mode: Mode::Skip,
         resume: false,
         checkpoints: false,
-        limits: EntityLimits::of(flavor),
+        limits: dialect.entity_limits,
     };
     let summary = transfer::import(&tables, &refs, None, &options, &mut progress)?;
     finish_start_up_import(&store, record, &fingerprint)?;

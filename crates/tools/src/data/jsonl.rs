@@ -19,7 +19,7 @@ pub(crate) fn write_line(out: &mut Vec<u8>, entity: &Entity) {
 
 /// Decodes one line (without its newline) with every check Insert Entity applies.
 pub(crate) fn decode_line(line: &[u8]) -> Result<Entity, String> {
-    decode_line_as(line, EntityLimits::Storage)
+    decode_line_as(line, EntityLimits::Accounted)
 }
 
 /// [`decode_line`] against `limits`.
@@ -56,7 +56,7 @@ impl<R: BufRead> Reader<R> {
             line: Vec::with_capacity(2048),
             number: 0,
             name: name.into(),
-            limits: EntityLimits::Storage,
+            limits: EntityLimits::Accounted,
         }
     }
 

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use tokio::runtime::Handle;
 
 use super::{DataError, Endpoint, TableAcl, WriteError};
-use crate::model::limits::EntityLimits;
 use crate::model::names::{is_case_sensitive_identity, name_of_identity, NameCase};
-use crate::model::{Entity, Flavor, TableId, TableName, TableNameError, TableRef, WriteOp};
+use crate::model::{Entity, TableId, TableNameError, TableRef, WriteOp};
+use crate::protocol::dialect::{Dialect, STORAGE};
 use crate::protocol::filter;
 use crate::query::eval::matches_opt;
 use crate::query::{execute_raw_page, PageLimits, PageRead};
@@ -87,7 +87,7 @@ pub(crate) struct LocalEndpoint {
     label: String,
     /// Whose rules the tables go by: table names told apart case-sensitively and entities
     /// held to Cosmos's limits for `--flavor cosmos`.
-    flavor: Flavor,
+    dialect: &'static Dialect,
     case: NameCase,
     ids: Mutex<HashMap<String, TableId>>,
 }
@@ -106,19 +106,19 @@ impl LocalEndpoint {
             runtime,
             account: account.to_string(),
             label: label.into(),
-            flavor: Flavor::Storage,
+            dialect: &STORAGE,
             case: NameCase::Insensitive,
             ids: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The endpoint going by `flavor`'s rules. Under Cosmos's, it knows every table by the
+    /// The endpoint going by `dialect`'s rules. Under Cosmos's, it knows every table by the
     /// name its identity spells and holds merges to Cosmos's limits; under Storage's it does
     /// not see the tables only a case-sensitive reader can address (docs/decisions.md #60).
-    pub(crate) fn in_flavor(self, flavor: Flavor) -> LocalEndpoint {
+    pub(crate) fn in_dialect(self, dialect: &'static Dialect) -> LocalEndpoint {
         LocalEndpoint {
-            flavor,
-            case: NameCase::of(flavor),
+            dialect,
+            case: dialect.name_case,
             ..self
         }
     }
@@ -251,16 +251,16 @@ impl Endpoint for LocalEndpoint {
     }
 
     fn ensure_table(&self, table: &str) -> Result<(), DataError> {
-        let name = TableName::parse_as(table, self.flavor).map_err(|e| {
+        let name = self.dialect.table_name(table).map_err(|e| {
             let rule = match e {
                 TableNameError::Length => "3 to 63 characters",
                 TableNameError::Characters => {
                     "letters and digits starting with a letter, and not `tables`"
                 }
-                TableNameError::CosmosLength => "1 to 254 characters",
-                TableNameError::CosmosCharacter => "none of / \\ # ?",
-                TableNameError::CosmosTrailingSpace => "no space at the end",
-                TableNameError::CosmosUnservable => "no control character or parenthesis",
+                TableNameError::FreeFormLength => "1 to 254 characters",
+                TableNameError::ForbiddenCharacter => "none of / \\ # ?",
+                TableNameError::TrailingSpace => "no space at the end",
+                TableNameError::Unservable => "no control character or parenthesis",
             };
             DataError::new(format!("{table:?} is not a valid table name ({rule})"))
         })?;
@@ -292,7 +292,7 @@ impl Endpoint for LocalEndpoint {
 
     fn write_batch(&self, table: &str, ops: &[WriteOp]) -> Result<(), WriteError> {
         let id = self.table_id(table).map_err(|e| WriteError::Other(e.0))?;
-        let limits = EntityLimits::of(self.flavor);
+        let limits = self.dialect.entity_limits;
         let held: Vec<WriteOp>;
         let ops = if ops.iter().all(|op| op.limits == limits) {
             ops

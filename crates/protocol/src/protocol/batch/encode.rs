@@ -42,15 +42,18 @@
 //! ```
 
 use super::SubResponse;
-use crate::model::Flavor;
+use crate::protocol::dialect::Dialect;
 
 /// Encodes the response to a change set batch. Returns the outer `Content-Type`
 /// (`multipart/mixed; boundary=batchresponse_<uuid>`) and the body. `responses` are written
 /// in order; on failure the caller passes only the failed operation's sub-response.
-pub fn encode_changeset_response(responses: &[SubResponse], flavor: Flavor) -> (String, Vec<u8>) {
+pub fn encode_changeset_response(
+    responses: &[SubResponse],
+    dialect: &Dialect,
+) -> (String, Vec<u8>) {
     let batch = format!("batchresponse_{}", uuid::Uuid::new_v4());
     let changeset = format!("changesetresponse_{}", uuid::Uuid::new_v4());
-    let body = encode_changeset_response_with_boundaries(responses, &batch, &changeset, flavor);
+    let body = encode_changeset_response_with_boundaries(responses, &batch, &changeset, dialect);
     (content_type(&batch), body)
 }
 
@@ -60,7 +63,7 @@ pub(crate) fn encode_changeset_response_with_boundaries(
     responses: &[SubResponse],
     batch_boundary: &str,
     changeset_boundary: &str,
-    flavor: Flavor,
+    dialect: &Dialect,
 ) -> Vec<u8> {
     let size: usize = responses
         .iter()
@@ -68,10 +71,7 @@ pub(crate) fn encode_changeset_response_with_boundaries(
         .sum();
     let mut out = Vec::with_capacity(size + 128);
     // The line break of the change-set level (see the module's notes).
-    let part_break: &[u8] = match flavor {
-        Flavor::Storage => b"\r\n",
-        Flavor::Cosmos => b"\n",
-    };
+    let part_break = dialect.batch_part_break;
     line(&mut out, &["--", batch_boundary]);
     line(
         &mut out,
@@ -210,6 +210,7 @@ pub(crate) fn reason_phrase(status: u16) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::dialect::{COSMOS, STORAGE};
 
     fn h(name: &'static str, value: &str) -> (&'static str, std::borrow::Cow<'static, str>) {
         (name, value.to_owned().into())
@@ -221,12 +222,12 @@ mod tests {
 
     /// A change-set answer holding `response` only, with boundaries `batchresponse_b` and
     /// `changesetresponse_c`.
-    fn alone_in_a_change_set(response: SubResponse, flavor: Flavor) -> Vec<u8> {
+    fn alone_in_a_change_set(response: SubResponse, dialect: &Dialect) -> Vec<u8> {
         encode_changeset_response_with_boundaries(
             &[response],
             "batchresponse_b",
             "changesetresponse_c",
-            flavor,
+            dialect,
         )
     }
 
@@ -261,7 +262,7 @@ mod tests {
             &[insert, merge],
             "batchresponse_e69b1c6c-62ff-471e-ab88-9a4aeef0a880",
             "changesetresponse_a6253244-7e21-42a8-a149-479ee9e94a25",
-            Flavor::Storage,
+            &STORAGE,
         );
         let want = "--batchresponse_e69b1c6c-62ff-471e-ab88-9a4aeef0a880\r\n\
 Content-Type: multipart/mixed; boundary=changesetresponse_a6253244-7e21-42a8-a149-479ee9e94a25\r\n\
@@ -308,7 +309,7 @@ ETag: W/\"datetime'2013-10-14T18%3A25%3A49.8932467Z'\"\r\n\
             ],
             body: br#"{"odata.error":{"code":"EntityAlreadyExists","message":{"lang":"en-US","value":"0:The specified entity already exists."}}}"#.to_vec(),
         };
-        let got = alone_in_a_change_set(failed, Flavor::Storage);
+        let got = alone_in_a_change_set(failed, &STORAGE);
         let want = "--batchresponse_b\r\n\
 Content-Type: multipart/mixed; boundary=changesetresponse_c\r\n\
 \r\n\
@@ -349,7 +350,7 @@ Content-Type: application/json;odata=minimalmetadata;streaming=true;charset=utf-
             &[upsert, delete],
             "batchresponse_aeebf9d6-0fcd-40bd-a31b-552e9a053bbf",
             "changesetresponse_d1167b77-f03c-4cfa-bd1f-094c26ffe713",
-            Flavor::Cosmos,
+            &COSMOS,
         );
         let want = "--batchresponse_aeebf9d6-0fcd-40bd-a31b-552e9a053bbf\r\n\
 Content-Type: multipart/mixed; boundary=changesetresponse_d1167b77-f03c-4cfa-bd1f-094c26ffe713\r\n\
@@ -381,7 +382,7 @@ Content-ID: 2\r\n\
             headers: vec![h("Content-Type", "application/json;odata=fullmetadata")],
             body: br#"{"odata.error":{}}"#.to_vec(),
         };
-        let got = alone_in_a_change_set(failed, Flavor::Cosmos);
+        let got = alone_in_a_change_set(failed, &COSMOS);
         let want = "--batchresponse_b\r\n\
 Content-Type: multipart/mixed; boundary=changesetresponse_c\r\n\
 \r\n\
@@ -404,7 +405,7 @@ Content-Type: application/json;odata=fullmetadata\r\n\
             &[],
             "batchresponse_b",
             "changesetresponse_c",
-            Flavor::Storage,
+            &STORAGE,
         );
         assert_eq!(
             text(&got),
@@ -454,7 +455,7 @@ ETag: W/\"datetime'2014-01-31T10%3A39%3A48.8625852Z'\"\r\n\
                 status: 204,
                 ..SubResponse::default()
             }],
-            Flavor::Storage,
+            &STORAGE,
         );
         let boundary = ct
             .strip_prefix("multipart/mixed; boundary=batchresponse_")
@@ -466,7 +467,7 @@ ETag: W/\"datetime'2014-01-31T10%3A39%3A48.8625852Z'\"\r\n\
         // What the JS SDK does: split on the literal prefix; 1 sub-response + head + tail.
         assert_eq!(body.split("--changesetresponse_").count(), 3);
 
-        let (ct2, _) = encode_changeset_response(&[], Flavor::Storage);
+        let (ct2, _) = encode_changeset_response(&[], &STORAGE);
         assert_ne!(ct, ct2, "boundaries are fresh per response");
 
         let (qct, qbody) = encode_query_response(&SubResponse {
@@ -488,7 +489,7 @@ ETag: W/\"datetime'2014-01-31T10%3A39%3A48.8625852Z'\"\r\n\
             &[r],
             "batchresponse_b",
             "changesetresponse_c",
-            Flavor::Storage,
+            &STORAGE,
         );
         assert!(text(&got).contains("\r\nX-Evil: a--changesetresponse_c--b\r\n"));
     }

@@ -21,6 +21,7 @@ use std::fmt;
 
 pub use decode::decode_batch;
 pub use encode::{encode_changeset_response, encode_query_response};
+pub(crate) use operations::omits_index_prefix;
 pub use operations::{
     decode_change, error_sub_response, parse_sub_operation, retrieve_sub_response,
     write_sub_response, ChangeWrite,

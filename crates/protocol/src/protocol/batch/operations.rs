@@ -6,14 +6,9 @@
 use std::borrow::Cow;
 
 use super::{SubRequest, SubResponse};
-use crate::model::entity::etag_as;
 use crate::model::limits::EntityLimits;
-use crate::model::{EdmDateTime, Entity, Flavor, WriteKind, WriteOp};
-use crate::protocol::error::ErrorFormat;
-use crate::protocol::flavor::{
-    error_body, error_message, flavoured_error, json_content_type, sends_storage_headers,
-    upsert_no_content_type, RequestKind,
-};
+use crate::model::{EdmDateTime, Entity, WriteKind, WriteOp};
+use crate::protocol::dialect::Dialect;
 use crate::protocol::headers::{negotiate_metadata, Metadata, ReturnPreference};
 use crate::protocol::json::{self, EntityContext};
 use crate::protocol::operation::{parse_operation, Operation, OperationHeaders};
@@ -90,7 +85,7 @@ pub fn decode_change(
 /// Azure.Data.Tables test suite, written against a storage account: a one-delete transaction
 /// of a missing entity fails with "The specified resource does not exist.", a two-delete one
 /// with "0:The specified resource does not exist."; the same for a stale ETag).
-fn omits_index_prefix(code: ErrorCode, operations: usize) -> bool {
+pub(crate) fn omits_index_prefix(code: ErrorCode, operations: usize) -> bool {
     operations == 1
         && matches!(
             code,
@@ -101,8 +96,8 @@ fn omits_index_prefix(code: ErrorCode, operations: usize) -> bool {
 /// A sub-response's first headers: Storage's OData pair; none on Cosmos, whose inner
 /// responses carry only `ETag`, `Preference-Applied`, `Location`, `Content-Type` and
 /// `Content-ID` (recording `test_batch_all_operations_together`).
-fn standard_headers(flavor: Flavor) -> Vec<(&'static str, Cow<'static, str>)> {
-    if !sends_storage_headers(flavor) {
+fn standard_headers(dialect: &Dialect) -> Vec<(&'static str, Cow<'static, str>)> {
+    if !dialect.storage_headers {
         return Vec::new();
     }
     vec![
@@ -114,10 +109,10 @@ fn standard_headers(flavor: Flavor) -> Vec<(&'static str, Cow<'static, str>)> {
 /// `DataServiceVersion: <v>` on Storage; Cosmos sends none.
 fn push_data_service_version(
     headers: &mut Vec<(&'static str, Cow<'static, str>)>,
-    flavor: Flavor,
+    dialect: &Dialect,
     v: &'static str,
 ) {
-    if sends_storage_headers(flavor) {
+    if dialect.storage_headers {
         headers.push(("DataServiceVersion", Cow::Borrowed(v)));
     }
 }
@@ -130,45 +125,17 @@ pub fn error_sub_response(
     operations: usize,
     error: &ApiError,
     prefer: Option<ReturnPreference>,
-    flavor: Flavor,
+    dialect: &Dialect,
 ) -> SubResponse {
-    let missing_table = error.code == ErrorCode::TableNotFound;
-    let error = &flavoured_error(error, flavor);
-    let text = match flavor {
-        Flavor::Storage if omits_index_prefix(error.code, operations) => error.message.to_string(),
-        Flavor::Storage => format!("{index}:{}", error.message),
-        // Cosmos prefixes the index and adds a blank line, except for a missing table
-        // (recordings: `test_batch_update_if_doesnt_match`, `test_new_non_existent_table`).
-        Flavor::Cosmos if missing_table => error.message.to_string(),
-        Flavor::Cosmos => format!("{index}:{}\n", error.message),
-    };
-    let indexed = ApiError::with_message(error.code, text);
-    let time = EdmDateTime::now().to_fixed7();
-    let message = error_message(&indexed, flavor, request_id, &time);
-    let (content_type, mut body) = error_body(
-        &indexed,
-        flavor,
-        ErrorFormat::Json,
-        &message,
-        RequestKind::OtherWrite,
-    );
-    let content_type = match flavor {
-        Flavor::Storage => content_type,
-        Flavor::Cosmos => "application/json;odata=fullmetadata",
-    };
-    // Inside a change set Cosmos's error JSON is followed by the delimiter's CRLF alone, not
-    // the CRLF it ends a top-level error with (recording `test_batch_update_if_doesnt_match`).
-    if body.ends_with(b"\r\n") && flavor == Flavor::Cosmos {
-        body.truncate(body.len() - 2);
-    }
-    let mut headers = standard_headers(flavor);
+    let (content_type, body) = dialect.sub_response_error(error, index, operations, request_id);
+    let mut headers = standard_headers(dialect);
     if let Some(p) = prefer {
         headers.push(("Preference-Applied", Cow::Borrowed(p.as_str())));
     }
-    push_data_service_version(&mut headers, flavor, "3.0;");
+    push_data_service_version(&mut headers, dialect, "3.0;");
     headers.push(("Content-Type", Cow::Borrowed(content_type)));
     SubResponse {
-        status: error.status().as_u16(),
+        status: dialect.error(error).status().as_u16(),
         headers,
         body,
     }
@@ -183,12 +150,12 @@ pub fn write_sub_response(
     table: &str,
     write: ChangeWrite,
     timestamp: EdmDateTime,
-    flavor: Flavor,
+    dialect: &'static Dialect,
 ) -> SubResponse {
-    let mut headers = standard_headers(flavor);
-    let etag = etag_as(timestamp, flavor);
+    let mut headers = standard_headers(dialect);
+    let etag = dialect.etag(timestamp);
     if write.op.kind != WriteKind::Insert {
-        push_data_service_version(&mut headers, flavor, "1.0;");
+        push_data_service_version(&mut headers, dialect, "1.0;");
         if write.op.kind != WriteKind::Delete {
             headers.push(("ETag", Cow::Owned(etag)));
         }
@@ -196,7 +163,7 @@ pub fn write_sub_response(
             write.op.kind,
             WriteKind::InsertOrReplace | WriteKind::InsertOrMerge
         );
-        if let Some(ct) = upsert_no_content_type(flavor).filter(|_| upsert) {
+        if let Some(ct) = dialect.upsert_content_type.filter(|_| upsert) {
             headers.push(("Content-Type", Cow::Borrowed(ct)));
         }
         return SubResponse {
@@ -211,9 +178,9 @@ pub fn write_sub_response(
     );
     if write.prefer == Some(ReturnPreference::NoContent) {
         headers.push(("Preference-Applied", Cow::Borrowed("return-no-content")));
-        push_data_service_version(&mut headers, flavor, "3.0;");
+        push_data_service_version(&mut headers, dialect, "3.0;");
         headers.push(("Location", Cow::Owned(location.clone())));
-        if sends_storage_headers(flavor) {
+        if dialect.storage_headers {
             headers.push(("DataServiceId", Cow::Owned(location)));
         }
         headers.push(("ETag", Cow::Owned(etag)));
@@ -226,10 +193,10 @@ pub fn write_sub_response(
     if write.prefer == Some(ReturnPreference::Content) {
         headers.push(("Preference-Applied", Cow::Borrowed("return-content")));
     }
-    push_data_service_version(&mut headers, flavor, "3.0;");
+    push_data_service_version(&mut headers, dialect, "3.0;");
     headers.push((
         "Content-Type",
-        Cow::Borrowed(json_content_type(write.metadata, flavor)),
+        Cow::Borrowed(dialect.json_content_type(write.metadata)),
     ));
     headers.push(("Location", Cow::Owned(location)));
     headers.push(("ETag", Cow::Owned(etag)));
@@ -246,7 +213,7 @@ pub fn write_sub_response(
         table,
         select: None,
         select_raw: None,
-        flavor,
+        dialect,
     };
     SubResponse {
         status: 201,
@@ -257,14 +224,14 @@ pub fn write_sub_response(
 
 /// The sub-response of a query batch's retrieve: 200 with the entity.
 pub fn retrieve_sub_response(found: &Entity, ctx: &EntityContext<'_>) -> SubResponse {
-    let mut headers = standard_headers(ctx.flavor);
-    push_data_service_version(&mut headers, ctx.flavor, "3.0;");
+    let mut headers = standard_headers(ctx.dialect);
+    push_data_service_version(&mut headers, ctx.dialect, "3.0;");
     headers.extend([
         (
             "Content-Type",
-            Cow::Borrowed(json_content_type(ctx.metadata, ctx.flavor)),
+            Cow::Borrowed(ctx.dialect.json_content_type(ctx.metadata)),
         ),
-        ("ETag", Cow::Owned(etag_as(found.timestamp, ctx.flavor))),
+        ("ETag", Cow::Owned(ctx.dialect.etag(found.timestamp))),
     ]);
     SubResponse {
         status: 200,
@@ -276,6 +243,7 @@ pub fn retrieve_sub_response(found: &Entity, ctx: &EntityContext<'_>) -> SubResp
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::dialect::STORAGE;
 
     fn sub(method: &str, url: &str, body: &str) -> SubRequest {
         SubRequest {
@@ -301,7 +269,7 @@ mod tests {
                 table: "people".into()
             }
         );
-        let change = decode_change(op, &s, EntityLimits::Storage).unwrap();
+        let change = decode_change(op, &s, EntityLimits::Accounted).unwrap();
         assert_eq!(change.table, "people");
         assert_eq!(change.prefer, Some(ReturnPreference::NoContent));
         let get = sub(
@@ -310,22 +278,22 @@ mod tests {
             "",
         );
         let op = parse_sub_operation("devstoreaccount1", &get).unwrap();
-        let err = decode_change(op, &get, EntityLimits::Storage).unwrap_err();
+        let err = decode_change(op, &get, EntityLimits::Accounted).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidInput);
     }
 
     #[test]
     fn failures_name_their_index() {
         let e = ApiError::new(ErrorCode::EntityAlreadyExists);
-        let r = error_sub_response("rid", 3, 5, &e, None, Flavor::Storage);
+        let r = error_sub_response("rid", 3, 5, &e, None, &STORAGE);
         assert_eq!(r.status, 409);
         assert!(String::from_utf8_lossy(&r.body).contains("3:The specified entity already exists."));
         let missing = ApiError::new(ErrorCode::ResourceNotFound);
-        let r = error_sub_response("rid", 0, 1, &missing, None, Flavor::Storage);
+        let r = error_sub_response("rid", 0, 1, &missing, None, &STORAGE);
         let body = String::from_utf8_lossy(&r.body);
         assert!(body.contains("The specified resource does not exist."));
         assert!(!body.contains("0:The specified"), "no index prefix alone");
-        let r = error_sub_response("rid", 0, 2, &missing, None, Flavor::Storage);
+        let r = error_sub_response("rid", 0, 2, &missing, None, &STORAGE);
         let body = String::from_utf8_lossy(&r.body);
         assert!(
             body.contains("0:The specified resource does not exist."),

@@ -147,7 +147,7 @@ pub(crate) async fn route(state: &AppState, parts: &Parts, peer: SocketAddr) -> 
     } else {
         return None;
     };
-    let mut ctx = RequestContext::new(&parts.headers, state.config.flavor());
+    let mut ctx = RequestContext::new(&parts.headers, state.dialect);
     ctx.error_format = ErrorFormat::Json;
     let answer = match caller(state, parts, peer) {
         Ok(caller) => answer(state, parts, &ctx, &caller).await,
@@ -635,11 +635,8 @@ async fn create_account(
         .unwrap_or("127.0.0.1");
     let scheme = super::Scheme::of(&parts.extensions).as_str();
     let endpoint = format!("{scheme}://{host}");
-    let connection_string = connection_string_for(ctx.flavor, &endpoint, &name, &key);
-    let table_endpoint = match ctx.flavor {
-        crate::model::Flavor::Storage => format!("{endpoint}/{name}"),
-        crate::model::Flavor::Cosmos => format!("{endpoint}/"),
-    };
+    let connection_string = connection_string_for(ctx.dialect.flavor, &endpoint, &name, &key);
+    let table_endpoint = ctx.dialect.table_endpoint(&endpoint, &name);
     Ok(json_answer(
         ctx,
         StatusCode::CREATED,

@@ -1,6 +1,6 @@
-//! Cosmos DB for Table's price list in request units (RU), as this server models it: pure
-//! functions of the operation, the item's bytes and the entities a query examined and
-//! returned, rounded to hundredths as Cosmos reports `RequestCharge`. Realism throttles by
+//! Cosmos DB for Table's price list in request units (RU), the `RequestCharge` its answers
+//! report, as this server models it: pure functions of the operation, the item's bytes and
+//! the entities a query examined and returned, rounded to hundredths as Cosmos reports it. Realism throttles by
 //! them (`realism::request_units`) and insight states them in its Cosmos advice.
 //!
 //! The documented points ("Request Units in Azure Cosmos DB", "Optimize request cost in
