@@ -639,6 +639,8 @@ async fn page_through(t: &TestServer, table: &str, top: usize) -> (Vec<(String, 
     for _ in 0..10_000 {
         let mut path = format!("/{table}()?$top={top}");
         if let Some((pk, rk)) = &next {
+            // Encoded: Cosmos's tokens are opaque text (JSON, base64 with `+` and `/`).
+            let (pk, rk) = (common::url::encode(pk), common::url::encode(rk));
             path.push_str(&format!("&NextPartitionKey={pk}&NextRowKey={rk}"));
         }
         let r = t.send("GET", &path, &[], None).await;
