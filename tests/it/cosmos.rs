@@ -6,7 +6,7 @@
 //! This file holds only what differs from Table storage. Behaviour the two flavours share is
 //! tested once and run under each by the `both_flavours!` cases of the Storage suites (auth,
 //! batch, concurrency, entities, hostile_batch, hostile_filter, hostile_json, query, realism,
-//! refusal_log, state, tables).
+//! state, tables).
 
 use crate::common;
 
