@@ -840,6 +840,23 @@ mod tests {
         KvStore::open(open_kv_for_tests(dir, &options), Durability::Durable).expect("store")
     }
 
+    /// The folder as a bare sled database, once the store dropped before has let go of it:
+    /// sled's own I/O threads can hold the folder's lock for a moment after the last handle
+    /// is dropped, so a lock refusal is waited out (bounded) rather than failed on.
+    fn open_raw(dir: &Path) -> sled::Db {
+        let mut tries = 0;
+        loop {
+            match sled::Config::new().path(dir).open() {
+                Ok(db) => return db,
+                Err(e) if tries < 500 && e.to_string().contains("could not acquire lock") => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("opening {} as a bare sled database: {e}", dir.display()),
+            }
+        }
+    }
+
     fn insert(store: &dyn Store, table: &str, rows: std::ops::Range<u32>) {
         let text = EdmValue::String("words repeat and repeat ".repeat(20));
         write(store, table, rows, WriteKind::Insert, |_| {
@@ -1092,7 +1109,7 @@ mod tests {
         insert(&*store, "old", 0..5);
         drop(store);
         {
-            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            let db = open_raw(dir.path());
             db.open_tree("tables").unwrap().remove(FORMAT_KEY).unwrap();
             db.flush().unwrap();
         }
@@ -1112,7 +1129,7 @@ mod tests {
         insert(&*store, "t", 0..3);
         drop(store);
         {
-            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            let db = open_raw(dir.path());
             let entities = db.open_tree("entities").unwrap();
             let (key, frame) = entities.iter().nth(1).unwrap().unwrap();
             let mut damaged = frame.to_vec();
@@ -1188,7 +1205,7 @@ mod tests {
         // What a crash after more writes looks like to the next start: totals that no longer
         // match the data, and no clean-shutdown token.
         {
-            let db = sled::Config::new().path(dir.path()).open().unwrap();
+            let db = open_raw(dir.path());
             let tables = db.open_tree("tables").unwrap();
             tables
                 .insert(TOTALS_KEY, Totals::default().encode())
